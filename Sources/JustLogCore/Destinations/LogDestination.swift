@@ -1,0 +1,58 @@
+/// Somewhere log records go: the console, a file, a Logstash collector.
+///
+/// The pipeline calls a destination from one thread at a time, in the order the records were logged.
+/// A destination never throws to its caller and never traps: it reports its own failures through the
+/// ``DiagnosticSink`` it was given and keeps going.
+///
+/// Adding a destination is adding a type that conforms to this protocol; nothing else changes:
+///
+/// ```swift
+/// final class CountingDestination: LogDestination {
+///     private let count = LockedValue(0)
+///     func write(_ batch: LogBatch) { count.withLock { $0 += batch.records.count } }
+/// }
+/// ```
+public protocol LogDestination: AnyObject, Sendable {
+    /// Where this destination wants to receive records; see ``DestinationDelivery``.
+    var delivery: DestinationDelivery { get }
+
+    /// Writes a batch of records, in order.
+    func write(_ batch: LogBatch)
+
+    /// Hands over everything written so far (to the kernel, the collector, …) and then calls `completion`
+    /// exactly once, with `nil` or the error that says why not. It may call `completion` on any thread.
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void)
+
+    /// Releases the destination's resources. Called once, after a final ``flush(completion:)``.
+    func shutdown()
+}
+
+extension LogDestination {
+    public var delivery: DestinationDelivery { .background }
+    public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { completion(nil) }
+    public func shutdown() {}
+}
+
+/// Where a destination receives its records.
+public struct DestinationDelivery: Hashable, Sendable, CustomStringConvertible {
+    enum Kind: Hashable, Sendable { case background, inline }
+    let kind: Kind
+
+    /// On the pipeline's background thread, in batches: the caller only pays to capture the event.
+    public static let background = DestinationDelivery(kind: .background)
+    /// On the caller's thread, before the log call returns, one record per batch: for destinations that
+    /// must make a record crash-safe (a memory-mapped spool) before the program can be killed.
+    public static let inline = DestinationDelivery(kind: .inline)
+
+    public var description: String { kind == .inline ? "inline" : "background" }
+}
+
+/// Records handed to a destination in one call, oldest first.
+public struct LogBatch: Sendable {
+    /// The records, in the order they were logged.
+    public var records: [LogRecord]
+
+    public init(records: [LogRecord]) {
+        self.records = records
+    }
+}

@@ -1,0 +1,55 @@
+/// What a log call captures on the caller's thread, before anything is merged or formatted.
+///
+/// Capturing is cheap on purpose: the message string, the caller's `userInfo` (already turned into
+/// ``LogValue``s), the error, the call site and one clock reading. The pipeline turns it into a
+/// ``LogRecord`` later.
+public struct LogEvent: Sendable {
+    public var level: LogLevel
+    public var message: String
+    public var error: (any Error)?
+    /// The call's own `userInfo`; defaults are merged in later.
+    public var userInfo: [String: LogValue]
+    /// Extra metadata from the call (the swift-log bridge puts `logger` and `source` here).
+    public var metadata: [String: LogValue]
+    public var callSite: CallSite
+    public var timestamp: LogTimestamp
+
+    public init(
+        level: LogLevel,
+        message: String,
+        error: (any Error)? = nil,
+        userInfo: [String: LogValue] = [:],
+        metadata: [String: LogValue] = [:],
+        callSite: CallSite,
+        timestamp: LogTimestamp
+    ) {
+        self.level = level
+        self.message = message
+        self.error = error
+        self.userInfo = userInfo
+        self.metadata = metadata
+        self.callSite = callSite
+        self.timestamp = timestamp
+    }
+}
+
+/// Where a log call was made.
+public struct CallSite: Hashable, Sendable {
+    /// `#fileID` or `#filePath` of the call; ``fileName`` is its last path component.
+    public var file: String
+    public var function: String
+    public var line: UInt
+
+    @inlinable
+    public init(file: String, function: String, line: UInt) {
+        self.file = file
+        self.function = function
+        self.line = line
+    }
+
+    /// The last path component of ``file``: `ViewController.swift`.
+    public var fileName: String {
+        guard let slash = file.utf8.lastIndex(of: UInt8(ascii: "/")) else { return file }
+        return String(file[file.utf8.index(after: slash)...])
+    }
+}

@@ -1,0 +1,143 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The wall-clock time of a log call, in nanoseconds since 1970-01-01T00:00:00Z.
+///
+/// Captured on the caller's thread with one `clock_gettime` (no `Date` formatting on the hot path);
+/// formatted later, on the pipeline's thread.
+///
+/// ```swift
+/// let t = LogTimestamp(nanosecondsSinceEpoch: 1_482_582_698_475_000_000)
+/// t.rfc3339        // "2016-12-24T12:31:38.475Z"
+/// ```
+public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var nanosecondsSinceEpoch: Int64
+
+    @inlinable
+    public init(nanosecondsSinceEpoch: Int64) {
+        self.nanosecondsSinceEpoch = nanosecondsSinceEpoch
+    }
+
+    public init(_ date: Date) {
+        self.nanosecondsSinceEpoch = Int64((date.timeIntervalSince1970 * 1_000_000_000).rounded(.down))
+    }
+
+    /// The current wall-clock time.
+    public static func now() -> LogTimestamp {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return LogTimestamp(nanosecondsSinceEpoch: Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec))
+    }
+
+    public static func < (lhs: LogTimestamp, rhs: LogTimestamp) -> Bool {
+        lhs.nanosecondsSinceEpoch < rhs.nanosecondsSinceEpoch
+    }
+
+    public var date: Date { Date(timeIntervalSince1970: Double(nanosecondsSinceEpoch) / 1_000_000_000) }
+
+    public var description: String { rfc3339 }
+
+    /// RFC 3339 in UTC with milliseconds: `2016-12-24T12:31:38.475Z` (the `@timestamp` of Logstash).
+    public var rfc3339: String {
+        let (seconds, millis) = split
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return Self.format(parts, millis: millis, dateTimeSeparator: "T", suffix: "Z")
+    }
+
+    /// Local time as console and file lines show it: `2016-12-24 12:31:02.734`.
+    public var localLineTime: String {
+        localLineTime(in: .current)
+    }
+
+    /// The line time in a given time zone (tests pin one, lines use the local zone).
+    public func localLineTime(in zone: TimeZone) -> String {
+        let (seconds, millis) = split
+        let offset = zone.secondsFromGMT(for: date)
+        var time = time_t(seconds + Int64(offset))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return Self.format(parts, millis: millis, dateTimeSeparator: " ", suffix: "")
+    }
+
+    /// Parses what ``rfc3339`` and ``localLineTime`` write (the latter in `zone`).
+    public init?(parsing text: Substring, zone: TimeZone? = nil) {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 23, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " "), bytes[19] == UInt8(ascii: ".")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                let digit = Int(bytes[index]) - 48
+                guard (0...9).contains(digit) else { return nil }
+                value = value * 10 + digit
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            let millis = number(20..<23)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let utcSeconds = Int64(timegm(&parts))
+        let isUTC = bytes.count > 23 && bytes[23] == UInt8(ascii: "Z")
+        var seconds = utcSeconds
+        if !isUTC {
+            let zone = zone ?? .current
+            seconds -= Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(utcSeconds))))
+        }
+        self.nanosecondsSinceEpoch = seconds * 1_000_000_000 + Int64(millis) * 1_000_000
+    }
+
+    private var split: (seconds: Int64, millis: Int) {
+        let seconds = nanosecondsSinceEpoch.floorDiv(1_000_000_000)
+        let millis = Int((nanosecondsSinceEpoch - seconds * 1_000_000_000) / 1_000_000)
+        return (seconds, millis)
+    }
+
+    private static func format(_ parts: tm, millis: Int, dateTimeSeparator: Character, suffix: String) -> String {
+        var out = ""
+        out.reserveCapacity(24)
+        func pad(_ value: Int, _ width: Int) {
+            let digits = String(value)
+            if digits.count < width { out.append(String(repeating: "0", count: width - digits.count)) }
+            out.append(digits)
+        }
+        pad(Int(parts.tm_year) + 1900, 4)
+        out.append("-")
+        pad(Int(parts.tm_mon) + 1, 2)
+        out.append("-")
+        pad(Int(parts.tm_mday), 2)
+        out.append(dateTimeSeparator)
+        pad(Int(parts.tm_hour), 2)
+        out.append(":")
+        pad(Int(parts.tm_min), 2)
+        out.append(":")
+        pad(Int(parts.tm_sec), 2)
+        out.append(".")
+        pad(millis, 3)
+        out.append(suffix)
+        return out
+    }
+}
+
+extension Int64 {
+    fileprivate func floorDiv(_ divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor < 0) ? quotient - 1 : quotient
+    }
+}

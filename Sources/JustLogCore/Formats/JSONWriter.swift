@@ -1,0 +1,109 @@
+/// Writes ``LogValue``s as compact JSON with keys in byte order, so that two runs diff cleanly.
+///
+/// Strings are escaped per RFC 8259; control characters become `\n`, `\t`, … or `\u00XX`, and the
+/// line and paragraph separators U+2028/U+2029 are escaped too, so a value can never split a line.
+///
+/// ```swift
+/// JSONWriter.encode(["b": 1, "a": "x\ny"])   // {"a":"x\ny","b":1}
+/// ```
+public enum JSONWriter {
+    /// The JSON text of `value`, as UTF-8 bytes.
+    public static func encode(_ value: LogValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        write(value, into: &out)
+        return out
+    }
+
+    /// Appends the JSON text of `value` to `out`.
+    public static func write(_ value: LogValue, into out: inout [UInt8]) {
+        switch value {
+        case .string(let string): writeString(string, into: &out)
+        case .int(let int): out.append(contentsOf: String(int).utf8)
+        case .uint(let uint): out.append(contentsOf: String(uint).utf8)
+        case .double(let double): writeDouble(double, into: &out)
+        case .bool(let bool): out.append(contentsOf: (bool ? "true" : "false").utf8)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                write(element, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            writeObject(object.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }, into: &out)
+        }
+    }
+
+    /// Appends an object whose members are already in the order to write.
+    public static func writeObject(_ members: [(key: String, value: LogValue)], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (index, member) in members.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            write(member.value, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func writeDouble(_ double: Double, into out: inout [UInt8]) {
+        guard double.isFinite else {
+            // Unreachable through LogValue(any:), which turns these into strings; kept valid regardless.
+            writeString(double.isNaN ? "NaN" : (double < 0 ? "-Infinity" : "Infinity"), into: &out)
+            return
+        }
+        if double == double.rounded(.towardZero), abs(double) < 1e15 {
+            out.append(contentsOf: String(Int64(double)).utf8)
+            out.append(contentsOf: ".0".utf8)
+        } else {
+            out.append(contentsOf: "\(double)".utf8)
+        }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Appends `string` as a JSON string literal.
+    public static func writeString(_ string: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var utf8 = Array(string.utf8)
+        var index = 0
+        let count = utf8.count
+        var runStart = 0
+        func flushRun(_ end: Int) {
+            if end > runStart { out.append(contentsOf: utf8[runStart..<end]) }
+        }
+        while index < count {
+            let byte = utf8[index]
+            var escape: [UInt8]? = nil
+            var width = 1
+            switch byte {
+            case UInt8(ascii: "\""): escape = [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): escape = [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: escape = [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: escape = [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: escape = [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x08: escape = [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: escape = [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0x00..<0x20, 0x7F:
+                escape = Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            case 0xE2 where index + 2 < count && utf8[index + 1] == 0x80 && (utf8[index + 2] == 0xA8 || utf8[index + 2] == 0xA9):
+                escape = Array((utf8[index + 2] == 0xA8 ? "\\u2028" : "\\u2029").utf8)
+                width = 3
+            default: break
+            }
+            if let escape {
+                flushRun(index)
+                out.append(contentsOf: escape)
+                index += width
+                runStart = index
+            } else {
+                index += 1
+            }
+        }
+        flushRun(count)
+        utf8.removeAll()
+        out.append(UInt8(ascii: "\""))
+    }
+}

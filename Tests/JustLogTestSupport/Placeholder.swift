@@ -1,0 +1,1 @@
+// Placeholder until this target's first file lands.
