@@ -24,8 +24,12 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
         self.nanosecondsSinceEpoch = nanosecondsSinceEpoch
     }
 
+    /// The time of `date`, rounded to the microsecond (a `Date` holds no more: `…38.475` must not print as `.474`).
     public init(_ date: Date) {
-        self.nanosecondsSinceEpoch = Int64((date.timeIntervalSince1970 * 1_000_000_000).rounded(.down))
+        let interval = date.timeIntervalSince1970
+        let seconds = interval.rounded(.down)
+        let micros = ((interval - seconds) * 1_000_000).rounded()
+        self.nanosecondsSinceEpoch = Int64(seconds) * 1_000_000_000 + Int64(micros) * 1_000
     }
 
     /// The current wall-clock time.

@@ -1,0 +1,175 @@
+public import Foundation
+public import JustLogCore
+
+extension Logger {
+    /// Everything a ``Logger`` needs, as one immutable value: which destinations, each with its minimum level,
+    /// and what goes into every record.
+    ///
+    /// ```swift
+    /// let configuration = Logger.Configuration(
+    ///     console: .init(minimumLevel: .warning),
+    ///     file: .init(url: URL(fileURLWithPath: "/var/log/app/app.log"), minimumLevel: .debug),
+    ///     defaultUserInfo: ["app": "billing"]
+    /// )
+    /// let logger = Logger(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// The console destination, or `nil` for none. Default: on, every level.
+        public var console: Console?
+        /// The file destination, or `nil` for none. Default: none.
+        public var file: File?
+        /// The Logstash destination, or `nil` for none. Default: none.
+        public var logstash: Logstash?
+        /// Any other destinations.
+        public var extraDestinations: [LogPipeline.Route]
+        /// Added to every record's `userInfo`; a call's own key replaces a default key.
+        public var defaultUserInfo: [String: LogValue]
+        /// `app_version`, `version` and `device` of the metadata.
+        public var runtime: RuntimeInfo
+        /// Applied to every record before any destination sees it.
+        public var sanitizer: Sanitizer?
+        /// Queue limits and exit flushing.
+        public var pipeline: LogPipeline.Configuration
+        /// Where JustLog reports its own problems. Default: standard error.
+        public var diagnostics: DiagnosticSink
+
+        public init(
+            console: Console? = Console(),
+            file: File? = nil,
+            logstash: Logstash? = nil,
+            extraDestinations: [LogPipeline.Route] = [],
+            defaultUserInfo: [String: LogValue] = [:],
+            runtime: RuntimeInfo = .current,
+            sanitizer: Sanitizer? = nil,
+            pipeline: LogPipeline.Configuration = .init(),
+            diagnostics: DiagnosticSink = .standardError
+        ) {
+            self.console = console
+            self.file = file
+            self.logstash = logstash
+            self.extraDestinations = extraDestinations
+            self.defaultUserInfo = defaultUserInfo
+            self.runtime = runtime
+            self.sanitizer = sanitizer
+            self.pipeline = pipeline
+            self.diagnostics = diagnostics
+        }
+
+        /// The console destination's settings.
+        public struct Console: Sendable {
+            public var destination: ConsoleDestination.Configuration
+            public var minimumLevel: LogLevel
+
+            public init(_ destination: ConsoleDestination.Configuration = .init(), minimumLevel: LogLevel = .verbose) {
+                self.destination = destination
+                self.minimumLevel = minimumLevel
+            }
+        }
+
+        /// The file destination's settings.
+        public struct File: Sendable {
+            public var destination: FileDestination.Configuration
+            public var minimumLevel: LogLevel
+
+            public init(_ destination: FileDestination.Configuration, minimumLevel: LogLevel = .verbose) {
+                self.destination = destination
+                self.minimumLevel = minimumLevel
+            }
+
+            public init(url: URL, minimumLevel: LogLevel = .verbose) {
+                self.init(FileDestination.Configuration(url: url), minimumLevel: minimumLevel)
+            }
+        }
+    }
+
+    /// Builds the pipeline of `configuration`. A destination that cannot be created is reported, not thrown.
+    static func start(_ configuration: Configuration, switches: DestinationSwitches) -> Running {
+        var routes: [LogPipeline.Route] = []
+        if let console = configuration.console {
+            routes.append(.init(SwitchedDestination(ConsoleDestination(configuration: console.destination), isOn: switches.console),
+                                minimumLevel: console.minimumLevel))
+        }
+        if let file = configuration.file {
+            do {
+                let destination = try FileDestination(configuration: file.destination, diagnostics: configuration.diagnostics)
+                routes.append(.init(SwitchedDestination(destination, isOn: switches.file), minimumLevel: file.minimumLevel))
+            } catch {
+                configuration.diagnostics.report("no file logging: \(error)")
+            }
+        }
+        if let logstash = configuration.logstash {
+            if let route = makeLogstashRoute(logstash, configuration: configuration, isOn: switches.logstash) {
+                routes.append(route)
+            }
+        }
+        routes += configuration.extraDestinations
+        let logger = StructuredLogger(configuration: .init(
+            destinations: routes,
+            defaultUserInfo: configuration.defaultUserInfo,
+            runtime: configuration.runtime,
+            sanitizer: configuration.sanitizer,
+            pipeline: configuration.pipeline,
+            diagnostics: configuration.diagnostics
+        ))
+        return Running(logger: logger)
+    }
+}
+
+// MARK: - Property-style settings
+
+extension Logger {
+    /// What the documented properties set, turned into a ``Configuration`` by ``setup()``.
+    struct Settings: Sendable {
+        var logFilename: String?
+        var baseUrlForFileLogging = LogFolder.defaultFolder()
+        var logstash = Configuration.Logstash(host: "", port: 5000)
+        var defaultUserInfo: [String: LogValue] = [:]
+        var sanitizer: Sanitizer?
+
+        func configuration(switches: DestinationSwitches) -> Configuration {
+            let fileURL = baseUrlForFileLogging.appendingPathComponent(logFilename ?? LogFolder.defaultFilename(), isDirectory: false)
+            var logstash = self.logstash
+            logstash.spoolFolder = logstash.spoolFolder ?? fileURL.deletingLastPathComponent()
+                .appendingPathComponent(fileURL.lastPathComponent + ".spool", isDirectory: true)
+            return Configuration(
+                console: switches.console.current ? .init() : nil,
+                file: switches.file.current ? .init(url: fileURL) : nil,
+                logstash: switches.logstash.current && !logstash.host.isEmpty ? logstash : nil,
+                defaultUserInfo: defaultUserInfo,
+                sanitizer: sanitizer
+            )
+        }
+    }
+}
+
+/// The on/off switches of the documented `enable…Logging` properties, shared by every setup of one logger.
+final class DestinationSwitches: Sendable {
+    let console = LockedValue(true)
+    let file = LockedValue(true)
+    let logstash = LockedValue(true)
+}
+
+/// A destination that can be switched off and on at run time; off, it ignores what it is given.
+final class SwitchedDestination: LogDestination {
+    let base: any LogDestination
+    let isOn: LockedValue<Bool>
+
+    init(_ base: any LogDestination, isOn: LockedValue<Bool>) {
+        self.base = base
+        self.isOn = isOn
+    }
+
+    var delivery: DestinationDelivery { base.delivery }
+
+    func write(_ batch: LogBatch) {
+        if isOn.current { base.write(batch) }
+    }
+
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        base.flush(completion: completion)
+    }
+
+    func shutdown() {
+        base.shutdown()
+    }
+}

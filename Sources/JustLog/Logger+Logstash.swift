@@ -1,0 +1,68 @@
+public import Foundation
+public import JustLogCore
+
+extension Logger.Configuration {
+    /// The Logstash destination's settings (SPEC §1, §4).
+    public struct Logstash: Sendable {
+        /// The collector's host name or address.
+        public var host: String
+        /// The collector's port.
+        public var port: UInt16
+        /// Seconds between batched dispatches (the documented `logstashTimeout`). Default 5.
+        public var sendInterval: TimeInterval
+        /// TLS (the default) or plain TCP.
+        public var useTLS: Bool
+        /// TLS *without* certificate verification, with a warning. Default `false`.
+        public var allowUntrustedServer: Bool
+        /// A PEM bundle of CA certificates to trust instead of the system roots.
+        public var caFile: String?
+        /// Base64 SHA-256 digests of the collector's SubjectPublicKeyInfo; when set, one must match.
+        public var pinnedPublicKeys: [String]
+        /// A logz.io token, sent as `"token"` in every event.
+        public var token: String?
+        /// Print connection activity to the console (never the token).
+        public var logActivity: Bool
+        /// The spool folder. Default: `<log folder>/<log file name>.spool/`.
+        public var spoolFolder: URL?
+        /// The spool's size cap; past it the oldest events are dropped and counted. Default 64 MiB.
+        public var spoolCapacity: Int
+        /// The lowest level sent. Default: every level.
+        public var minimumLevel: LogLevel
+
+        public init(
+            host: String,
+            port: UInt16,
+            sendInterval: TimeInterval = 5,
+            useTLS: Bool = true,
+            allowUntrustedServer: Bool = false,
+            caFile: String? = nil,
+            pinnedPublicKeys: [String] = [],
+            token: String? = nil,
+            logActivity: Bool = false,
+            spoolFolder: URL? = nil,
+            spoolCapacity: Int = 64 << 20,
+            minimumLevel: LogLevel = .verbose
+        ) {
+            self.host = host
+            self.port = port
+            self.sendInterval = sendInterval
+            self.useTLS = useTLS
+            self.allowUntrustedServer = allowUntrustedServer
+            self.caFile = caFile
+            self.pinnedPublicKeys = pinnedPublicKeys
+            self.token = token
+            self.logActivity = logActivity
+            self.spoolFolder = spoolFolder
+            self.spoolCapacity = spoolCapacity
+            self.minimumLevel = minimumLevel
+        }
+    }
+}
+
+extension Logger {
+    static func makeLogstashRoute(_ logstash: Configuration.Logstash, configuration: Configuration, isOn: LockedValue<Bool>) -> LogPipeline.Route? {
+        // Wired to JustLogLogstash's destination once the transport lands (issue #3).
+        configuration.diagnostics.report("the Logstash destination is not available in this build; events go to console and file only")
+        return nil
+    }
+}

@@ -1,0 +1,68 @@
+/// The flattened form of a record (SPEC §3): one JSON object with no nesting of `userInfo` or `metadata`,
+/// the shape Logstash and Kibana expect. One object per line is the `json_lines` framing; the caller adds `\n`.
+///
+/// The rules, which make flattening deterministic and lossless:
+/// 1. `@timestamp` is the time of the call (`metadata.timestamp`), then `message`.
+/// 2. Then every `metadata` key except `timestamp` (so `event_id`, `file`, `function`, `line`, …).
+/// 3. Then every `userInfo` key, in byte order. A nested object is flattened with dotted paths
+///    (`{"user":{"id":1}}` → `"user.id":1`); an empty object stays `{}`; arrays stay JSON arrays.
+/// 4. Precedence is that order: an earlier key keeps its name; a later one that collides is kept as
+///    `<key>_metadata` or `<key>_userInfo` (then `_2`, `_3`, …). Nothing is dropped.
+/// 5. `error_code` is a string at the top level (`"1234"`), so Elasticsearch maps it as one type whatever
+///    the error; inside the `errors` array, codes stay numbers.
+///
+/// Members are written in byte order of their final keys.
+///
+/// ```swift
+/// let line = FlattenedFormat.encode(record) + [UInt8(ascii: "\n")]
+/// ```
+public enum FlattenedFormat {
+    public static let timestampKey = "@timestamp"
+
+    /// The flattened members of `record`, in the order they are written.
+    public static func members(of record: LogRecord) -> [(key: String, value: LogValue)] {
+        var result: [String: LogValue] = [:]
+        result.reserveCapacity(record.metadata.count + record.userInfo.count + 2)
+
+        func add(_ key: String, _ value: LogValue, suffix: String) {
+            if result[key] == nil {
+                result[key] = value
+            } else {
+                result[KeyCollision.freeKey(for: key, suffix: suffix) { result[$0] != nil }] = value
+            }
+        }
+        func addFlattening(_ key: String, _ value: LogValue, suffix: String) {
+            if case .object(let object) = value, !object.isEmpty {
+                for nestedKey in object.keys.sorted(by: byteOrder) {
+                    addFlattening(key + "." + nestedKey, object[nestedKey]!, suffix: suffix)
+                }
+            } else {
+                add(key, value, suffix: suffix)
+            }
+        }
+
+        add(timestampKey, record.metadata[MetadataKey.timestamp] ?? .string(record.timestamp.rfc3339), suffix: "metadata")
+        add(AggregatedFormat.messageKey, .string(record.message), suffix: "message")
+        for key in record.metadata.keys.sorted(by: byteOrder) where key != MetadataKey.timestamp {
+            addFlattening(key, record.metadata[key]!, suffix: "metadata")
+        }
+        for key in record.userInfo.keys.sorted(by: byteOrder) {
+            var value = record.userInfo[key]!
+            if key == UserInfoKey.errorCode, case .int(let code) = value { value = .string(String(code)) }
+            addFlattening(key, value, suffix: "userInfo")
+        }
+        return result.sorted { byteOrder($0.key, $1.key) }
+    }
+
+    /// The flattened JSON of `record`, without the trailing newline.
+    public static func encode(_ record: LogRecord) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(320 + record.message.utf8.count)
+        JSONWriter.writeObject(members(of: record), into: &out)
+        return out
+    }
+
+    static func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+    }
+}

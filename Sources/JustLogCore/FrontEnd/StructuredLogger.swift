@@ -1,0 +1,148 @@
+/// The front end of JustLog's core: an ordinary value you construct, pass around and inject.
+///
+/// It captures each call cheaply — level check first, then the message, `userInfo`, error, call site and one
+/// clock reading — and hands the event to its ``LogPipeline``, which formats and writes in the background.
+/// Copies share the pipeline.
+///
+/// ```swift
+/// import JustLogCore
+///
+/// let file = try FileDestination(configuration: .init(url: URL(fileURLWithPath: "/tmp/app.log")))
+/// let logger = StructuredLogger(configuration: .init(
+///     destinations: [.init(ConsoleDestination(), minimumLevel: .warning), .init(file, minimumLevel: .debug)],
+///     defaultUserInfo: ["app": "billing", "environment": "production"]
+/// ))
+/// logger.info("a nice information", userInfo: ["some key": "some extra info"])
+/// try await logger.flush()
+/// ```
+public struct StructuredLogger: Sendable {
+    /// Everything a logger needs, as one immutable value.
+    public struct Configuration: Sendable {
+        /// Where records go, each with its own minimum level.
+        public var destinations: [LogPipeline.Route]
+        /// Added to every record's `userInfo`; a call's own key replaces a default key.
+        public var defaultUserInfo: [String: LogValue]
+        /// `app_version`, `version` and `device` of the metadata. Default: ``RuntimeInfo/current``.
+        public var runtime: RuntimeInfo
+        /// Applied to every record before any destination sees it (redaction). Default: none.
+        public var sanitizer: Sanitizer?
+        /// Queue limits and exit flushing.
+        public var pipeline: LogPipeline.Configuration
+        /// Where JustLog reports its own problems. Default: standard error.
+        public var diagnostics: DiagnosticSink
+
+        public init(
+            destinations: [LogPipeline.Route],
+            defaultUserInfo: [String: LogValue] = [:],
+            runtime: RuntimeInfo = .current,
+            sanitizer: Sanitizer? = nil,
+            pipeline: LogPipeline.Configuration = .init(),
+            diagnostics: DiagnosticSink = .standardError
+        ) {
+            self.destinations = destinations
+            self.defaultUserInfo = defaultUserInfo
+            self.runtime = runtime
+            self.sanitizer = sanitizer
+            self.pipeline = pipeline
+            self.diagnostics = diagnostics
+        }
+    }
+
+    /// The pipeline this logger submits to.
+    public let pipeline: LogPipeline
+
+    /// A logger with its own pipeline, started now.
+    public init(configuration: Configuration) {
+        self.pipeline = LogPipeline(
+            routes: configuration.destinations,
+            builder: RecordBuilder(defaultUserInfo: configuration.defaultUserInfo, runtime: configuration.runtime),
+            sanitizer: configuration.sanitizer,
+            configuration: configuration.pipeline,
+            diagnostics: configuration.diagnostics
+        )
+    }
+
+    /// A logger over an existing pipeline (several front ends — this one, a swift-log handler — can share one).
+    public init(pipeline: LogPipeline) {
+        self.pipeline = pipeline
+    }
+
+    // MARK: - Logging
+
+    /// Logs `message` at `level`. The message is not evaluated when no destination takes `level`.
+    @inlinable
+    public func log(
+        _ level: LogLevel,
+        _ message: @autoclosure () -> String,
+        error: (any Error)? = nil,
+        userInfo: [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        guard level >= pipeline.minimumLevel else { return }
+        submit(level, message(), error: error, userInfo: userInfo, callSite: CallSite(file: file, function: function, line: line))
+    }
+
+    @usableFromInline
+    func submit(_ level: LogLevel, _ message: String, error: (any Error)?, userInfo: [String: Any]?, callSite: CallSite) {
+        pipeline.submit(
+            LogEvent(
+                level: level,
+                message: message,
+                error: error,
+                userInfo: userInfo.map(LogValue.fields) ?? [:],
+                callSite: callSite,
+                timestamp: pipeline.now()
+            )
+        )
+    }
+
+    /// Logs at ``LogLevel/verbose`` 📣.
+    @inlinable
+    public func verbose(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+                        file: String = #fileID, function: String = #function, line: UInt = #line) {
+        log(.verbose, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+    }
+
+    /// Logs at ``LogLevel/debug`` 📝.
+    @inlinable
+    public func debug(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+                      file: String = #fileID, function: String = #function, line: UInt = #line) {
+        log(.debug, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+    }
+
+    /// Logs at ``LogLevel/info`` ℹ️.
+    @inlinable
+    public func info(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+                     file: String = #fileID, function: String = #function, line: UInt = #line) {
+        log(.info, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+    }
+
+    /// Logs at ``LogLevel/warning`` ⚠️.
+    @inlinable
+    public func warning(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+                        file: String = #fileID, function: String = #function, line: UInt = #line) {
+        log(.warning, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+    }
+
+    /// Logs at ``LogLevel/error`` ☠️.
+    @inlinable
+    public func error(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+                      file: String = #fileID, function: String = #function, line: UInt = #line) {
+        log(.error, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+    }
+
+    // MARK: - Flushing
+
+    /// Returns once every event logged before the call has been handed to every destination.
+    public func flush() async throws {
+        try await pipeline.flush()
+    }
+
+    /// Calls `completion` once every event logged before the call has been handed over, or with the error
+    /// that says why not.
+    public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        pipeline.flush(completion: completion)
+    }
+}

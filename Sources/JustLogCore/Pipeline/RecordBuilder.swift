@@ -1,0 +1,94 @@
+/// Turns a captured ``LogEvent`` into the ``LogRecord`` that destinations receive (the aggregated form).
+///
+/// `userInfo` is built in this order (SPEC §2):
+/// 1. `defaultUserInfo`;
+/// 2. the call's `userInfo` — a per-call key *replaces* a default key, as documented;
+/// 3. `log_type`;
+/// 4. the error's fields: `error_domain`, `error_code`, `NSLocalizedDescription`, `NSLocalizedFailureReason`,
+///    `NSLocalizedRecoverySuggestion`, and the whole chain as `errors`.
+///
+/// Keys of steps 3–4 are JustLog's own. When the caller already used one of them, JustLog's value takes the
+/// key and the caller's value is kept under `<key>_userInfo` (see ``KeyCollision``): nothing is dropped.
+///
+/// `metadata` holds the call's extra metadata, then `file`, `function`, `line`, `app_version`, `version`,
+/// `device`, `timestamp` and `event_id`, with the same rule (`<key>_metadata` for a displaced extra).
+public struct RecordBuilder: Sendable {
+    public var defaultUserInfo: [String: LogValue]
+    public var runtime: RuntimeInfo
+    public var eventIDs: EventIDGenerator
+
+    public init(defaultUserInfo: [String: LogValue] = [:], runtime: RuntimeInfo = .current, eventIDs: EventIDGenerator = EventIDGenerator()) {
+        self.defaultUserInfo = defaultUserInfo
+        self.runtime = runtime
+        self.eventIDs = eventIDs
+    }
+
+    /// The record of `event`, the `sequence`-th event of its pipeline.
+    public func record(for event: LogEvent, sequence: UInt64) -> LogRecord {
+        var userInfo = defaultUserInfo
+        if userInfo.isEmpty {
+            userInfo = event.userInfo
+        } else {
+            userInfo.merge(event.userInfo) { _, call in call }
+        }
+        KeyCollision.insert(UserInfoKey.logType, .string(event.level.logType), into: &userInfo, displacedSuffix: "userInfo")
+        if let error = event.error {
+            let chain = ErrorChain(error)
+            for (key, value) in chain.topLevelFields {
+                KeyCollision.insert(key, value, into: &userInfo, displacedSuffix: "userInfo")
+            }
+            KeyCollision.insert(UserInfoKey.errors, chain.errorsValue, into: &userInfo, displacedSuffix: "userInfo")
+        }
+
+        let eventID = eventIDs.id(for: sequence)
+        var metadata = event.metadata
+        let own: [(String, LogValue)] = [
+            (MetadataKey.file, .string(event.callSite.fileName)),
+            (MetadataKey.function, .string(event.callSite.function)),
+            (MetadataKey.line, .string(String(event.callSite.line))),
+            (MetadataKey.appVersion, .string(runtime.appVersion)),
+            (MetadataKey.version, .string(runtime.osVersion)),
+            (MetadataKey.device, .string(runtime.device)),
+            (MetadataKey.timestamp, .string(event.timestamp.rfc3339)),
+            (MetadataKey.eventID, .string(eventID)),
+        ]
+        for (key, value) in own {
+            KeyCollision.insert(key, value, into: &metadata, displacedSuffix: "metadata")
+        }
+        return LogRecord(
+            level: event.level,
+            message: event.message,
+            userInfo: userInfo,
+            metadata: metadata,
+            timestamp: event.timestamp,
+            eventID: eventID
+        )
+    }
+}
+
+/// The one rule for two values that want the same key: the first owner keeps its value under the key only
+/// if it has precedence; the loser is kept under `<key>_<suffix>` (then `<key>_<suffix>_2`, `_3`, …).
+public enum KeyCollision {
+    /// Puts `value` under `key`; an existing different value there moves to a free renamed key.
+    public static func insert(_ key: String, _ value: LogValue, into dictionary: inout [String: LogValue], displacedSuffix: String) {
+        if let existing = dictionary[key], existing != value {
+            dictionary[freeKey(for: key, suffix: displacedSuffix, in: dictionary)] = existing
+        }
+        dictionary[key] = value
+    }
+
+    /// The first of `<key>_<suffix>`, `<key>_<suffix>_2`, … not yet used in `isTaken`.
+    public static func freeKey(for key: String, suffix: String, isTaken: (String) -> Bool) -> String {
+        var candidate = "\(key)_\(suffix)"
+        var number = 2
+        while isTaken(candidate) {
+            candidate = "\(key)_\(suffix)_\(number)"
+            number += 1
+        }
+        return candidate
+    }
+
+    static func freeKey(for key: String, suffix: String, in dictionary: [String: LogValue]) -> String {
+        freeKey(for: key, suffix: suffix) { dictionary[$0] != nil }
+    }
+}

@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where JustLog reports its own problems (a file it cannot write, a full queue): standard error by
+/// default, a capture in tests. Reports are one line each, prefixed `JustLog:`.
+///
+/// ```swift
+/// let lines = LockedValue<[String]>([])
+/// let sink = DiagnosticSink { line in lines.withLock { $0.append(line) } }
+/// ```
+public struct DiagnosticSink: Sendable {
+    private let write: @Sendable (String) -> Void
+    private let reported = LockedValue<Set<String>>([])
+
+    public init(_ write: @escaping @Sendable (String) -> Void) {
+        self.write = write
+    }
+
+    /// Writes to the process's standard error, unbuffered.
+    public static let standardError = DiagnosticSink { line in
+        let text = line.hasSuffix("\n") ? line : line + "\n"
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = systemWrite(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+    }
+
+    /// Reports `message` every time.
+    public func report(_ message: String) {
+        write("JustLog: " + message)
+    }
+
+    /// Reports `message` only the first time `key` is seen by this sink (and its copies), so that a
+    /// failing disk prints one line, not one per event.
+    public func reportOnce(key: String, _ message: String) {
+        let first = reported.withLock { $0.insert(key).inserted }
+        if first { report(message) }
+    }
+
+    /// Forgets `key`, so that the next failure of that kind is reported again (after a recovery).
+    public func reset(key: String) {
+        _ = reported.withLock { $0.remove(key) }
+    }
+}
+
+@inline(__always)
+func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Darwin)
+    return Darwin.write(fd, buffer, count)
+    #elseif canImport(Musl)
+    return Musl.write(fd, buffer, count)
+    #else
+    return Glibc.write(fd, buffer, count)
+    #endif
+}

@@ -1,0 +1,96 @@
+public import JustLogCore
+public import Logging
+
+/// A swift-log `LogHandler` that routes `Logging.Logger` events — from your code, SwiftNIO, Vapor,
+/// Hummingbird, AsyncHTTPClient — into a JustLog pipeline, so they reach the same console, files and Logstash.
+///
+/// A value type, as swift-log requires: changing the level or metadata of one `Logging.Logger` never changes
+/// another's. Levels map as `trace` → verbose, `debug` → debug, `info`/`notice` → info, `warning` → warning,
+/// `error`/`critical` → error. Metadata (the handler's, the provider's, then the call's) becomes `userInfo`;
+/// the logger's label and the event's source go into the record's metadata as `logger` and `source`; the
+/// swift-log level name is kept as `swift_log_level` when it is `notice` or `critical`.
+///
+/// ```swift
+/// import JustLog
+/// import JustLogLogging
+/// import Logging
+///
+/// Logger.shared.setup()
+/// LoggingSystem.bootstrap { label in JustLogLogHandler(label: label, pipeline: Logger.shared.pipeline!) }
+/// let log = Logging.Logger(label: "com.example.billing")
+/// log.info("charged", metadata: ["amount": "12.50"])
+/// ```
+public struct JustLogLogHandler: LogHandler {
+    /// The logger's label (`logger` in the record's metadata).
+    public let label: String
+    /// The pipeline events go to.
+    public let pipeline: LogPipeline
+    public var logLevel: Logging.Logger.Level
+    public var metadata: Logging.Logger.Metadata = [:]
+    public var metadataProvider: Logging.Logger.MetadataProvider?
+
+    public init(
+        label: String,
+        pipeline: LogPipeline,
+        logLevel: Logging.Logger.Level = .info,
+        metadataProvider: Logging.Logger.MetadataProvider? = nil
+    ) {
+        self.label = label
+        self.pipeline = pipeline
+        self.logLevel = logLevel
+        self.metadataProvider = metadataProvider
+    }
+
+    public subscript(metadataKey key: String) -> Logging.Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: Logging.LogEvent) {
+        let level = Self.level(event.level)
+        guard level >= pipeline.minimumLevel else { return }
+        var userInfo: [String: LogValue] = [:]
+        func merge(_ metadata: Logging.Logger.Metadata) {
+            for (key, value) in metadata { userInfo[key] = Self.value(value) }
+        }
+        merge(metadata)
+        if let provided = metadataProvider?.get() { merge(provided) }
+        if let call = event.metadata { merge(call) }
+        if event.level == .notice || event.level == .critical {
+            userInfo["swift_log_level"] = .string(event.level.rawValue)
+        }
+        pipeline.submit(
+            JustLogCore.LogEvent(
+                level: level,
+                message: event.message.description,
+                error: event.error,
+                userInfo: userInfo,
+                metadata: ["logger": .string(label), "source": .string(event.source)],
+                callSite: CallSite(file: event.file, function: event.function, line: event.line),
+                timestamp: .now()
+            )
+        )
+    }
+
+    /// The JustLog level of a swift-log level.
+    public static func level(_ level: Logging.Logger.Level) -> LogLevel {
+        switch level {
+        case .trace: .verbose
+        case .debug: .debug
+        case .info, .notice: .info
+        case .warning: .warning
+        case .error, .critical: .error
+        }
+    }
+
+    /// A swift-log metadata value as a JSON value: strings stay strings, `stringConvertible` values are
+    /// described, arrays and dictionaries nest.
+    public static func value(_ value: Logging.Logger.MetadataValue) -> LogValue {
+        switch value {
+        case .string(let string): .string(string)
+        case .stringConvertible(let convertible): .string(convertible.description)
+        case .array(let array): .array(array.map(Self.value))
+        case .dictionary(let dictionary): .object(dictionary.mapValues(Self.value))
+        }
+    }
+}

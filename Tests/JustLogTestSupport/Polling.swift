@@ -1,0 +1,17 @@
+import Foundation
+
+/// Polls `condition` every few milliseconds until it holds or `timeout` seconds pass; returns whether it held.
+/// For waiting on another thread or process — never sleep a fixed time and then assert.
+public func eventually(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleepShort()
+    }
+    return try condition()
+}
+
+/// Sleeps 2 ms: the polling step.
+public func usleepShort() {
+    usleep(2_000)
+}
