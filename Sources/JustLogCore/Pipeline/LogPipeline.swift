@@ -12,10 +12,10 @@ import Foundation
 /// - **Order.** One FIFO queue, filled under one lock: events from one thread reach every destination in
 ///   the order they were logged; each gets a sequence number (its `event_id`) in that order.
 /// - **Bounds.** At most ``Configuration/capacity`` events and ``Configuration/maximumQueuedBytes`` of
-///   messages wait in memory.
-/// - **Full queue.** The caller waits up to ``Configuration/fullQueueWait`` for room (back-pressure from a
-///   slow disk), then the event is dropped *and counted*: a program must not hang because a terminal or a
-///   disk stalls. The count is reported once on the diagnostics sink and then as a warning record sent to
+///   messages wait in the queue, and at most as many more are in the batch the worker is writing.
+/// - **Full queue.** The caller waits while the destinations make progress (back-pressure from a slow disk
+///   loses nothing); if they make none for ``Configuration/fullQueueWait`` — a stuck terminal, a hung network
+///   file system — the event is dropped *and counted*: a program must not hang because logging stalls. The count is reported once on the diagnostics sink and then as a warning record sent to
 ///   every destination when the queue has room again.
 /// - **Flush.** ``flush(completion:)`` completes once every event submitted before it has been written and
 ///   every destination has flushed. At process exit (returning from `main`, or `exit()`), every live
@@ -27,12 +27,13 @@ public final class LogPipeline: @unchecked Sendable {
         public var capacity: Int
         /// Message bytes waiting in memory at most (a few huge messages must not exhaust memory). Default 32 MiB.
         public var maximumQueuedBytes: Int
-        /// How long a log call waits for room in a full queue before the event is dropped and counted. Default 0.1 s.
+        /// How long a log call waits in a full queue for the destinations to make progress before its event is
+        /// dropped and counted. The wait restarts whenever they do. Default 1 s.
         public var fullQueueWait: Double
         /// How long the exit handler waits for destinations to flush. Default 5 s.
         public var exitFlushTimeout: Double
 
-        public init(capacity: Int = 16_384, maximumQueuedBytes: Int = 32 << 20, fullQueueWait: Double = 0.1, exitFlushTimeout: Double = 5) {
+        public init(capacity: Int = 16_384, maximumQueuedBytes: Int = 32 << 20, fullQueueWait: Double = 1, exitFlushTimeout: Double = 5) {
             self.capacity = max(1, capacity)
             self.maximumQueuedBytes = max(1, maximumQueuedBytes)
             self.fullQueueWait = max(0, fullQueueWait)
@@ -88,6 +89,7 @@ public final class LogPipeline: @unchecked Sendable {
     private var unreportedDrops: UInt64 = 0
     private var workerIsWaiting = false
     private var producersWaiting = 0
+    private var batchesTaken: UInt64 = 0
     private var state: State = .running
     private var worker: Thread?
 
@@ -144,7 +146,7 @@ public final class LogPipeline: @unchecked Sendable {
             lock.unlock()
             diagnostics.reportOnce(
                 key: "pipeline.full",
-                "the log queue stayed full for \(configuration.fullQueueWait) s (destinations too slow); dropping events and counting them"
+                "the log queue made no progress for \(configuration.fullQueueWait) s (a destination is stalled); dropping events and counting them"
             )
             return
         }
@@ -170,12 +172,21 @@ public final class LogPipeline: @unchecked Sendable {
         queue.count < configuration.capacity && (queuedBytes == 0 || queuedBytes + bytes <= configuration.maximumQueuedBytes)
     }
 
-    /// Waits (lock held) for room; `false` when the wait ran out.
+    /// Waits (lock held) for room; `false` when the worker made no progress for `fullQueueWait`.
+    ///
+    /// The deadline restarts each time the worker takes a batch: a slow destination that keeps moving
+    /// slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at most
+    /// `fullQueueWait`, after which events are dropped and counted.
     private func waitForRoom(bytes: Int) -> Bool {
-        let deadline = Date().addingTimeInterval(configuration.fullQueueWait)
+        var seenBatches = batchesTaken
+        var deadline = Date().addingTimeInterval(configuration.fullQueueWait)
         producersWaiting += 1
         defer { producersWaiting -= 1 }
         while !hasRoom(for: bytes), state == .running {
+            if batchesTaken != seenBatches {
+                seenBatches = batchesTaken
+                deadline = Date().addingTimeInterval(configuration.fullQueueWait)
+            }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return false }
             if workerIsWaiting { lock.broadcast() }
@@ -281,6 +292,7 @@ public final class LogPipeline: @unchecked Sendable {
             }
             swap(&queue, &batch)
             queuedBytes = 0
+            batchesTaken += 1
             let drops = unreportedDrops
             unreportedDrops = 0
             if producersWaiting > 0 { lock.broadcast() }
@@ -332,7 +344,7 @@ public final class LogPipeline: @unchecked Sendable {
     private func dropReport(_ count: UInt64) -> LogRecord {
         let event = LogEvent(
             level: .warning,
-            message: "JustLog dropped \(count) event(s): the log queue stayed full for more than \(configuration.fullQueueWait) s",
+            message: "JustLog dropped \(count) event(s): the log queue made no progress for \(configuration.fullQueueWait) s",
             userInfo: ["dropped_events": .uint(count)],
             callSite: CallSite(file: #fileID, function: #function, line: #line),
             timestamp: now()

@@ -1,0 +1,162 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import Testing
+
+@Suite struct FileDestinationTests {
+    func records(_ count: Int, from start: Int = 0, padding: Int = 0) -> [LogRecord] {
+        let builder = Fixtures.builder()
+        return (start..<start + count).map { index in
+            builder.record(for: Fixtures.event(.info, "event \(index) " + String(repeating: "p", count: padding)), sequence: UInt64(index))
+        }
+    }
+
+    func messages(in url: URL) throws -> [String] {
+        guard FileManager.default.fileExists(atPath: url.path) else { return [] }
+        return try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { try FileLine(parsing: $0).record.message }
+    }
+
+    @Test func rotatesAtSizeLimitKeepsRetentionAndLosesNothingAcrossRotation() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        let limit = 64 * 1024
+        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: limit, retainedFileCount: 3))
+        // ~600 bytes a line: about 100 lines a file, written in uneven batches.
+        var written = 0
+        for batchSize in [1, 7, 50, 133, 250, 9, 400] {
+            file.write(LogBatch(records: records(batchSize, from: written, padding: 200)))
+            written += batchSize
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        #expect(names == ["app.log", "app.log.1", "app.log.2", "app.log.3"])
+        for name in names {
+            let size = try FileManager.default.attributesOfItem(atPath: folder.appending(name).path)[.size] as! Int
+            #expect(size <= limit, "\(name) is \(size) bytes, over the \(limit)-byte limit")
+        }
+        // The newest files hold a contiguous, in-order tail of the events: no event lost or repeated at a rotation.
+        let kept = try ["app.log.3", "app.log.2", "app.log.1", "app.log"].flatMap { try messages(in: folder.appending($0)) }
+        let indexes = kept.map { Int($0.split(separator: " ")[1])! }
+        #expect(indexes == Array((written - indexes.count)..<written))
+        #expect(indexes.count > 250)
+    }
+
+    @Test func retentionZeroKeepsOnlyTheCurrentFile() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 4096, retainedFileCount: 0))
+        file.write(LogBatch(records: records(100, padding: 100)))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["app.log"])
+        #expect(try messages(in: url).last?.hasPrefix("event 99") == true)
+    }
+
+    @Test func newFilesAndFoldersAreOwnerOnly() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("nested/deeper/app.log")
+        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 2048, retainedFileCount: 2))
+        file.write(LogBatch(records: records(50, padding: 100)))
+        for path in [url.path, url.path + ".1"] {
+            let permissions = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! Int
+            #expect(permissions == 0o600, "\(path) has \(String(permissions, radix: 8))")
+        }
+        let folderPermissions = try FileManager.default.attributesOfItem(atPath: folder.appending("nested/deeper").path)[.posixPermissions] as! Int
+        #expect(folderPermissions == 0o700)
+    }
+
+    @Test func recreatesTheFileWhenItsFolderIsDeleted() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("logs/app.log")
+        let file = try FileDestination(configuration: .init(url: url))
+        file.write(LogBatch(records: records(3)))
+        try FileManager.default.removeItem(at: folder.appending("logs"))
+        file.write(LogBatch(records: records(2, from: 3)))
+        #expect(try messages(in: url) == ["event 3 ", "event 4 "])
+    }
+
+    @Test func fullDiskIsReportedOnceNeverCrashesAndLossIsCounted() throws {
+        // /dev/full fails every write with ENOSPC, like a full disk.
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("full.log")
+        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
+        let diagnostics = LineCapture()
+        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics)
+        for start in stride(from: 0, to: 50, by: 10) { file.write(LogBatch(records: records(10, from: start))) }
+        #expect(diagnostics.writes.count == 1, "one report, not one per event: \(diagnostics.writes)")
+        #expect(diagnostics.text.contains("No space left on device"))
+        #expect(diagnostics.text.contains(url.path))
+        let flushError = LockedValue<String?>(nil)
+        file.flush { error in flushError.withLock { $0 = error.map { "\($0)" } } }
+        #expect(flushError.current?.contains("No space left on device") == true)
+
+        // The disk "frees up": the next write succeeds and says how many events were lost.
+        try FileManager.default.removeItem(at: url)
+        file.write(LogBatch(records: records(1, from: 50)))
+        let lines = try messages(in: url)
+        #expect(lines.first == "JustLog could not write 50 event(s) to this file: cannot write to the log file \(url.path): No space left on device")
+        #expect(lines.last == "event 50 ")
+        #expect(diagnostics.text.contains("works again; 50 event(s) were lost"))
+    }
+
+    @Test func unwritableLocationThrowsAClearErrorAtCreation() {
+        #expect {
+            _ = try FileDestination(configuration: .init(url: URL(fileURLWithPath: "/proc/justlog/app.log")))
+        } throws: { error in
+            guard let error = error as? JustLogError else { return false }
+            return error.code == .fileSystem && error.message.contains("/proc/justlog")
+        }
+    }
+
+    @Test func appendsToAnExistingFile() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        try FileDestination(configuration: .init(url: url)).write(LogBatch(records: records(2)))
+        try FileDestination(configuration: .init(url: url)).write(LogBatch(records: records(1, from: 2)))
+        #expect(try messages(in: url) == ["event 0 ", "event 1 ", "event 2 "])
+    }
+}
+
+@Suite struct ConsoleDestinationTests {
+    @Test func printsTheDocumentedLineWithTheMessageOnly() {
+        let capture = LineCapture()
+        let console = ConsoleDestination(configuration: .init(output: capture.output, colors: .never, timeZone: TimeZone(identifier: "UTC")!))
+        let record = Fixtures.builder().record(for: Fixtures.event(.info, "a nice information", userInfo: ["some key": "x"]), sequence: 1)
+        console.write(LogBatch(records: [record]))
+        #expect(capture.text == "2016-12-24 12:31:38.475  ℹ️ INFO: a nice information\n")
+    }
+
+    @Test func aMessageCannotForgeALineOrEmitTerminalEscapes() {
+        let capture = LineCapture()
+        let console = ConsoleDestination(configuration: .init(output: capture.output, colors: .never, timeZone: TimeZone(identifier: "UTC")!))
+        let hostile = "ok\n2016-12-24 12:31:38.475  ☠️ ERROR: forged\r\u{1B}]0;title\u{7}\u{1B}[2J\u{9B}31m\u{2028}\u{202E}"
+        console.write(LogBatch(records: [Fixtures.builder().record(for: Fixtures.event(.info, hostile), sequence: 1)]))
+        let text = capture.text
+        #expect(text.filter { $0 == "\n" }.count == 1)
+        #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B || $0.value == 0x0D })
+        #expect(!text.unicodeScalars.contains { $0.value == 0x2028 || $0.value == 0x202E })
+        #expect(text.contains(#"ok\n2016-12-24"#))
+        #expect(text.contains(#"\u{1B}]0;title\u{7}"#))
+    }
+
+    @Test func colorsOnlyWhenAsked() {
+        let record = Fixtures.builder().record(for: Fixtures.event(.error, "boom"), sequence: 1)
+        let plain = LineCapture(), colored = LineCapture()
+        ConsoleDestination(configuration: .init(output: plain.output, colors: .automatic)).write(LogBatch(records: [record]))
+        ConsoleDestination(configuration: .init(output: colored.output, colors: .always)).write(LogBatch(records: [record]))
+        #expect(!plain.text.contains("\u{1B}["), "a capture is not a terminal: no colors")
+        #expect(colored.text.contains("\u{1B}[1;31mERROR\u{1B}[0m"))
+    }
+
+    @Test func cleanTextIsNotCopied() {
+        #expect(!TerminalSafeText.needsEscaping("plain 🍕 naïve 𝄞 text"))
+        #expect(TerminalSafeText.needsEscaping("a\tb"))
+        #expect(TerminalSafeText.needsEscaping("\u{85}"))
+        #expect(TerminalSafeText.needsEscaping("\u{2069}"))
+        #expect(!TerminalSafeText.needsEscaping("\u{2027}\u{202F}"))
+    }
+}

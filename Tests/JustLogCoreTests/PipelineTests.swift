@@ -1,0 +1,162 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import Testing
+
+@Suite struct PipelineTests {
+    func logger(_ routes: [LogPipeline.Route], pipeline: LogPipeline.Configuration = .init(), sanitizer: Sanitizer? = nil,
+                diagnostics: DiagnosticSink = .standardError) -> StructuredLogger {
+        StructuredLogger(configuration: .init(destinations: routes, runtime: Fixtures.runtime, sanitizer: sanitizer,
+                                              pipeline: pipeline, diagnostics: diagnostics))
+    }
+
+    @Test func sixteenConcurrentTasksEachLandExactlyOnceAndInOrder() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("concurrent.log")
+        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 1 << 30))
+        let logger = logger([.init(file)])
+        let tasks = 16, perTask = 10_000
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    for index in 0..<perTask { logger.info("task-\(task)-\(index)", userInfo: ["task": task]) }
+                }
+            }
+        }
+        try await logger.flush()
+
+        var nextIndex = [Int](repeating: 0, count: tasks)
+        var ids = Set<String>()
+        let text = try String(contentsOf: url, encoding: .utf8)
+        for line in text.split(separator: "\n") {
+            let record = try FileLine(parsing: line).record
+            let parts = record.message.split(separator: "-")
+            guard parts.count == 3, let task = Int(parts[1]), let index = Int(parts[2]), (0..<tasks).contains(task) else {
+                Issue.record("unexpected line: \(line.prefix(300))")
+                continue
+            }
+            #expect(index == nextIndex[task], "task \(task): expected \(nextIndex[task]), found \(index)")
+            nextIndex[task] = index + 1
+            ids.insert(record.eventID)
+        }
+        #expect(nextIndex == [Int](repeating: perTask, count: tasks))
+        #expect(ids.count == tasks * perTask, "event_id must be unique per event")
+        #expect(logger.pipeline.currentStatistics.dropped == 0)
+    }
+
+    @Test func flushCompletesAfterEverythingSubmittedBeforeIt() async throws {
+        let capture = CapturingDestination()
+        let logger = logger([.init(capture)])
+        for index in 0..<1000 { logger.debug("event \(index)") }
+        try await logger.flush()
+        #expect(capture.records.count == 1000)
+        #expect(capture.records.map(\.message) == (0..<1000).map { "event \($0)" })
+        #expect(capture.flushCount == 1)
+    }
+
+    @Test func eachDestinationReceivesOnlyItsMinimumLevelAndAbove() async throws {
+        let console = CapturingDestination(), file = CapturingDestination(), remote = CapturingDestination()
+        let logger = logger([.init(console, minimumLevel: .warning), .init(file, minimumLevel: .debug), .init(remote, minimumLevel: .info)])
+        for level in LogLevel.allCases { logger.log(level, "\(level)") }
+        try await logger.flush()
+        #expect(console.records.map(\.level) == [.warning, .error])
+        #expect(file.records.map(\.level) == [.debug, .info, .warning, .error])
+        #expect(remote.records.map(\.level) == [.info, .warning, .error])
+    }
+
+    @Test func messageBelowEveryMinimumLevelIsNeverEvaluated() async throws {
+        let capture = CapturingDestination()
+        let logger = logger([.init(capture, minimumLevel: .info)])
+        let evaluated = LockedValue(false)
+        func expensive() -> String { evaluated.withLock { $0 = true }; return "expensive" }
+        logger.debug(expensive())
+        try await logger.flush()
+        #expect(!evaluated.current)
+        #expect(capture.records.isEmpty)
+    }
+
+    @Test func sanitizerRedactsBeforeAnyDestination() async throws {
+        let capture = CapturingDestination(), inline = CapturingDestination(delivery: .inline)
+        let logger = logger([.init(capture), .init(inline)], sanitizer: { record in
+            if record.userInfo["email"] != nil { record.userInfo["email"] = "<redacted>" }
+            record.message = record.message.replacingOccurrences(of: "secret", with: "******")
+            record.userInfo["quote"] = "\"}\n{\"forged\":true"
+        })
+        logger.info("password is secret", userInfo: ["email": "jane@example.com"])
+        try await logger.flush()
+        for record in [capture.records[0], inline.records[0]] {
+            #expect(record.userInfo["email"] == "<redacted>")
+            #expect(record.message == "password is ******")
+            let json = FlattenedFormat.encode(record)
+            guard case .object(let object) = try JSONReader.parse(bytes: json) else { Issue.record("not an object"); return }
+            #expect(object["forged"] == nil, "a sanitizer cannot inject JSON members")
+        }
+    }
+
+    @Test func inlineDestinationHasTheRecordBeforeTheCallReturns() {
+        let inline = CapturingDestination(delivery: .inline)
+        let logger = logger([.init(inline)])
+        for index in 0..<100 {
+            logger.info("inline \(index)")
+            #expect(inline.records.count == index + 1)
+        }
+    }
+
+    @Test func fullQueueWaitsThenDropsCountsAndReports() async throws {
+        let blocking = BlockingDestination()
+        let capture = CapturingDestination()
+        let diagnostics = LineCapture()
+        let logger = logger([.init(blocking), .init(capture)], pipeline: .init(capacity: 8, fullQueueWait: 0.01),
+                            diagnostics: diagnostics.diagnostics)
+        for index in 0..<100 { logger.info("event \(index)") }
+        let dropped = logger.pipeline.currentStatistics.dropped
+        #expect(dropped > 0)
+        #expect(dropped <= 92)
+        #expect(diagnostics.text.contains("dropping events and counting them"))
+        blocking.release()
+        logger.info("after the stall")
+        try await logger.flush()
+        let report = capture.records.first { $0.message.hasPrefix("JustLog dropped") }
+        #expect(report?.level == .warning)
+        #expect(report?.userInfo["dropped_events"] == .uint(dropped))
+        #expect(capture.records.count == 100 - Int(dropped) + 2)
+        #expect(diagnostics.writes.filter { $0.contains("dropping events") }.count == 1, "reported once, not per event")
+    }
+
+    @Test func oversizedMessagesAreBoundedByBytesNotJustCount() async throws {
+        let blocking = BlockingDestination()
+        let logger = logger([.init(blocking)], pipeline: .init(capacity: 10_000, maximumQueuedBytes: 4 << 20, fullQueueWait: 0.01),
+                            diagnostics: LineCapture().diagnostics)
+        let big = String(repeating: "x", count: 1 << 20)
+        for _ in 0..<20 { logger.info(big) }
+        let statistics = logger.pipeline.currentStatistics
+        // At most 4 MiB wait in the queue and at most 4 MiB more sit in the batch the worker is writing.
+        #expect(statistics.dropped >= 12, "no more than ~2 × 4 MiB of messages may be held")
+        blocking.release()
+        try await logger.flush()
+    }
+
+    @Test func shutdownFlushesAndLaterEventsAreCountedNotCrashing() async throws {
+        let capture = CapturingDestination()
+        let diagnostics = LineCapture()
+        let logger = logger([.init(capture)], diagnostics: diagnostics.diagnostics)
+        logger.info("before")
+        #expect(logger.pipeline.shutdown(timeout: 5) == nil)
+        logger.info("after")
+        #expect(capture.records.map(\.message) == ["before"])
+        #expect(logger.pipeline.currentStatistics.dropped == 1)
+        #expect(diagnostics.text.contains("after shutdown"))
+        await #expect(throws: JustLogError.self) { try await logger.flush() }
+    }
+
+    @Test func flushWithTimeoutReportsASlowDestination() {
+        let blocking = BlockingDestination()
+        let logger = logger([.init(blocking)])
+        logger.info("stuck")
+        let error = logger.pipeline.flush(timeout: 0.05)
+        #expect((error as? JustLogError)?.code == .timeout)
+        blocking.release()
+        #expect(logger.pipeline.flush(timeout: 5) == nil)
+    }
+}
