@@ -58,7 +58,7 @@ let package = Package(
         // MARK: - Tests
         .target(name: "JustLogTestSupport", dependencies: ["JustLogCore"], path: "Tests/JustLogTestSupport"),
         .executableTarget(name: "JustLogTestChild", dependencies: ["JustLog"], path: "Tests/Fixtures/JustLogTestChild"),
-        .testTarget(name: "JustLogCoreTests", dependencies: ["JustLogCore", "JustLogTestSupport"]),
+        .testTarget(name: "JustLogCoreTests", dependencies: ["JustLogCore", "JustLogTestSupport"], exclude: ["Golden"]),
         .testTarget(
             name: "JustLogLoggingTests",
             dependencies: ["JustLogLogging", "JustLogCore", "JustLogTestSupport", .product(name: "Logging", package: "swift-log")]

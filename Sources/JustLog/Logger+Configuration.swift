@@ -132,9 +132,9 @@ extension Logger {
             logstash.spoolFolder = logstash.spoolFolder ?? fileURL.deletingLastPathComponent()
                 .appendingPathComponent(fileURL.lastPathComponent + ".spool", isDirectory: true)
             return Configuration(
-                console: switches.console.current ? .init() : nil,
-                file: switches.file.current ? .init(url: fileURL) : nil,
-                logstash: switches.logstash.current && !logstash.host.isEmpty ? logstash : nil,
+                console: switches.console.isOn ? .init() : nil,
+                file: switches.file.isOn ? .init(url: fileURL) : nil,
+                logstash: switches.logstash.isOn && !logstash.host.isEmpty ? logstash : nil,
                 defaultUserInfo: defaultUserInfo,
                 sanitizer: sanitizer
             )
@@ -144,17 +144,42 @@ extension Logger {
 
 /// The on/off switches of the documented `enable…Logging` properties, shared by every setup of one logger.
 final class DestinationSwitches: Sendable {
-    let console = LockedValue(true)
-    let file = LockedValue(true)
-    let logstash = LockedValue(true)
+    let console = DestinationSwitch()
+    let file = DestinationSwitch()
+    let logstash = DestinationSwitch()
+}
+
+/// One destination's on/off switch. A change applies to events logged after it, not to events already
+/// queued: the caller's view (`requested`) changes at once, the worker's (`applied`) in log order.
+final class DestinationSwitch: Sendable {
+    private let requested = LockedValue(true)
+    private let applied = LockedValue(true)
+
+    var isOn: Bool { requested.current }
+
+    /// Sets the switch; `pipeline` (if running) applies it after the events already queued.
+    func set(_ isOn: Bool, pipeline: LogPipeline?) {
+        requested.withLock { $0 = isOn }
+        if let pipeline {
+            pipeline.performInOrder { [applied] in applied.withLock { $0 = isOn } }
+        } else {
+            applied.withLock { $0 = isOn }
+        }
+    }
+
+    /// Whether a destination with `delivery` takes the record now: inline destinations see the record on the
+    /// caller's thread, in order with the caller's own changes; background ones see the worker's view.
+    func isOn(for delivery: DestinationDelivery) -> Bool {
+        delivery == .inline ? requested.current : applied.current
+    }
 }
 
 /// A destination that can be switched off and on at run time; off, it ignores what it is given.
 final class SwitchedDestination: LogDestination {
     let base: any LogDestination
-    let isOn: LockedValue<Bool>
+    let isOn: DestinationSwitch
 
-    init(_ base: any LogDestination, isOn: LockedValue<Bool>) {
+    init(_ base: any LogDestination, isOn: DestinationSwitch) {
         self.base = base
         self.isOn = isOn
     }
@@ -162,7 +187,7 @@ final class SwitchedDestination: LogDestination {
     var delivery: DestinationDelivery { base.delivery }
 
     func write(_ batch: LogBatch) {
-        if isOn.current { base.write(batch) }
+        if isOn.isOn(for: base.delivery) { base.write(batch) }
     }
 
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {

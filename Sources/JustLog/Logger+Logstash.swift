@@ -60,7 +60,7 @@ extension Logger.Configuration {
 }
 
 extension Logger {
-    static func makeLogstashRoute(_ logstash: Configuration.Logstash, configuration: Configuration, isOn: LockedValue<Bool>) -> LogPipeline.Route? {
+    static func makeLogstashRoute(_ logstash: Configuration.Logstash, configuration: Configuration, isOn: DestinationSwitch) -> LogPipeline.Route? {
         // Wired to JustLogLogstash's destination once the transport lands (issue #3).
         configuration.diagnostics.report("the Logstash destination is not available in this build; events go to console and file only")
         return nil

@@ -126,21 +126,21 @@ public final class Logger: @unchecked Sendable {
 
     /// Whether the console destination writes; can change at any time. Default `true`.
     public var enableConsoleLogging: Bool {
-        get { switches.console.current }
-        set { switches.console.withLock { $0 = newValue } }
+        get { switches.console.isOn }
+        set { switches.console.set(newValue, pipeline: pipeline) }
     }
 
     /// Whether the file destination writes; can change at any time. Default `true`. A destination that was
     /// off when ``setup()`` ran is not created: call ``setup()`` again after turning it on.
     public var enableFileLogging: Bool {
-        get { switches.file.current }
-        set { switches.file.withLock { $0 = newValue } }
+        get { switches.file.isOn }
+        set { switches.file.set(newValue, pipeline: pipeline) }
     }
 
     /// Whether the Logstash destination sends; can change at any time. Default `true`.
     public var enableLogstashLogging: Bool {
-        get { switches.logstash.current }
-        set { switches.logstash.withLock { $0 = newValue } }
+        get { switches.logstash.isOn }
+        set { switches.logstash.set(newValue, pipeline: pipeline) }
     }
 
     /// Builds the destinations from the current settings and delivers what was logged before. Calling it

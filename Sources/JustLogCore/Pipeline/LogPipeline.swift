@@ -66,6 +66,7 @@ public final class LogPipeline: @unchecked Sendable {
         case event(LogEvent, sequence: UInt64)
         case record(LogRecord)
         case flush(FlushBarrier)
+        case action(@Sendable () -> Void)
     }
 
     /// The lowest level any route receives: a cheaper call is filtered out before it is captured.
@@ -219,6 +220,22 @@ public final class LogPipeline: @unchecked Sendable {
         if wake { lock.broadcast() }
     }
 
+    /// Runs `action` on the worker thread after every event submitted before this call has been handed to the
+    /// background destinations, and before any submitted after it: for changes that must take effect in log
+    /// order, such as switching a destination off.
+    public func performInOrder(_ action: @escaping @Sendable () -> Void) {
+        lock.lock()
+        guard state == .running else {
+            lock.unlock()
+            action()
+            return
+        }
+        queue.append(.action(action))
+        let wake = workerIsWaiting
+        lock.unlock()
+        if wake { lock.broadcast() }
+    }
+
     /// Flushes and waits at most `timeout` seconds; returns the error, or a timeout error.
     @discardableResult
     public func flush(timeout: Double) -> (any Error)? {
@@ -318,6 +335,9 @@ public final class LogPipeline: @unchecked Sendable {
             case .flush(let barrier):
                 deliver(&records)
                 flushDestinations(barrier)
+            case .action(let action):
+                deliver(&records)
+                action()
             }
         }
         deliver(&records)

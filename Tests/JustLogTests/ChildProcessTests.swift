@@ -1,0 +1,39 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import Testing
+
+/// The fixture program built with the tests (`Tests/Fixtures/JustLogTestChild`), next to the test bundle.
+func childProgram() throws -> URL {
+    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [bundle, bundle.deletingLastPathComponent()] {
+        let url = candidate.appendingPathComponent("JustLogTestChild")
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    // swift-testing runs the bundle from the build folder; fall back to searching it.
+    let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/debug/JustLogTestChild")
+    guard FileManager.default.isExecutableFile(atPath: build.path) else {
+        throw JustLogError(.invalidConfiguration, "JustLogTestChild was not built next to the tests (\(bundle.path))")
+    }
+    return build
+}
+
+@Suite struct ChildProcessTests {
+    @Test(arguments: ["exit-without-flush", "exit-call"])
+    func programThatReturnsFromMainLosesNothingInItsFile(mode: String) throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let process = Process()
+        process.executableURL = try childProgram()
+        process.arguments = [mode, folder.path, "10000"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 10_000)
+        let messages = try lines.map { try FileLine(parsing: $0).record.message }
+        let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
+        #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
+    }
+}

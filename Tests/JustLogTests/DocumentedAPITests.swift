@@ -1,0 +1,161 @@
+import Foundation
+import JustLog
+import JustLogCore
+import JustLogTestSupport
+import Testing
+
+// The documented snippet of SPEC §1, verbatim, inside a function so the test can run it against a
+// temporary folder. `someSessionID` and `someError` are the snippet's free names.
+func runDocumentedSnippet(someSessionID: String, someError: NSError) {
+    let logger = Logger.shared
+
+    // file destination
+    logger.logFilename = "justeat-demo.log"
+
+    // logstash destination
+    logger.logstashHost = "my.logstash.endpoint.com"
+    logger.logstashPort = 3515
+    logger.logstashTimeout = 5
+    logger.logLogstashSocketActivity = true
+
+    // default info
+    logger.defaultUserInfo = ["app": "my iOS App",
+                              "environment": "production",
+                              "tenant": "UK",
+                              "sessionID": someSessionID]
+    logger.setup()
+
+    Logger.shared.verbose("not so important")
+    Logger.shared.debug("something to debug")
+    Logger.shared.info("a nice information", userInfo: ["some key": "some extra info"])
+    Logger.shared.warning("oh no, that won't be good", userInfo: ["some key": "some extra info"])
+    Logger.shared.error("ouch, an error did occur!", error: someError, userInfo: ["some key": "some extra info"])
+
+    logger.enableConsoleLogging = false
+    logger.enableFileLogging = false
+    logger.enableLogstashLogging = false
+
+    Logger.shared.forceSend()
+    Logger.shared.forceSend { error in /* all queued logs were handed to the collector, or error says why not */ }
+    logger.logzioToken = "<token>"   // adds "token" to every remote event (logz.io listener: TLS, port 5052)
+}
+
+@Suite(.serialized) struct DocumentedAPITests {
+    @Test func documentedSnippetWritesTheDocumentedFileLines() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        Logger.shared.baseUrlForFileLogging = folder.url
+        Logger.shared.allowUntrustedServer = false
+        #expect(Logger.shared.logstashUseTLS, "TLS is the default")
+        #expect(!Logger.shared.allowUntrustedServer)
+
+        let error = NSError(domain: "com.just-eat.test", code: 1234, userInfo: [
+            NSLocalizedDescriptionKey: "description",
+            NSLocalizedFailureReasonErrorKey: "error value",
+            NSLocalizedRecoverySuggestionErrorKey: "recovery suggestion",
+        ])
+        runDocumentedSnippet(someSessionID: "session-42", someError: error)
+        #expect(Logger.shared.pipeline?.flush(timeout: 10) == nil)
+        defer {
+            Logger.shared.enableConsoleLogging = true
+            Logger.shared.enableFileLogging = true
+            Logger.shared.enableLogstashLogging = true
+        }
+
+        let url = folder.appending("justeat-demo.log")
+        let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 5)
+        let expected: [(String, String, String)] = [
+            ("📣", "VERBOSE", "not so important"), ("📝", "DEBUG", "something to debug"),
+            ("ℹ️", "INFO", "a nice information"), ("⚠️", "WARNING", "oh no, that won't be good"),
+            ("☠️", "ERROR", "ouch, an error did occur!"),
+        ]
+        let linePattern = #/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  (\S+) ([A-Z]+): (\{.*\})$/#
+        for (line, (emoji, label, message)) in zip(lines, expected) {
+            let match = try #require(try linePattern.wholeMatch(in: String(line)), "not the documented line: \(line)")
+            #expect(String(match.1) == emoji)
+            #expect(String(match.2) == label)
+            #expect(String(match.3).hasPrefix(#"{"message":"\#(message)","metadata":{"#))
+            let record = try FileLine(parsing: line).record
+            #expect(record.userInfo["app"] == "my iOS App")
+            #expect(record.userInfo["sessionID"] == "session-42")
+            #expect(record.userInfo["log_type"] == .string(label.lowercased()))
+            #expect(record.metadata["file"] == "DocumentedAPITests.swift")
+            #expect(record.metadata["function"] == "runDocumentedSnippet(someSessionID:someError:)")
+            for key in ["line", "app_version", "version", "device", "timestamp", "event_id"] {
+                #expect(record.metadata[key] != nil, "metadata.\(key) missing")
+            }
+        }
+        let errorRecord = try FileLine(parsing: lines[4]).record
+        #expect(errorRecord.userInfo["error_domain"] == "com.just-eat.test")
+        #expect(errorRecord.userInfo["error_code"] == 1234)
+        #expect(errorRecord.userInfo["NSLocalizedRecoverySuggestion"] == "recovery suggestion")
+        #expect(errorRecord.userInfo["some key"] == "some extra info")
+
+        // Logging after the documented toggles reaches no destination.
+        Logger.shared.info("after the toggles")
+        #expect(Logger.shared.pipeline?.flush(timeout: 10) == nil)
+        #expect(try String(contentsOf: url, encoding: .utf8).split(separator: "\n").count == 5)
+    }
+
+    @Test func loggingBeforeSetupIsDeliveredAtSetupAndSetupTwiceIsSafe() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let logger = Logger()
+        logger.baseUrlForFileLogging = folder.url
+        logger.logFilename = "early.log"
+        logger.enableConsoleLogging = false
+        logger.info("logged before setup")
+        logger.setup()
+        logger.info("logged after setup")
+        logger.setup()
+        logger.info("logged after the second setup")
+        #expect(logger.pipeline?.flush(timeout: 10) == nil)
+        let messages = try String(contentsOf: folder.appending("early.log"), encoding: .utf8)
+            .split(separator: "\n").map { try FileLine(parsing: $0).record.message }
+        #expect(messages == ["logged before setup", "logged after setup", "logged after the second setup"])
+        logger.shutdown()
+    }
+
+    @Test func forceSendBeforeSetupSaysWhy() {
+        let logger = Logger()
+        logger.info("waiting")
+        let message = LockedValue<String?>(nil)
+        logger.forceSend { error in message.withLock { $0 = error.map { "\($0)" } } }
+        #expect(message.current?.contains("call setup() first") == true)
+    }
+
+    @Test func injectableLoggerNeedsNoSingleton() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let capture = CapturingDestination()
+        let logger = Logger(configuration: .init(
+            console: nil,
+            file: .init(url: folder.appending("injected.log"), minimumLevel: .info),
+            extraDestinations: [.init(capture, minimumLevel: .warning)],
+            defaultUserInfo: ["app": "billing"]
+        ))
+        logger.debug("not in the file")
+        logger.info("in the file")
+        logger.warning("everywhere", userInfo: ["app": "overridden"])
+        try await logger.forceSend()
+        let messages = try String(contentsOf: folder.appending("injected.log"), encoding: .utf8)
+            .split(separator: "\n").map { try FileLine(parsing: $0).record.message }
+        #expect(messages == ["in the file", "everywhere"])
+        #expect(capture.records.map(\.message) == ["everywhere"])
+        #expect(capture.records.first?.userInfo["app"] == "overridden")
+        logger.shutdown()
+    }
+
+    @Test func defaultLogFolderFollowsXDGOnLinux() {
+        #if os(Linux)
+        let folder = LogFolder.defaultFolder(programName: "demo")
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            #expect(folder.path == xdg + "/demo")
+        } else {
+            #expect(folder.path.hasSuffix("/.cache/demo"))
+        }
+        #endif
+    }
+}
