@@ -47,7 +47,10 @@ let package = Package(
             ]
         ),
         .target(name: "JustLog", dependencies: ["JustLogCore", "JustLogLogstash"]),
-        .target(name: "JustLogTools", dependencies: ["JustLog", "JustLogCore", "JustLogLogstash"]),
+        .target(
+            name: "JustLogTools",
+            dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", .product(name: "Logging", package: "swift-log")]
+        ),
 
         // MARK: - Command-line tool
         .executableTarget(
