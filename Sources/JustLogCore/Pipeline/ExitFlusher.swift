@@ -10,21 +10,21 @@ import Darwin
 /// so that the console and file destinations lose nothing (SPEC §4).
 ///
 /// This is the one process-wide registry of the library: process exit is process-wide. It holds pipelines
-/// weakly; a pipeline registers itself when created and leaves when shut down or deinitialized.
+/// weakly; a pipeline registers its queue when created, and the queue leaves when shut down.
 final class ExitFlusher: @unchecked Sendable {
     static let shared = ExitFlusher()
 
     private struct Entry {
-        weak var pipeline: LogPipeline?
+        weak var queue: PipelineQueue?
     }
 
     private let lock = ConditionLock()
     private var entries: [ObjectIdentifier: Entry] = [:]
     private var installed = false
 
-    func register(_ pipeline: LogPipeline) {
+    func register(_ queue: PipelineQueue) {
         let install = lock.withLock { () -> Bool in
-            entries[ObjectIdentifier(pipeline)] = Entry(pipeline: pipeline)
+            entries[ObjectIdentifier(queue)] = Entry(queue: queue)
             defer { installed = true }
             return !installed
         }
@@ -33,14 +33,14 @@ final class ExitFlusher: @unchecked Sendable {
         }
     }
 
-    func unregister(_ pipeline: LogPipeline) {
-        _ = lock.withLock { entries.removeValue(forKey: ObjectIdentifier(pipeline)) }
+    func unregister(_ queue: PipelineQueue) {
+        _ = lock.withLock { entries.removeValue(forKey: ObjectIdentifier(queue)) }
     }
 
     func flushAll() {
-        let pipelines = lock.withLock { entries.values.compactMap(\.pipeline) }
-        for pipeline in pipelines {
-            pipeline.flush(timeout: pipeline.configuration.exitFlushTimeout)
+        let queues = lock.withLock { entries.values.compactMap(\.queue) }
+        for queue in queues {
+            _ = queue.flush(timeout: queue.configuration.exitFlushTimeout)
         }
     }
 }

@@ -1,0 +1,277 @@
+import Foundation
+
+/// The mutable heart of a ``LogPipeline``: the bounded FIFO, its counters, and the worker thread that drains
+/// it. The worker holds this object, not the pipeline, so a released pipeline can stop its worker.
+final class PipelineQueue: @unchecked Sendable {
+    private enum Item {
+        case event(LogEvent, sequence: UInt64)
+        case record(LogRecord)
+        case flush(FlushBarrier)
+        case action(@Sendable () -> Void)
+
+        /// The message bytes the item counts against the queue's byte bound.
+        var bytes: Int {
+            switch self {
+            case .event(let event, _): event.message.utf8.count
+            case .record(let record): record.message.utf8.count
+            case .flush, .action: 0
+            }
+        }
+    }
+
+    /// Items the worker takes at a time: small enough that progress (which restarts a waiting caller's
+    /// patience) is seen often, large enough that a destination writes in batches.
+    static let batchLimit = 1024
+
+    private enum State { case running, stopping, stopped }
+
+    let dispatcher: RecordDispatcher
+    let configuration: LogPipeline.Configuration
+    let diagnostics: DiagnosticSink
+    let now: @Sendable () -> LogTimestamp
+
+    private let lock = ConditionLock()
+    /// The FIFO: `items[head...]` are waiting; the worker advances `head` and compacts now and then.
+    private var items: [Item] = []
+    private var head = 0
+    private var queuedBytes = 0
+    private var nextSequence: UInt64 = 0
+    private var counters = LogPipeline.Statistics()
+    private var unreportedDrops: UInt64 = 0
+    private var workerIsWaiting = false
+    private var producersWaiting = 0
+    private var batchesTaken: UInt64 = 0
+    private var state: State = .running
+
+    init(dispatcher: RecordDispatcher, configuration: LogPipeline.Configuration, diagnostics: DiagnosticSink,
+         now: @escaping @Sendable () -> LogTimestamp) {
+        self.dispatcher = dispatcher
+        self.configuration = configuration
+        self.diagnostics = diagnostics
+        self.now = now
+        items.reserveCapacity(min(configuration.capacity, 4096))
+    }
+
+    func startWorker() {
+        let thread = Thread { [self] in self.runWorker() }
+        thread.name = "JustLog pipeline"
+        thread.qualityOfService = .utility
+        thread.start()
+    }
+
+    var statistics: LogPipeline.Statistics { lock.withLock { counters } }
+
+    // MARK: - Submitting
+
+    func submit(_ event: LogEvent) {
+        let bytes = event.message.utf8.count
+        lock.lock()
+        guard state == .running else {
+            counters.dropped += 1
+            lock.unlock()
+            diagnostics.reportOnce(key: "pipeline.stopped", "an event was logged after shutdown and dropped; log before shutting the logger down")
+            return
+        }
+        if !hasRoom(for: bytes) && !waitForRoom(bytes: bytes) {
+            counters.dropped += 1
+            unreportedDrops += 1
+            lock.unlock()
+            diagnostics.reportOnce(
+                key: "pipeline.full",
+                "the log queue made no progress for \(configuration.fullQueueWait) s (a destination is stalled); dropping events and counting them"
+            )
+            return
+        }
+        let sequence = nextSequence
+        nextSequence += 1
+        counters.submitted += 1
+        queuedBytes += bytes
+        if dispatcher.inlineRoutes.isEmpty {
+            items.append(.event(event, sequence: sequence))
+        } else {
+            let record = dispatcher.record(event, sequence: sequence)
+            dispatcher.writeInline(record)
+            items.append(.record(record))
+        }
+        let wake = workerIsWaiting
+        lock.unlock()
+        if wake { lock.broadcast() }
+    }
+
+    private func hasRoom(for bytes: Int) -> Bool {
+        items.count - head < configuration.capacity && (queuedBytes == 0 || queuedBytes + bytes <= configuration.maximumQueuedBytes)
+    }
+
+    /// Waits (lock held) for room; `false` when the worker made no progress for `fullQueueWait`.
+    ///
+    /// The deadline restarts each time the worker takes a batch: a slow destination that keeps moving
+    /// slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at most
+    /// `fullQueueWait`, after which events are dropped and counted.
+    private func waitForRoom(bytes: Int) -> Bool {
+        var seenBatches = batchesTaken
+        var deadline = Date().addingTimeInterval(configuration.fullQueueWait)
+        producersWaiting += 1
+        defer { producersWaiting -= 1 }
+        while !hasRoom(for: bytes), state == .running {
+            if batchesTaken != seenBatches {
+                seenBatches = batchesTaken
+                deadline = Date().addingTimeInterval(configuration.fullQueueWait)
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { return false }
+            if workerIsWaiting { lock.broadcast() }
+            _ = lock.wait(seconds: remaining)
+        }
+        return state == .running
+    }
+
+    /// Appends a control item; `false` (and nothing appended) once the queue has stopped.
+    private func enqueueControl(_ item: Item) -> Bool {
+        lock.lock()
+        guard state != .stopped else {
+            lock.unlock()
+            return false
+        }
+        items.append(item)
+        let wake = workerIsWaiting
+        lock.unlock()
+        if wake { lock.broadcast() }
+        return true
+    }
+
+    func performInOrder(_ action: @escaping @Sendable () -> Void) {
+        if !enqueueControl(.action(action)) { action() }
+    }
+
+    // MARK: - Flushing and stopping
+
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        if !enqueueControl(.flush(FlushBarrier(completion: completion))) {
+            completion(JustLogError(.shutdown, "the logger was shut down"))
+        }
+    }
+
+    func flush(timeout: Double) -> (any Error)? {
+        let outcome = LockedValue<FlushOutcome>(.pending)
+        let done = ConditionLock()
+        flush { error in
+            done.withLock {
+                outcome.withLock { $0 = .finished(error) }
+                done.broadcast()
+            }
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        return done.withLock {
+            while true {
+                if case .finished(let error) = outcome.current { return error }
+                let remaining = deadline.timeIntervalSinceNow
+                if remaining <= 0 { return JustLogError(.timeout, "flush did not complete within \(timeout) s") }
+                _ = done.wait(seconds: remaining)
+            }
+        }
+    }
+
+    func shutdown(timeout: Double) -> (any Error)? {
+        let first = lock.withLock { () -> Bool in
+            guard state == .running else { return false }
+            state = .stopping
+            lock.broadcast()
+            return true
+        }
+        guard first else { return nil }
+        let error = flush(timeout: timeout)
+        lock.withLock {
+            state = .stopped
+            lock.broadcast()
+        }
+        dispatcher.shutdownDestinations()
+        ExitFlusher.shared.unregister(self)
+        return error
+    }
+
+    // MARK: - Worker
+
+    private func runWorker() {
+        var batch: [Item] = []
+        batch.reserveCapacity(min(configuration.capacity, 4096))
+        while true {
+            lock.lock()
+            while head == items.count && state != .stopped {
+                workerIsWaiting = true
+                lock.wait()
+                workerIsWaiting = false
+            }
+            if head == items.count && state == .stopped {
+                lock.unlock()
+                return
+            }
+            let end = min(items.count, head + Self.batchLimit)
+            batch.append(contentsOf: items[head..<end])
+            for item in batch { queuedBytes -= item.bytes }
+            head = end
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 4 * Self.batchLimit {
+                items.removeFirst(head)
+                head = 0
+            }
+            batchesTaken += 1
+            let drops = unreportedDrops
+            unreportedDrops = 0
+            if producersWaiting > 0 { lock.broadcast() }
+            lock.unlock()
+
+            process(batch, reportingDrops: drops)
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func process(_ batch: [Item], reportingDrops drops: UInt64) {
+        var records: [LogRecord] = []
+        records.reserveCapacity(batch.count + 1)
+        if drops > 0 { records.append(dropReport(drops)) }
+        func deliver() {
+            guard !records.isEmpty else { return }
+            dispatcher.writeBackground(records)
+            let count = UInt64(records.count)
+            lock.withLock { counters.delivered += count }
+            records.removeAll(keepingCapacity: true)
+        }
+        for item in batch {
+            switch item {
+            case .event(let event, let sequence):
+                records.append(dispatcher.record(event, sequence: sequence))
+            case .record(let record):
+                records.append(record)
+            case .flush(let barrier):
+                deliver()
+                dispatcher.flush(barrier)
+            case .action(let action):
+                deliver()
+                action()
+            }
+        }
+        deliver()
+    }
+
+    private func dropReport(_ count: UInt64) -> LogRecord {
+        let event = LogEvent(
+            level: .warning,
+            message: "JustLog dropped \(count) event(s): the log queue made no progress for \(configuration.fullQueueWait) s",
+            userInfo: ["dropped_events": .uint(count)],
+            callSite: CallSite(file: #fileID, function: #function, line: #line),
+            timestamp: now()
+        )
+        let sequence = lock.withLock { () -> UInt64 in
+            defer { nextSequence += 1 }
+            return nextSequence
+        }
+        return dispatcher.record(event, sequence: sequence)
+    }
+}
+
+private enum FlushOutcome: Sendable {
+    case pending
+    case finished((any Error)?)
+}
