@@ -427,7 +427,8 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
 
     private func seconds(_ duration: Duration) -> String {
         let (whole, attoseconds) = duration.components
-        let tenths = (Double(whole) + Double(attoseconds) / 1e18) * 10
-        return "\((tenths.rounded() / 10)) s"
+        let total = Double(whole) + Double(attoseconds) / 1e18
+        if total < 1 { return "\(Int((total * 1000).rounded())) ms" }
+        return "\((total * 10).rounded() / 10) s"
     }
 }
