@@ -1,9 +1,9 @@
 import Foundation
 
 /// Runs a command to completion and returns its combined output; throws if it exits non-zero.
-enum ProcessRunner {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+public enum ProcessRunner {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
     }
 
     @discardableResult
