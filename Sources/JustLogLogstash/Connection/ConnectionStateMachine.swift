@@ -1,0 +1,434 @@
+/// The Logstash client's decisions — when to connect, what to send, what the spool may forget, when to
+/// retry — as a value that does no I/O: each input returns the ``Action``s the transport must carry out.
+///
+/// Generic over `Clock` so that tests drive time by hand. All inputs must come from one thread (the
+/// transport's event loop).
+///
+/// ## Policies
+/// - **Dispatch**: a batch is read and written every ``Configuration/sendInterval``, and at once when a
+///   full batch is waiting (``recordsAvailable()``), after connecting (the backlog, including what an
+///   earlier run left in the spool), while draining for a flush or a shutdown, and after a full batch.
+///   One write is in flight at a time, so memory holds at most one batch.
+/// - **Reconnect**: exponential backoff from ``Configuration/backoffMinimum`` doubling up to
+///   ``Configuration/backoffMaximum``, each delay shortened by a random fraction of at most
+///   ``Configuration/backoffJitter`` so that many clients don't reconnect in step.
+///
+/// ## At-least-once over plain TCP: the resend window
+/// A completed write only proves the bytes reached *our* kernel. This machine acknowledges the spool
+/// (lets it forget records) only for bytes that were followed, on the same connection, by at least
+/// ``Configuration/resendWindowBytes`` more completed bytes. Bytes still unread by the peer application
+/// can only sit in our send buffer or in the peer's receive buffer (plus the network in between), and a
+/// write completes only once its bytes are in our send buffer; so when `N ≥ our sndbuf + peer rcvbuf`
+/// bytes were written after a record, the peer application has read that record. Linux autotuning caps
+/// those buffers at 4 MiB (`tcp_wmem`) and 6 MiB (`tcp_rmem`) by default, hence the 16 MiB default.
+/// After a connection error, everything from the last acknowledged position is resent (duplicates carry
+/// the same `event_id`). On a graceful close — we half-close, and the peer then closes cleanly, so it read
+/// up to our FIN — everything sent is acknowledged.
+///
+/// A collector that reads bytes and then loses them itself (killed with events in its own memory queue)
+/// is outside what TCP can prove; the window also covers such a queue up to its size in bytes.
+/// `SIOCOUTQ` would make the window tighter on Linux, but not sounder: it proves only what the peer's
+/// kernel received, not what its application read. We keep the simpler, portable byte rule.
+package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Duration {
+    /// The policies.
+    package struct Configuration: Sendable {
+        /// Time between batched dispatches (the documented `logstashTimeout`). Default 5 s.
+        package var sendInterval: Duration = .seconds(5)
+        /// Most bytes in one batch. Default 1 MiB.
+        package var maxBatchBytes: Int = 1 << 20
+        /// Most records in one batch. Default 1000.
+        package var maxBatchRecords: Int = 1000
+        /// Bytes written after a record before the spool may forget it. Default 16 MiB.
+        package var resendWindowBytes: Int = 16 << 20
+        /// First reconnect delay. Default 0.5 s.
+        package var backoffMinimum: Duration = .milliseconds(500)
+        /// Longest reconnect delay. Default 30 s.
+        package var backoffMaximum: Duration = .seconds(30)
+        /// Largest fraction taken off a reconnect delay at random, 0…1. Default 0.2.
+        package var backoffJitter: Double = 0.2
+        /// How long a graceful shutdown may take to drain and close before the connection is dropped. Default 5 s.
+        package var shutdownTimeout: Duration = .seconds(5)
+        /// How activity lines name the collector, e.g. `logstash.example.com:5052 (TLS)`.
+        package var endpoint: String = "collector"
+
+        package init() {}
+    }
+
+    /// What the transport must do.
+    package enum Action: Sendable, Equatable {
+        /// Open a connection (TCP, then TLS if configured); answer ``connected()`` or ``connectFailed(_:)``.
+        case connect
+        /// Read a batch from the spool; answer ``batchRead(_:)``.
+        case readBatch(from: SpoolPosition, maxBytes: Int, maxRecords: Int)
+        /// Write these bytes; answer ``writeCompleted()`` or ``connectionClosed(error:)``.
+        case write(SpoolBatch)
+        /// Let the spool forget everything before this position.
+        case acknowledge(upTo: SpoolPosition)
+        /// Call ``timerFired()`` at (or after) this instant; replaces any earlier timer.
+        case scheduleTimer(at: C.Instant)
+        /// Close the connection: gracefully (half-close and wait for the peer) or at once. Answer
+        /// ``connectionClosed(error:)`` once it is closed.
+        case close(graceful: Bool)
+        /// Complete flush `id` with `nil` (everything requested was written) or the reason it wasn't.
+        case completeFlush(id: Int, error: LogstashError?)
+        /// Print this activity line (if activity is shown).
+        case reportActivity(String)
+        /// Records are flowing again after a connection: report drops now, if any.
+        case deliveryResumed
+        /// The shutdown is done; nothing else will happen.
+        case shutdownComplete
+    }
+
+    /// Where the connection is.
+    package enum State: Sendable, Equatable {
+        case idle
+        case connecting(failures: Int)
+        case connected
+        case backingOff(until: C.Instant, failures: Int)
+        case closing(deadline: C.Instant)
+        case closed
+    }
+
+    /// What has been sent and resent.
+    package struct Counters: Sendable, Hashable {
+        package var sentRecords: UInt64 = 0
+        package var sentBytes: UInt64 = 0
+        package var resentRecords: UInt64 = 0
+        package var connects: UInt64 = 0
+        package var connectionErrors: UInt64 = 0
+    }
+
+    package let configuration: Configuration
+    package private(set) var state: State = .idle
+    package private(set) var counters = Counters()
+    private let clock: C
+    private let random: @Sendable () -> Double
+
+    /// The next record to send on the current connection.
+    package private(set) var sendPosition = SpoolPosition(segment: 0, offset: 0)
+    /// Everything before this is acknowledged to the spool.
+    package private(set) var acknowledgedPosition = SpoolPosition(segment: 0, offset: 0)
+    /// The furthest position ever sent, to count resends.
+    private var highestSent = SpoolPosition(segment: 0, offset: 0)
+    /// Batches written on this connection and not yet acknowledged: their end and the connection's byte
+    /// count after them.
+    private var window: [(end: SpoolPosition, bytesAfter: Int)] = []
+    private var windowStart = 0
+    private var connectionBytes = 0
+    private var inFlight: SpoolBatch?
+    private var readPending = false
+    private var nextDispatch: C.Instant?
+    private var pendingFlushes: [(id: Int, upTo: SpoolPosition)] = []
+    private var shutdownDeadline: C.Instant?
+    private var lastError: String?
+
+    /// - Parameters:
+    ///   - random: a source of numbers in `0..<1` for the jitter (inject a fixed one in tests).
+    package init(configuration: Configuration, clock: C, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+        self.configuration = configuration
+        self.clock = clock
+        self.random = random
+    }
+
+    // MARK: - Inputs
+
+    /// Starts connecting; `position` is the spool's cursor (the oldest unacknowledged record).
+    package mutating func start(at position: SpoolPosition) -> [Action] {
+        guard case .idle = state else { return [] }
+        sendPosition = position
+        acknowledgedPosition = position
+        highestSent = position
+        state = .connecting(failures: 0)
+        return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
+    }
+
+    /// The connection is up (TCP connected; TLS handshake and certificate checks passed).
+    package mutating func connected() -> [Action] {
+        guard case .connecting = state else { return [.close(graceful: false)] }
+        state = .connected
+        counters.connects += 1
+        connectionBytes = 0
+        window.removeAll()
+        windowStart = 0
+        inFlight = nil
+        readPending = false
+        lastError = nil
+        let now = clock.now
+        nextDispatch = now.advanced(by: configuration.sendInterval)
+        var actions: [Action] = [.reportActivity("connected to \(configuration.endpoint)"), .deliveryResumed]
+        actions += readIfIdle()
+        actions.append(.scheduleTimer(at: timerDeadline()))
+        return actions
+    }
+
+    /// Connecting failed (resolution, TCP, TLS handshake or certificate check).
+    package mutating func connectFailed(_ error: LogstashError) -> [Action] {
+        guard case .connecting(let failures) = state else { return [] }
+        counters.connectionErrors += 1
+        lastError = error.description
+        if shutdownDeadline != nil {
+            return finishShutdown(error: error)
+        }
+        let delay = backoffDelay(failures: failures)
+        let until = clock.now.advanced(by: delay)
+        state = .backingOff(until: until, failures: failures + 1)
+        var actions: [Action] = [
+            .reportActivity("connect to \(configuration.endpoint) failed: \(error); reconnecting in \(seconds(delay))")
+        ]
+        actions += failFlushes(LogstashError(
+            code: error.code,
+            message: "not delivered: connect to \(configuration.endpoint) failed; records stay spooled and will be retried in \(seconds(delay))",
+            cause: error.description
+        ))
+        actions.append(.scheduleTimer(at: until))
+        return actions
+    }
+
+    /// The spool answered a ``Action/readBatch(from:maxBytes:maxRecords:)``.
+    package mutating func batchRead(_ batch: SpoolBatch) -> [Action] {
+        guard readPending else { return [] }
+        readPending = false
+        guard case .connected = state else { return [] }
+        if batch.isEmpty {
+            // Everything appended before this read has been written: every pending flush is done.
+            sendPosition = max(sendPosition, batch.end)
+            var actions = completeAllFlushes()
+            if let deadline = shutdownDeadline {
+                state = .closing(deadline: deadline)
+                actions.append(.reportActivity("closing the connection to \(configuration.endpoint)"))
+                actions.append(.close(graceful: true))
+            }
+            return actions
+        }
+        inFlight = batch
+        return [.write(batch)]
+    }
+
+    /// The write of the batch in flight completed: its bytes are in our kernel's send buffer.
+    package mutating func writeCompleted() -> [Action] {
+        guard case .connected = state, let batch = inFlight else { return [] }
+        inFlight = nil
+        counters.sentRecords += UInt64(batch.recordCount)
+        counters.sentBytes += UInt64(batch.bytes.count)
+        if batch.start < highestSent {
+            counters.resentRecords += UInt64(batch.recordCount)
+        }
+        highestSent = max(highestSent, batch.end)
+        sendPosition = batch.end
+        connectionBytes += batch.bytes.count
+        window.append((batch.end, connectionBytes))
+
+        var actions: [Action] = [.reportActivity("sent \(batch.recordCount) events (\(batch.bytes.count) bytes) to \(configuration.endpoint)")]
+        // Acknowledge what at least resendWindowBytes more bytes have followed.
+        var proven: SpoolPosition?
+        while windowStart < window.count, connectionBytes - window[windowStart].bytesAfter >= configuration.resendWindowBytes {
+            proven = window[windowStart].end
+            windowStart += 1
+        }
+        if windowStart > 1024 {
+            window.removeFirst(windowStart)
+            windowStart = 0
+        }
+        if let proven, proven > acknowledgedPosition {
+            acknowledgedPosition = proven
+            actions.append(.acknowledge(upTo: proven))
+        }
+        actions += completeFlushes(upTo: sendPosition)
+        let full = batch.recordCount >= configuration.maxBatchRecords || batch.bytes.count + 1024 >= configuration.maxBatchBytes
+        if full || !pendingFlushes.isEmpty || shutdownDeadline != nil {
+            actions += readIfIdle()
+        }
+        return actions
+    }
+
+    /// The connection closed: `error` is `nil` for a clean end of stream.
+    package mutating func connectionClosed(error: LogstashError?) -> [Action] {
+        switch state {
+        case .closing:
+            if error == nil {
+                // We half-closed and the peer closed after reading up to our FIN: all of it was read.
+                var actions: [Action] = []
+                if sendPosition > acknowledgedPosition {
+                    acknowledgedPosition = sendPosition
+                    actions.append(.acknowledge(upTo: sendPosition))
+                }
+                return actions + finishShutdown(error: nil)
+            }
+            return finishShutdown(error: error)
+        case .connected:
+            counters.connectionErrors += 1
+            let reason = error ?? LogstashError(code: .connectionLost, message: "the collector closed the connection")
+            lastError = reason.description
+            let unproven = sendPosition > acknowledgedPosition
+            sendPosition = acknowledgedPosition
+            inFlight = nil
+            readPending = false
+            window.removeAll()
+            windowStart = 0
+            if shutdownDeadline != nil {
+                return finishShutdown(error: reason)
+            }
+            let delay = backoffDelay(failures: 0)
+            let until = clock.now.advanced(by: delay)
+            state = .backingOff(until: until, failures: 1)
+            var actions: [Action] = [
+                .reportActivity(
+                    "connection to \(configuration.endpoint) lost: \(reason)\(unproven ? "; unconfirmed events will be resent" : ""); reconnecting in \(seconds(delay))"
+                )
+            ]
+            actions += failFlushes(LogstashError(
+                code: .connectionLost,
+                message: "not delivered: the connection to \(configuration.endpoint) was lost; records stay spooled and will be resent",
+                cause: reason.description
+            ))
+            actions.append(.scheduleTimer(at: until))
+            return actions
+        case .connecting:
+            return connectFailed(error ?? LogstashError(code: .connectFailed, message: "the connection closed while connecting"))
+        case .idle, .backingOff, .closed:
+            return []
+        }
+    }
+
+    /// The timer scheduled last fired (stale timers are harmless: the deadline is checked).
+    package mutating func timerFired() -> [Action] {
+        let now = clock.now
+        switch state {
+        case .backingOff(let until, let failures):
+            guard now >= until else { return [.scheduleTimer(at: until)] }
+            state = .connecting(failures: failures)
+            return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
+        case .connected:
+            if let deadline = shutdownDeadline, now >= deadline {
+                return [.reportActivity("shutdown timed out; closing the connection to \(configuration.endpoint)"), .close(graceful: false)]
+                    + finishShutdown(error: LogstashError(code: .timedOut, message: "shutdown timed out before everything was sent; the rest stays spooled"))
+            }
+            var actions: [Action] = []
+            if let next = nextDispatch, now >= next {
+                nextDispatch = now.advanced(by: configuration.sendInterval)
+                actions += readIfIdle()
+            }
+            actions.append(.scheduleTimer(at: timerDeadline()))
+            return actions
+        case .closing(let deadline):
+            guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
+            return [.close(graceful: false)]
+                + finishShutdown(error: LogstashError(code: .timedOut, message: "the collector did not close the connection in time"))
+        case .idle, .connecting, .closed:
+            return []
+        }
+    }
+
+    /// A full batch is waiting in the spool: send it now rather than at the next interval.
+    package mutating func recordsAvailable() -> [Action] {
+        guard case .connected = state else { return [] }
+        return readIfIdle()
+    }
+
+    /// Asks to be told (``Action/completeFlush(id:error:)``) once every record before `upTo` — the spool's
+    /// end when the flush was requested — has been written, or why it can't be.
+    package mutating func flushRequested(id: Int, upTo: SpoolPosition) -> [Action] {
+        switch state {
+        case .idle, .closed:
+            return [.completeFlush(id: id, error: LogstashError(code: .shutDown, message: "the Logstash client is not running; records stay spooled"))]
+        case .connected:
+            pendingFlushes.append((id, upTo))
+            return readIfIdle()
+        case .connecting, .closing:
+            pendingFlushes.append((id, upTo))
+            return []
+        case .backingOff(_, let failures):
+            // Try now rather than make the caller wait for the backoff.
+            pendingFlushes.append((id, upTo))
+            state = .connecting(failures: failures)
+            return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]
+        }
+    }
+
+    /// Sends what is queued (within ``Configuration/shutdownTimeout``), closes gracefully, and reports
+    /// ``Action/shutdownComplete``. What isn't sent stays in the spool.
+    package mutating func shutdownRequested() -> [Action] {
+        let deadline = clock.now.advanced(by: configuration.shutdownTimeout)
+        switch state {
+        case .idle:
+            state = .closed
+            return [.shutdownComplete]
+        case .backingOff:
+            return finishShutdown(error: LogstashError(code: .shutDown, message: "shut down while reconnecting; records stay spooled"))
+        case .connecting:
+            shutdownDeadline = deadline
+            return [.close(graceful: false)]
+                + finishShutdown(error: LogstashError(code: .shutDown, message: "shut down while connecting; records stay spooled"))
+        case .connected:
+            guard shutdownDeadline == nil else { return [] }
+            shutdownDeadline = deadline
+            return readIfIdle() + [.scheduleTimer(at: timerDeadline())]
+        case .closing, .closed:
+            return []
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// The reconnect delay after `failures` consecutive failures, jitter included.
+    package func backoffDelay(failures: Int) -> Duration {
+        var delay = configuration.backoffMinimum
+        for _ in 0..<min(failures, 62) {
+            delay = delay * 2
+            if delay >= configuration.backoffMaximum { break }
+        }
+        delay = min(delay, configuration.backoffMaximum)
+        let jitter = min(max(configuration.backoffJitter, 0), 1) * min(max(random(), 0), 1)
+        return delay * (1 - jitter)
+    }
+
+    private mutating func readIfIdle() -> [Action] {
+        guard case .connected = state, inFlight == nil, !readPending else { return [] }
+        readPending = true
+        return [.readBatch(from: sendPosition, maxBytes: configuration.maxBatchBytes, maxRecords: configuration.maxBatchRecords)]
+    }
+
+    private func timerDeadline() -> C.Instant {
+        let next = nextDispatch ?? clock.now.advanced(by: configuration.sendInterval)
+        if let deadline = shutdownDeadline { return min(next, deadline) }
+        return next
+    }
+
+    private mutating func completeFlushes(upTo position: SpoolPosition) -> [Action] {
+        var actions: [Action] = []
+        pendingFlushes.removeAll { flush in
+            guard flush.upTo <= position else { return false }
+            actions.append(.completeFlush(id: flush.id, error: nil))
+            return true
+        }
+        return actions
+    }
+
+    private mutating func completeAllFlushes() -> [Action] {
+        defer { pendingFlushes.removeAll() }
+        return pendingFlushes.map { .completeFlush(id: $0.id, error: nil) }
+    }
+
+    private mutating func failFlushes(_ error: LogstashError) -> [Action] {
+        defer { pendingFlushes.removeAll() }
+        return pendingFlushes.map { .completeFlush(id: $0.id, error: error) }
+    }
+
+    private mutating func finishShutdown(error: LogstashError?) -> [Action] {
+        state = .closed
+        shutdownDeadline = nil
+        inFlight = nil
+        readPending = false
+        var actions = failFlushes(error ?? LogstashError(code: .shutDown, message: "the Logstash client shut down"))
+        actions.append(.reportActivity("closed the connection to \(configuration.endpoint)"))
+        actions.append(.shutdownComplete)
+        return actions
+    }
+
+    private func seconds(_ duration: Duration) -> String {
+        let (whole, attoseconds) = duration.components
+        let total = Double(whole) + Double(attoseconds) / 1e18
+        if total < 1 { return "\(Int((total * 1000).rounded())) ms" }
+        return "\((total * 10).rounded() / 10) s"
+    }
+}

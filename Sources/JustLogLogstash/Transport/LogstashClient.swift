@@ -1,0 +1,408 @@
+public import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector as `json_lines` over one
+/// persistent TCP or TLS connection, carrying out the decisions of a ``ConnectionStateMachine``.
+///
+/// ## Who calls what
+/// - The destination appends each record to the spool on the logging caller's thread, then calls
+///   ``recordsAppended()`` (cheap: a lock and a counter; it wakes the sender only once a full batch waits).
+/// - ``start()`` once; ``flush(completion:)`` / ``flush()`` for `forceSend`; ``shutdown()`` once at the end.
+/// - Everything else runs on one event loop of the injected group. Activity lines, warnings and the
+///   drop report callback are called on that loop: don't block in them.
+///
+/// ```swift
+/// let spool = try LogstashSpool(configuration: .init(directory: "/var/log/app/app.log.spool"))
+/// let client = try LogstashClient(
+///     configuration: .init(host: "logstash.example.com", port: 5052),
+///     spool: spool,
+///     activity: { print($0) }
+/// )
+/// client.start()
+/// try spool.append(Array(#"{"message":"hello","event_id":"1"}"#.utf8))
+/// client.recordsAppended()
+/// try await client.flush()
+/// await client.shutdown()
+/// ```
+public final class LogstashClient: @unchecked Sendable {
+    // MARK: - Settings and collaborators (immutable)
+
+    /// The configuration the client was made with.
+    public let configuration: Configuration
+    /// The spool the client drains.
+    public let spool: LogstashSpool
+    private let eventLoop: any EventLoop
+    private let tls: LogstashTLS?
+    private let activity: (@Sendable (String) -> Void)?
+    private let warning: @Sendable (String) -> Void
+    private let onDeliveryResumed: (@Sendable (UInt64) -> Void)?
+
+    // MARK: - Appender side (any thread, guarded by `appendLock`)
+
+    private let appendLock = SpoolLock()
+    private var appendedSinceWake = 0
+    private var wakeScheduled = false
+
+    // MARK: - Sender side (event loop only)
+
+    private var machine: ConnectionStateMachine<ContinuousClock>
+    private var channel: (any Channel)?
+    private var generation = 0
+    private var timer: Scheduled<Void>?
+    private var handshakeTimeout: Scheduled<Void>?
+    private var flushCallbacks: [Int: @Sendable ((any Error)?) -> Void] = [:]
+    private var nextFlushID = 0
+    private var shutdownCallbacks: [@Sendable () -> Void] = []
+    private var isShutDown = false
+    private var started = false
+    private var connectInProgress = false
+
+    // MARK: - Init
+
+    /// - Parameters:
+    ///   - eventLoopGroup: where the connection runs (default `nil`: NIO's shared singleton group).
+    ///   - activity: receives activity lines (connect, TLS handshake, batch sent, error, reconnect) when
+    ///     socket activity is shown; `nil` to show none. Lines never contain a token or a record.
+    ///   - warning: receives warnings that are always shown (the untrusted-server warning); default `nil`: standard error.
+    ///   - onDeliveryResumed: called after each successful connection with the number of records the spool
+    ///     dropped since the last call (called only when it is more than zero): emit one report event.
+    /// - Throws: ``LogstashError`` with ``LogstashError/Code/invalidTLSConfiguration`` for an unreadable
+    ///   CA file or a malformed pin.
+    public init(
+        configuration: Configuration,
+        spool: LogstashSpool,
+        eventLoopGroup: (any EventLoopGroup)? = nil,
+        activity: (@Sendable (String) -> Void)? = nil,
+        warning: (@Sendable (String) -> Void)? = nil,
+        onDeliveryResumed: (@Sendable (UInt64) -> Void)? = nil
+    ) throws {
+        self.configuration = configuration
+        self.spool = spool
+        self.eventLoop = (eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton).next()
+        self.activity = activity
+        self.warning = warning ?? { message in
+            var standardError = StandardError()
+            print(message, to: &standardError)
+        }
+        self.onDeliveryResumed = onDeliveryResumed
+        self.tls = configuration.useTLS
+            ? try LogstashTLS(
+                host: configuration.host,
+                caFile: configuration.caFile,
+                pinnedSPKISHA256: configuration.pinnedSPKISHA256,
+                allowUntrustedServer: configuration.allowUntrustedServer
+            )
+            : nil
+        var policies = ConnectionStateMachine<ContinuousClock>.Configuration()
+        policies.sendInterval = configuration.sendInterval
+        policies.maxBatchBytes = configuration.maxBatchBytes
+        policies.maxBatchRecords = configuration.maxBatchRecords
+        policies.resendWindowBytes = configuration.resendWindowBytes
+        policies.backoffMinimum = configuration.backoffMinimum
+        policies.backoffMaximum = configuration.backoffMaximum
+        policies.shutdownTimeout = configuration.shutdownTimeout
+        policies.endpoint = configuration.endpoint
+        self.machine = ConnectionStateMachine(configuration: policies, clock: ContinuousClock())
+    }
+
+    // MARK: - Public API
+
+    /// Starts connecting and sending. Later calls do nothing.
+    public func start() {
+        eventLoop.execute {
+            guard !self.started else { return }
+            self.started = true
+            if self.configuration.useTLS && self.configuration.allowUntrustedServer {
+                self.warning(
+                    "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(self.configuration.host):\(self.configuration.port) is NOT verified; anyone on the path can read and change the logs"
+                )
+            }
+            self.run(self.machine.start(at: self.spool.cursor))
+        }
+    }
+
+    /// Tells the sender that a record was appended to the spool. Cheap: it wakes the sender only when a
+    /// full batch is waiting; otherwise the records go at the next ``Configuration/sendInterval``.
+    public func recordsAppended(_ count: Int = 1) {
+        let wake = appendLock.withLock { () -> Bool in
+            appendedSinceWake += count
+            guard !wakeScheduled, appendedSinceWake >= configuration.maxBatchRecords else { return false }
+            wakeScheduled = true
+            return true
+        }
+        guard wake else { return }
+        eventLoop.execute {
+            self.appendLock.withLock {
+                self.wakeScheduled = false
+                self.appendedSinceWake = 0
+            }
+            self.run(self.machine.recordsAvailable())
+        }
+    }
+
+    /// Sends everything appended before this call — including what an earlier run left in the spool —
+    /// and calls `completion` once it is all written to the connection, or with a ``LogstashError`` that
+    /// says why not (the records then stay spooled). Called on the event loop.
+    public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        let upTo = spool.endPosition
+        eventLoop.execute {
+            let id = self.nextFlushID
+            self.nextFlushID += 1
+            self.flushCallbacks[id] = completion
+            self.run(self.machine.flushRequested(id: id, upTo: upTo))
+        }
+    }
+
+    /// Sends everything appended before this call; see ``flush(completion:)``.
+    public func flush() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            flush { error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+        }
+    }
+
+    /// Sends what is queued (within ``Configuration/shutdownTimeout``), closes the connection gracefully
+    /// and stops. What could not be sent stays in the spool for the next run. Calls `completion` once.
+    public func shutdown(completion: @escaping @Sendable () -> Void) {
+        eventLoop.execute {
+            if self.isShutDown {
+                completion()
+                return
+            }
+            self.shutdownCallbacks.append(completion)
+            guard self.shutdownCallbacks.count == 1 else { return }
+            if !self.started {
+                self.started = true
+                self.finishShutdown()
+                return
+            }
+            self.run(self.machine.shutdownRequested())
+        }
+    }
+
+    /// Sends what is queued, closes gracefully and stops; see ``shutdown(completion:)``.
+    public func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            shutdown { continuation.resume() }
+        }
+    }
+
+    /// A snapshot of the counters (waits briefly for the event loop).
+    public func counters() async -> Counters {
+        let spoolCounters = spool.counterSnapshot
+        let machineCounters = try? await eventLoop.submit { self.machine.counters }.get()
+        return Counters(
+            queued: spoolCounters.queuedRecords,
+            spooledBytes: spoolCounters.queuedBytes,
+            sent: machineCounters?.sentRecords ?? 0,
+            resent: machineCounters?.resentRecords ?? 0,
+            dropped: spoolCounters.droppedRecords,
+            connects: machineCounters?.connects ?? 0,
+            connectionErrors: machineCounters?.connectionErrors ?? 0
+        )
+    }
+
+    // MARK: - Carrying out actions (event loop)
+
+    private func run(_ actions: [ConnectionStateMachine<ContinuousClock>.Action]) {
+        eventLoop.assertInEventLoop()
+        for action in actions {
+            switch action {
+            case .connect:
+                connect()
+            case .readBatch(let from, let maxBytes, let maxRecords):
+                let batch = spool.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
+                run(machine.batchRead(batch))
+            case .write(let batch):
+                write(batch)
+            case .acknowledge(let upTo):
+                spool.acknowledge(upTo: upTo)
+            case .scheduleTimer(let instant):
+                scheduleTimer(at: instant)
+            case .close(let graceful):
+                close(graceful: graceful)
+            case .completeFlush(let id, let error):
+                flushCallbacks.removeValue(forKey: id)?(error)
+            case .reportActivity(let line):
+                activity?(line)
+            case .deliveryResumed:
+                let dropped = spool.takeDropsToReport()
+                if dropped > 0 {
+                    activity?("\(dropped) events were dropped because the spool was full")
+                    onDeliveryResumed?(dropped)
+                }
+            case .shutdownComplete:
+                finishShutdown()
+            }
+        }
+    }
+
+    private func connect() {
+        generation += 1
+        let generation = generation
+        let tls = tls
+        connectInProgress = true
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(Self.timeAmount(configuration.connectTimeout))
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        let sslHandler = try NIOSSLClientHandler(context: tls.context, serverHostname: tls.serverHostname)
+                        try channel.pipeline.syncOperations.addHandler(sslHandler)
+                    }
+                    try channel.pipeline.syncOperations.addHandler(
+                        LogstashChannelHandler(client: self, generation: generation, tls: tls)
+                    )
+                }
+            }
+        bootstrap.connect(host: configuration.host, port: configuration.port).hop(to: eventLoop).whenComplete { result in
+            guard generation == self.generation else {
+                if case .success(let channel) = result { channel.close(promise: nil) }
+                return
+            }
+            switch result {
+            case .success(let channel):
+                self.channel = channel
+                if tls == nil {
+                    self.connectInProgress = false
+                    self.run(self.machine.connected())
+                } else {
+                    self.handshakeTimeout = self.eventLoop.scheduleTask(in: Self.timeAmount(self.configuration.connectTimeout)) {
+                        guard generation == self.generation, self.connectInProgress else { return }
+                        channel.close(promise: nil)
+                    }
+                }
+            case .failure(let error):
+                self.connectInProgress = false
+                self.run(self.machine.connectFailed(self.describeConnectError(error)))
+            }
+        }
+    }
+
+    /// The TLS handshake and pin check succeeded on connection `generation`.
+    func tlsReady(generation: Int, detail: String) {
+        eventLoop.assertInEventLoop()
+        guard generation == self.generation, connectInProgress else { return }
+        connectInProgress = false
+        handshakeTimeout?.cancel()
+        activity?(detail)
+        run(machine.connected())
+    }
+
+    /// Connection `generation` is closed; `error` is the first error seen on it.
+    func channelClosed(generation: Int, error: (any Error)?) {
+        eventLoop.assertInEventLoop()
+        guard generation == self.generation else { return }
+        channel = nil
+        handshakeTimeout?.cancel()
+        if connectInProgress {
+            connectInProgress = false
+            run(machine.connectFailed(describeConnectError(error ?? ChannelError.eof)))
+            return
+        }
+        if case .closing = machine.state, Self.isCleanEnd(error) {
+            run(machine.connectionClosed(error: nil))
+        } else {
+            run(machine.connectionClosed(error: error.map {
+                LogstashError(code: .connectionLost, message: "connection error", cause: "\($0)")
+            }))
+        }
+    }
+
+    private func write(_ batch: SpoolBatch) {
+        guard let channel else {
+            run(machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "no connection to write to")))
+            return
+        }
+        let generation = generation
+        let buffer = channel.allocator.buffer(bytes: batch.bytes)
+        channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
+            guard generation == self.generation, case .success = result else { return }
+            // A failed write closes the channel: channelClosed reports it.
+            self.run(self.machine.writeCompleted())
+        }
+    }
+
+    private func close(graceful: Bool) {
+        guard let channel else {
+            // Still connecting: forget the attempt; a late success is closed on arrival.
+            if connectInProgress {
+                connectInProgress = false
+                generation += 1
+            }
+            return
+        }
+        if graceful {
+            channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+        } else {
+            self.channel = nil
+            generation += 1
+            channel.close(promise: nil)
+        }
+    }
+
+    private func scheduleTimer(at instant: ContinuousClock.Instant) {
+        timer?.cancel()
+        let delay = ContinuousClock.now.duration(to: instant)
+        timer = eventLoop.scheduleTask(in: Self.timeAmount(max(delay, .zero))) {
+            self.run(self.machine.timerFired())
+        }
+    }
+
+    private func finishShutdown() {
+        guard !isShutDown else { return }
+        isShutDown = true
+        timer?.cancel()
+        handshakeTimeout?.cancel()
+        if let channel {
+            self.channel = nil
+            channel.close(promise: nil)
+        }
+        generation += 1
+        let error = LogstashError(code: .shutDown, message: "the Logstash client shut down; records stay spooled")
+        for callback in flushCallbacks.values { callback(error) }
+        flushCallbacks.removeAll()
+        let callbacks = shutdownCallbacks
+        shutdownCallbacks.removeAll()
+        for callback in callbacks { callback() }
+    }
+
+    // MARK: - Helpers
+
+    private func describeConnectError(_ error: any Error) -> LogstashError {
+        if let error = error as? LogstashError { return error }
+        let text = "\(error)"
+        if error is NIOSSLExtraError || text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("failedToValidateHostname") {
+            return LogstashError(
+                code: .certificateRejected,
+                message: "TLS: the server certificate of \(configuration.host):\(configuration.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
+                cause: text
+            )
+        }
+        return LogstashError(code: .connectFailed, message: "can't connect", cause: text)
+    }
+
+    /// An end of stream without a transport error: EOF, or a TLS peer closing without close_notify.
+    private static func isCleanEnd(_ error: (any Error)?) -> Bool {
+        guard let error else { return true }
+        if let error = error as? NIOSSLError, case .uncleanShutdown = error { return true }
+        if let error = error as? ChannelError, error == .eof || error == .outputClosed { return true }
+        return false
+    }
+
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+/// Standard error as a `TextOutputStream`, for the warning default.
+private struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        var bytes = Array(string.utf8)
+        _ = bytes.withUnsafeMutableBytes { systemWrite(2, $0.baseAddress, $0.count) }
+    }
+}

@@ -1,0 +1,211 @@
+@testable import JustLogLogstash
+import Testing
+
+private typealias Machine = ConnectionStateMachine<TestClock>
+
+private func configuration(_ change: (inout Machine.Configuration) -> Void = { _ in }) -> Machine.Configuration {
+    var configuration = Machine.Configuration()
+    configuration.sendInterval = .seconds(5)
+    configuration.maxBatchRecords = 3
+    configuration.maxBatchBytes = 1 << 20
+    configuration.resendWindowBytes = 100
+    configuration.endpoint = "127.0.0.1:5000"
+    change(&configuration)
+    return configuration
+}
+
+private func position(_ offset: Int) -> SpoolPosition { SpoolPosition(segment: 1, offset: offset) }
+
+/// A batch of `records` records of 10 bytes each starting at `start`.
+private func batch(from start: Int, records: Int) -> SpoolBatch {
+    SpoolBatch(bytes: [UInt8](repeating: 0x61, count: records * 10), recordCount: records, start: position(start), end: position(start + records * 10))
+}
+
+private func reads(_ actions: [Machine.Action]) -> [SpoolPosition] {
+    actions.compactMap { if case .readBatch(let from, _, _) = $0 { from } else { nil } }
+}
+
+private func timers(_ actions: [Machine.Action]) -> [TestClock.Instant] {
+    actions.compactMap { if case .scheduleTimer(let at) = $0 { at } else { nil } }
+}
+
+private func flushes(_ actions: [Machine.Action]) -> [(Int, LogstashError?)] {
+    actions.compactMap { if case .completeFlush(let id, let error) = $0 { (id, error) } else { nil } }
+}
+
+private func acks(_ actions: [Machine.Action]) -> [SpoolPosition] {
+    actions.compactMap { if case .acknowledge(let upTo) = $0 { upTo } else { nil } }
+}
+
+private let refused = LogstashError(code: .connectFailed, message: "connection refused")
+
+@Suite struct ConnectionStateMachineTests {
+    @Test func backoffDoublesFromTheMinimumAndCapsAtTheMaximum() {
+        let clock = TestClock()
+        let machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
+        let delays = (0..<10).map { machine.backoffDelay(failures: $0) }
+        #expect(delays.prefix(7) == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(30)])
+        #expect(delays.suffix(3).allSatisfy { $0 == .seconds(30) })
+    }
+
+    @Test(arguments: [0.0, 0.5, 0.999])
+    func jitterShortensTheDelayByAtMostTheJitterFraction(random: Double) {
+        let machine = Machine(configuration: configuration { $0.backoffJitter = 0.2 }, clock: TestClock(), random: { random })
+        let delay = machine.backoffDelay(failures: 3)
+        #expect(delay <= .seconds(4))
+        #expect(delay >= .seconds(4) * 0.8)
+    }
+
+    @Test func reconnectsAfterTheBackoffWithGrowingDelays() {
+        let clock = TestClock()
+        var machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
+        #expect(machine.start(at: position(16)).contains(.connect))
+        for delay: Duration in [.milliseconds(500), .seconds(1), .seconds(2)] {
+            let actions = machine.connectFailed(refused)
+            #expect(timers(actions) == [clock.now.advanced(by: delay)])
+            #expect(actions.contains { if case .reportActivity(let line) = $0 { line.contains("reconnecting in") } else { false } })
+            clock.advance(by: delay - .milliseconds(1))
+            #expect(!machine.timerFired().contains(.connect))
+            clock.advance(by: .milliseconds(1))
+            #expect(machine.timerFired().contains(.connect))
+        }
+    }
+
+    @Test func dispatchesTheBacklogOnConnectThenEverySendInterval() {
+        let clock = TestClock()
+        var machine = Machine(configuration: configuration(), clock: clock)
+        _ = machine.start(at: position(16))
+        let onConnect = machine.connected()
+        #expect(reads(onConnect) == [position(16)])
+        #expect(timers(onConnect) == [clock.now.advanced(by: .seconds(5))])
+        // A partial batch: nothing more until the interval.
+        #expect(machine.batchRead(batch(from: 16, records: 2)) == [.write(batch(from: 16, records: 2))])
+        #expect(reads(machine.writeCompleted()).isEmpty)
+        clock.advance(by: .seconds(4))
+        #expect(reads(machine.timerFired()).isEmpty)
+        clock.advance(by: .seconds(1))
+        #expect(reads(machine.timerFired()) == [position(36)])
+    }
+
+    @Test func dispatchesAtOnceWhenABatchIsFull() {
+        let clock = TestClock()
+        var machine = Machine(configuration: configuration(), clock: clock)
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        _ = machine.batchRead(batch(from: 16, records: 0))
+        #expect(reads(machine.recordsAvailable()) == [position(16)])
+        _ = machine.batchRead(batch(from: 16, records: 3))
+        // A full batch was written: read the next one without waiting for the timer.
+        #expect(reads(machine.writeCompleted()) == [position(46)])
+    }
+
+    @Test func flushCompletesOnlyAfterEverythingQueuedBeforeItIsWritten() {
+        let clock = TestClock()
+        var machine = Machine(configuration: configuration(), clock: clock)
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        _ = machine.batchRead(batch(from: 16, records: 0))
+        // Five records queued (two batches' worth), then a flush.
+        let onFlush = machine.flushRequested(id: 7, upTo: position(66))
+        #expect(reads(onFlush) == [position(16)])
+        _ = machine.batchRead(batch(from: 16, records: 3))
+        let first = machine.writeCompleted()
+        #expect(flushes(first).isEmpty)
+        #expect(reads(first) == [position(46)])
+        _ = machine.batchRead(batch(from: 46, records: 2))
+        let second = machine.writeCompleted()
+        #expect(flushes(second).map(\.0) == [7])
+        #expect(flushes(second).allSatisfy { $0.1 == nil })
+    }
+
+    @Test func flushWithNothingQueuedCompletesAfterAnEmptyRead() {
+        var machine = Machine(configuration: configuration(), clock: TestClock())
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        _ = machine.batchRead(batch(from: 16, records: 0))
+        #expect(reads(machine.flushRequested(id: 1, upTo: position(16))) == [position(16)])
+        #expect(flushes(machine.batchRead(batch(from: 16, records: 0))).map(\.0) == [1])
+    }
+
+    @Test func aConnectErrorCompletesPendingFlushesWithAnErrorThatSaysWhy() {
+        var machine = Machine(configuration: configuration(), clock: TestClock())
+        _ = machine.start(at: position(16))
+        #expect(machine.flushRequested(id: 3, upTo: position(26)).isEmpty)
+        let completed = flushes(machine.connectFailed(refused))
+        #expect(completed.count == 1)
+        let error = completed.first?.1
+        #expect(error?.code == .connectFailed)
+        #expect(error?.description.contains("connection refused") == true)
+        #expect(error?.description.contains("127.0.0.1:5000") == true)
+    }
+
+    @Test func aFlushDuringBackoffTriesToConnectAtOnce() {
+        var machine = Machine(configuration: configuration(), clock: TestClock())
+        _ = machine.start(at: position(16))
+        _ = machine.connectFailed(refused)
+        #expect(machine.flushRequested(id: 1, upTo: position(16)).contains(.connect))
+    }
+
+    @Test func afterAConnectionErrorResendsEverythingNotProvenDelivered() {
+        let clock = TestClock()
+        // Window 100 bytes: a batch is acknowledged once 100 more bytes followed it on the connection.
+        var machine = Machine(configuration: configuration { $0.maxBatchRecords = 5 }, clock: clock, random: { 0 })
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        var start = 16
+        var acknowledged: [SpoolPosition] = []
+        for _ in 0..<4 {
+            _ = machine.batchRead(batch(from: start, records: 5))  // 50 bytes each
+            acknowledged += acks(machine.writeCompleted())
+            start += 50
+        }
+        // After 200 bytes: the first two batches (ending at 66 and 116) are followed by ≥ 100 bytes.
+        #expect(acknowledged == [position(66), position(116)])
+        let onError = machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "reset by peer"))
+        #expect(acks(onError).isEmpty)
+        clock.advance(by: .seconds(1))
+        #expect(machine.timerFired().contains(.connect))
+        // The resend starts at the last acknowledged position, not where sending stopped.
+        #expect(reads(machine.connected()) == [position(116)])
+        _ = machine.batchRead(batch(from: 116, records: 5))
+        _ = machine.writeCompleted()
+        #expect(machine.counters.resentRecords == 5)
+    }
+
+    @Test func gracefulShutdownDrainsClosesAndAcknowledgesEverythingSent() {
+        var machine = Machine(configuration: configuration(), clock: TestClock())
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        _ = machine.batchRead(batch(from: 16, records: 0))
+        #expect(reads(machine.shutdownRequested()) == [position(16)])
+        _ = machine.batchRead(batch(from: 16, records: 2))
+        #expect(reads(machine.writeCompleted()) == [position(36)])
+        #expect(machine.batchRead(batch(from: 36, records: 0)).contains(.close(graceful: true)))
+        let closed = machine.connectionClosed(error: nil)
+        #expect(acks(closed) == [position(36)])
+        #expect(closed.contains(.shutdownComplete))
+        #expect(machine.state == .closed)
+    }
+
+    @Test func shutdownThatCannotDrainInTimeClosesAndLeavesTheRestSpooled() {
+        let clock = TestClock()
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(2) }, clock: clock)
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        _ = machine.batchRead(batch(from: 16, records: 2))  // a write that never completes
+        _ = machine.shutdownRequested()
+        clock.advance(by: .seconds(2))
+        let actions = machine.timerFired()
+        #expect(actions.contains(.close(graceful: false)))
+        #expect(actions.contains(.shutdownComplete))
+        #expect(acks(actions).isEmpty)
+    }
+
+    @Test func shutdownWhileDisconnectedCompletesAtOnce() {
+        var machine = Machine(configuration: configuration(), clock: TestClock())
+        _ = machine.start(at: position(16))
+        _ = machine.connectFailed(refused)
+        #expect(machine.shutdownRequested().contains(.shutdownComplete))
+        #expect(flushes(machine.flushRequested(id: 1, upTo: position(16))).first?.1?.code == .shutDown)
+    }
+}

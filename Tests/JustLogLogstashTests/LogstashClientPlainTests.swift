@@ -1,0 +1,134 @@
+import Foundation
+import JustLogLogstash
+import JustLogTestSupport
+import NIOCore
+import Testing
+
+/// Collects activity lines.
+final class ActivityLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func append(_ line: String) { lock.withLock { stored.append(line) } }
+    var lines: [String] { lock.withLock { stored } }
+    func contains(_ text: String) -> Bool { lines.contains { $0.contains(text) } }
+    func wait(for text: String, timeout: Duration = .seconds(20)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if contains(text) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return contains(text)
+    }
+}
+
+func jsonRecord(_ index: Int, padding: Int = 0) -> [UInt8] {
+    Array(#"{"log_type":"info","message":"m\#(index)\#(String(repeating: "x", count: padding))","event_id":"e\#(index)"}"#.utf8)
+}
+
+/// A client on a fresh spool in `directory`, plain TCP to 127.0.0.1:`port`.
+func makeClient(
+    port: Int, directory: TemporaryDirectory, activity: ActivityLog,
+    change: (inout LogstashClient.Configuration) -> Void = { _ in }
+) throws -> LogstashClient {
+    var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: port)
+    configuration.useTLS = false
+    configuration.sendInterval = .milliseconds(200)
+    configuration.backoffMinimum = .milliseconds(50)
+    configuration.backoffMaximum = .milliseconds(400)
+    configuration.connectTimeout = .seconds(5)
+    change(&configuration)
+    let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+    return try LogstashClient(configuration: configuration, spool: spool, activity: { activity.append($0) }, warning: { activity.append("WARNING " + $0) })
+}
+
+@Suite struct LogstashClientPlainTests {
+    @Test func sendsSpooledRecordsAsNewlineDelimitedLinesAndFlushCompletes() async throws {
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: receiver.port, directory: directory, activity: activity)
+        defer { Task { await receiver.stop() } }
+        client.start()
+        for index in 0..<2500 {
+            try client.spool.append(jsonRecord(index))
+            client.recordsAppended()
+        }
+        try await client.flush()
+        #expect(await receiver.waitForLines(2500))
+        #expect(receiver.lines == (0..<2500).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        #expect(activity.contains("connected to 127.0.0.1:\(receiver.port) (plain TCP)"))
+        #expect(activity.contains("sent "))
+        await client.shutdown()
+        // A graceful close proves delivery: the spool is empty afterwards.
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        await receiver.stop()
+    }
+
+    @Test func resendsTheUnprovenWindowAfterTheCollectorResetsTheConnection() async throws {
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: receiver.port, directory: directory, activity: activity)
+        client.start()
+        for index in 0..<500 { try client.spool.append(jsonRecord(index)) }
+        try await client.flush()
+        #expect(await receiver.waitForLines(500))
+        await receiver.closeConnectionsAbruptly()
+        #expect(await activity.wait(for: "lost"))
+        for index in 500..<1000 { try client.spool.append(jsonRecord(index)) }
+        // The flush reconnects at once (instead of waiting out the backoff) and completes once written.
+        try await client.flush()
+        let expected = Set((0..<1000).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        #expect(await eventually(timeout: .seconds(20)) { Set(receiver.lines).isSuperset(of: expected) })
+        #expect(receiver.connections == 2)
+        // Records 0..<500 were not proven (window 16 MiB): they were sent again.
+        #expect(receiver.lines.count >= 1500)
+        #expect(await client.counters().resent >= 500)
+        await client.shutdown()
+        await receiver.stop()
+    }
+
+    @Test func drainsTheSpoolWhenTheCollectorStartsLate() async throws {
+        let port = try FreePort.make()
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: port, directory: directory, activity: activity)
+        client.start()
+        for index in 0..<300 { try client.spool.append(jsonRecord(index)) }
+        #expect(await activity.wait(for: "reconnecting in"))
+        await #expect(throws: LogstashError.self) { try await client.flush() }
+        // Now the collector appears on that port.
+        let receiver = try await LineReceiver.bind(port: port)
+        #expect(await receiver.waitForLines(300))
+        await client.shutdown()
+        await receiver.stop()
+    }
+
+    @Test func anUnresolvableHostIsAConnectErrorAndShutdownDoesNotHang() async throws {
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: 3515, directory: directory, activity: activity) {
+            $0.host = "my.logstash.endpoint.invalid"
+        }
+        client.start()
+        try client.spool.append(jsonRecord(1))
+        #expect(await activity.wait(for: "failed"))
+        #expect(activity.contains("reconnecting in"))
+        await client.shutdown()
+        #expect(client.spool.counterSnapshot.queuedRecords == 1)
+    }
+
+    @Test func activityLinesNeverContainRecordContent() async throws {
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: receiver.port, directory: directory, activity: activity)
+        client.start()
+        try client.spool.append(Array(#"{"token":"SECRET-TOKEN","message":"x"}"#.utf8))
+        try await client.flush()
+        await client.shutdown()
+        #expect(!activity.lines.isEmpty)
+        #expect(activity.lines.allSatisfy { !$0.contains("SECRET-TOKEN") })
+        await receiver.stop()
+    }
+}

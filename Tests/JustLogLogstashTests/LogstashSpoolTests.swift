@@ -1,0 +1,195 @@
+import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A record whose content says which one it is.
+private func record(_ index: Int, padding: Int = 0) -> [UInt8] {
+    Array(#"{"event_id":"\#(index)","message":"m\#(index)\#(String(repeating: "x", count: padding))"}"#.utf8)
+}
+
+/// Splits a `\n`-framed batch back into records.
+private func lines(_ batch: SpoolBatch) -> [String] {
+    batch.bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// Reads everything from the cursor on, in batches, without acknowledging.
+private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [String] {
+    var position = spool.cursor
+    var result: [String] = []
+    for _ in 0..<100_000 {
+        let batch = spool.read(from: position, maxBytes: maxBytes, maxRecords: 1000)
+        if batch.isEmpty { break }
+        result += lines(batch)
+        position = batch.end
+    }
+    return result
+}
+
+@Suite struct LogstashSpoolTests {
+    @Test func roundTripsRecordsInOrderWithNewlineFraming() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+        for index in 0..<100 { try spool.append(record(index)) }
+        let batch = spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000)
+        #expect(batch.recordCount == 100)
+        #expect(lines(batch) == (0..<100).map { String(decoding: record($0), as: UTF8.self) })
+        #expect(batch.bytes.last == UInt8(ascii: "\n"))
+        #expect(spool.counterSnapshot.queuedRecords == 100)
+        #expect(spool.counterSnapshot.queuedBytes == batch.bytes.count)
+
+        spool.acknowledge(upTo: batch.end)
+        #expect(spool.counterSnapshot.queuedRecords == 0)
+        #expect(spool.counterSnapshot.queuedBytes == 0)
+        #expect(spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).isEmpty)
+    }
+
+    @Test func batchesRespectByteAndRecordLimitsButAlwaysTakeOneRecord() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+        for index in 0..<10 { try spool.append(record(index, padding: 100)) }
+        let small = spool.read(from: spool.cursor, maxBytes: 10, maxRecords: 1000)
+        #expect(small.recordCount == 1)
+        let three = spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 3)
+        #expect(three.recordCount == 3)
+        let next = spool.read(from: three.end, maxBytes: 1 << 20, maxRecords: 1000)
+        #expect(lines(next).first == String(decoding: record(3, padding: 100), as: UTF8.self))
+        #expect(next.recordCount == 7)
+    }
+
+    @Test func survivesReopenAndResumesFromTheAcknowledgedCursor() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        do {
+            let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+            for index in 0..<50 { try spool.append(record(index)) }
+            let first = spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 20)
+            spool.acknowledge(upTo: first.end)
+            spool.close()
+        }
+        let reopened = try LogstashSpool(configuration: .init(directory: directory.path))
+        #expect(reopened.counterSnapshot.queuedRecords == 30)
+        #expect(readAll(reopened) == (20..<50).map { String(decoding: record($0), as: UTF8.self) })
+        try reopened.append(record(50))
+        #expect(readAll(reopened).last == String(decoding: record(50), as: UTF8.self))
+    }
+
+    @Test func aSecondInstanceOpenedWithoutClosingTheFirstFindsEveryRecord() throws {
+        // Simulates a crash: the first spool is never closed, its mapping never flushed explicitly.
+        let directory = try TemporaryDirectory(prefix: "spool")
+        let configuration = LogstashSpool.Configuration(directory: directory.path, segmentBytes: 64 << 10, maxRecordBytes: 4 << 10)
+        let crashed = try LogstashSpool(configuration: configuration)
+        for index in 0..<2000 { try crashed.append(record(index)) }
+        let recovered = try LogstashSpool(configuration: configuration)
+        #expect(recovered.counterSnapshot.queuedRecords == 2000)
+        #expect(recovered.counterSnapshot.segmentCount > 1)
+        #expect(readAll(recovered) == (0..<2000).map { String(decoding: record($0), as: UTF8.self) })
+        withExtendedLifetime(crashed) {}
+    }
+
+    @Test func ignoresATornTailRecordAndAppendsOverIt() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        let configuration = LogstashSpool.Configuration(directory: directory.path)
+        do {
+            let spool = try LogstashSpool(configuration: configuration)
+            for index in 0..<3 { try spool.append(record(index)) }
+            spool.close()
+        }
+        // Tear the last record: corrupt one payload byte so its CRC no longer matches.
+        let segment = directory.file("00000000000000000001.seg")
+        let fd = open(segment, O_RDWR)
+        #expect(fd >= 0)
+        let lastOffset = 16 + 2 * 8 + record(0).count + record(1).count
+        var byte: UInt8 = 0x5A
+        #expect(pwrite(fd, &byte, 1, off_t(lastOffset + 8 + 3)) == 1)
+        close(fd)
+
+        let reopened = try LogstashSpool(configuration: configuration)
+        #expect(readAll(reopened) == (0..<2).map { String(decoding: record($0), as: UTF8.self) })
+        try reopened.append(record(7))
+        reopened.close()
+        let again = try LogstashSpool(configuration: configuration)
+        #expect(readAll(again) == [0, 1, 7].map { String(decoding: record($0), as: UTF8.self) })
+    }
+
+    @Test func capDropsTheOldestRecordsAndCountsThem() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        // 4 segments of 16 KiB: about 3 full segments are kept before the oldest goes.
+        let configuration = LogstashSpool.Configuration(
+            directory: directory.path, segmentBytes: 16 << 10, maxTotalBytes: 64 << 10, maxRecordBytes: 4 << 10
+        )
+        let spool = try LogstashSpool(configuration: configuration)
+        let total = 2000
+        for index in 0..<total { try spool.append(record(index, padding: 100)) }
+        let counters = spool.counterSnapshot
+        #expect(counters.segmentCount <= 4)
+        #expect(counters.droppedRecords > 0)
+        #expect(counters.queuedRecords + Int(counters.droppedRecords) == total)
+        let remaining = readAll(spool)
+        #expect(remaining.count == counters.queuedRecords)
+        // The newest survive, the oldest went.
+        #expect(remaining.last == String(decoding: record(total - 1, padding: 100), as: UTF8.self))
+        #expect(remaining.first == String(decoding: record(Int(counters.droppedRecords), padding: 100), as: UTF8.self))
+        #expect(spool.takeDropsToReport() == counters.droppedRecords)
+        #expect(spool.takeDropsToReport() == 0)
+    }
+
+    @Test func dropsDoNotCountRecordsAlreadyAcknowledged() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        let configuration = LogstashSpool.Configuration(
+            directory: directory.path, segmentBytes: 16 << 10, maxTotalBytes: 32 << 10, maxRecordBytes: 4 << 10
+        )
+        let spool = try LogstashSpool(configuration: configuration)
+        var position = spool.cursor
+        for index in 0..<1000 {
+            try spool.append(record(index, padding: 50))
+            let batch = spool.read(from: position, maxBytes: 1 << 20, maxRecords: 1000)
+            position = batch.end
+            spool.acknowledge(upTo: position)
+        }
+        #expect(spool.counterSnapshot.droppedRecords == 0)
+        #expect(spool.counterSnapshot.queuedRecords == 0)
+    }
+
+    @Test func rejectsRecordsOverTheLineLimitAndEmptyRecordsWithTypedErrors() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        let spool = try LogstashSpool(configuration: .init(directory: directory.path, maxRecordBytes: 1000))
+        #expect {
+            try spool.append([UInt8](repeating: UInt8(ascii: "a"), count: 1001))
+        } throws: { error in
+            (error as? LogstashError)?.code == .recordTooLarge
+        }
+        #expect {
+            try spool.append([UInt8]())
+        } throws: { error in
+            (error as? LogstashError)?.code == .emptyRecord
+        }
+        try spool.append([UInt8](repeating: UInt8(ascii: "a"), count: 1000))
+        #expect(spool.counterSnapshot.queuedRecords == 1)
+    }
+
+    @Test func readingFromADroppedPositionStartsAtTheOldestRecordLeft() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        let configuration = LogstashSpool.Configuration(
+            directory: directory.path, segmentBytes: 16 << 10, maxTotalBytes: 32 << 10, maxRecordBytes: 4 << 10
+        )
+        let spool = try LogstashSpool(configuration: configuration)
+        let stale = spool.cursor
+        for index in 0..<1000 { try spool.append(record(index, padding: 50)) }
+        let batch = spool.read(from: stale, maxBytes: 1 << 20, maxRecords: 1)
+        #expect(batch.start == spool.cursor)
+        #expect(lines(batch) == [String(decoding: record(Int(spool.counterSnapshot.droppedRecords), padding: 50), as: UTF8.self)])
+    }
+
+    @Test func appendCostCanBeMeasured() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-bench")
+        #expect(throws: LogstashError.self) {
+            try LogstashSpool(configuration: .init(directory: directory.path, segmentBytes: 1000, maxRecordBytes: 1000))
+        }
+        let measurement = try LogstashSpool.measureAppend(records: 10_000, payloadBytes: 400, directory: directory.path)
+        #expect(measurement.records == 10_000)
+        print("spool append (debug build): \(measurement)")
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+/// Fails loudly when collectors are required but missing (the tests below are then enabled).
+private func requireCollectors() -> Bool {
+    if !Collectors.syslogNGAvailable {
+        Issue.record("JUSTLOG_REQUIRE_COLLECTORS=1 but syslog-ng (/usr/sbin/syslog-ng) or openssl is not installed")
+        return false
+    }
+    return true
+}
+
+/// Polls `condition` every 20 ms until `timeout`.
+func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
+}
+
+/// A TLS client to syslog-ng's TLS port.
+private func tlsClient(
+    _ syslog: SyslogNG, _ directory: TemporaryDirectory, _ activity: ActivityLog,
+    change: (inout LogstashClient.Configuration) -> Void
+) throws -> LogstashClient {
+    try makeClient(port: syslog.tlsPort, directory: directory, activity: activity) { configuration in
+        configuration.useTLS = true
+        change(&configuration)
+    }
+}
+
+@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+struct SyslogNGTests {
+    @Test func tlsWithTheTestCAIsAcceptedAndSyslogNGParsesTheLines() async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try tlsClient(syslog, directory, activity) { $0.caFile = certificates.caFile }
+        client.start()
+        for index in 0..<100 { try client.spool.append(jsonRecord(index)) }
+        try await client.flush()
+        await client.shutdown()
+        #expect(await eventually { syslog.parsedLines().count >= 100 })
+        #expect(syslog.receivedLines() == (0..<100).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        #expect(syslog.parsedLines().first == "info\tm0")
+        #expect(activity.contains("TLS handshake done"))
+    }
+
+    @Test(arguments: ["selfsigned", "wronghost", "expired", "system-roots"])
+    func badCertificatesAreRefusedByDefault(kind: String) async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let served: TestCertificates.Pair = switch kind {
+        case "selfsigned": certificates.selfSigned
+        case "wronghost": certificates.wrongHost
+        case "expired": certificates.expired
+        default: certificates.goodServer
+        }
+        let syslog = try SyslogNG(certificate: served)
+        defer { syslog.shutdown() }
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try tlsClient(syslog, directory, activity) { configuration in
+            // "system-roots": a good certificate from a CA the system does not trust.
+            if kind != "system-roots" { configuration.caFile = certificates.caFile }
+        }
+        client.start()
+        try client.spool.append(jsonRecord(1))
+        #expect(await activity.wait(for: "was refused"))
+        await #expect(throws: LogstashError.self) { try await client.flush() }
+        await client.shutdown()
+        #expect(syslog.receivedLines().isEmpty)
+        #expect(client.spool.counterSnapshot.queuedRecords == 1)
+        print("[\(kind)] " + (activity.lines.first { $0.contains("refused") } ?? ""))
+    }
+
+    @Test func allowUntrustedServerAcceptsASelfSignedCertificateOverTLSAndWarns() async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.selfSigned)
+        defer { syslog.shutdown() }
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try tlsClient(syslog, directory, activity) { $0.allowUntrustedServer = true }
+        client.start()
+        try client.spool.append(jsonRecord(1))
+        try await client.flush()
+        await client.shutdown()
+        #expect(await eventually { syslog.receivedLines().count == 1 })
+        #expect(activity.lines.filter { $0.hasPrefix("WARNING") && $0.contains("NOT verified") }.count == 1)
+        #expect(activity.contains("TLS handshake done"))
+    }
+
+    @Test(arguments: [true, false])
+    func pinnedPublicKeysAcceptAMatchAndRefuseAMismatch(matching: Bool) async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let pin = try certificates.spkiSHA256(of: matching ? certificates.goodServer.certificate : certificates.selfSigned.certificate)
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try tlsClient(syslog, directory, activity) {
+            $0.caFile = certificates.caFile
+            $0.pinnedSPKISHA256 = [pin]
+        }
+        client.start()
+        try client.spool.append(jsonRecord(1))
+        if matching {
+            try await client.flush()
+            #expect(await eventually { syslog.receivedLines().count == 1 })
+        } else {
+            #expect(await activity.wait(for: "pin mismatch"))
+            await #expect(throws: LogstashError.self) { try await client.flush() }
+            #expect(syslog.receivedLines().isEmpty)
+        }
+        await client.shutdown()
+    }
+
+    @Test(arguments: [false, true])
+    func hundredThousandRecordsAllArriveAndAreParsed(useTLS: Bool) async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: useTLS ? syslog.tlsPort : syslog.plainPort, directory: directory, activity: activity) {
+            $0.useTLS = useTLS
+            $0.caFile = certificates.caFile
+        }
+        client.start()
+        let total = 100_000
+        let clock = ContinuousClock()
+        let start = clock.now
+        for index in 0..<total {
+            try client.spool.append(jsonRecord(index))
+            client.recordsAppended()
+        }
+        try await client.flush()
+        await client.shutdown()
+        #expect(await eventually { syslog.parsedLines().count >= total })
+        print("100k records \(useTLS ? "TLS" : "plain"): \(clock.now - start) until all parsed by syslog-ng")
+        let received = syslog.receivedLines()
+        #expect(received.count == total)
+        #expect(Set(received).count == total)
+        #expect(syslog.parsedLines().count == total)
+    }
+
+    @Test func everyRecordArrivesAtLeastOnceWhileSyslogNGIsKilledAndRestartedFiveTimes() async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: syslog.plainPort, directory: directory, activity: activity) {
+            $0.sendInterval = .milliseconds(50)
+            $0.backoffMinimum = .milliseconds(20)
+            $0.backoffMaximum = .milliseconds(200)
+            $0.maxBatchRecords = 200
+        }
+        client.start()
+        let total = 100_000
+        let chunk = total / 6
+        var next = 0
+        for round in 0..<6 {
+            let end = round == 5 ? total : next + chunk
+            for index in next..<end {
+                try client.spool.append(jsonRecord(index))
+                client.recordsAppended()
+            }
+            next = end
+            if round < 5 {
+                // Let some of it flow, then kill syslog-ng mid-stream and bring it back on the same ports.
+                let before = syslog.receivedLines().count
+                _ = await eventually(timeout: .seconds(10)) { syslog.receivedLines().count > before + 1000 }
+                try syslog.restart()
+            }
+        }
+        let expected = Set((0..<total).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        let allArrived = await eventually { Set(syslog.receivedLines()).isSuperset(of: expected) }
+        _ = try? await client.flush()
+        await client.shutdown()
+        let received = syslog.receivedLines()
+        let missing = expected.subtracting(received)
+        #expect(allArrived)
+        #expect(missing.isEmpty, "missing \(missing.count) records, e.g. \(missing.prefix(3))")
+        let counters = await client.counters()
+        print("kill/restart x5: received \(received.count) lines for \(total) records, \(received.count - Set(received).count) duplicates; resent \(counters.resent), connects \(counters.connects), connection errors \(counters.connectionErrors)")
+    }
+
+    @Test func theSpoolDrainsWhenSyslogNGStartsAfterTheClient() async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        syslog.kill(signal: SIGKILL)
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: syslog.plainPort, directory: directory, activity: activity)
+        client.start()
+        for index in 0..<1000 { try client.spool.append(jsonRecord(index)) }
+        #expect(await activity.wait(for: "reconnecting in"))
+        try syslog.start()
+        #expect(await eventually { syslog.receivedLines().count >= 1000 })
+        await client.shutdown()
+        #expect(Set(syslog.receivedLines()).count == 1000)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+
+/// An rsyslog started in the foreground for one test, with the configuration of PEERS.md (plain and TLS
+/// `json_lines` inputs on free 127.0.0.1 ports, raw lines to `received.jsonl`). rsyslog conflicts with
+/// syslog-ng in dpkg, so it is unpacked, not installed: from `JUSTLOG_RSYSLOG_ROOT` if set (a folder where
+/// the `rsyslog` and `rsyslog-gnutls` debs were extracted), else with `apt-get download` + `dpkg-deb -x`
+/// into a cache folder under the temporary folder. ``unavailableReason`` says why it can't run here.
+public final class RSyslog: @unchecked Sendable {
+    public let directory: TemporaryDirectory
+    public let plainPort: Int
+    public let tlsPort: Int
+    private let root: String
+    private let lock = NSLock()
+    private var process: Process?
+
+    /// The extracted package root, unpacking it on first use; `nil` (see ``unavailableReason``) if that fails.
+    public static let packageRoot: Result<String, ProcessRunner.Failure> = {
+        let environment = ProcessInfo.processInfo.environment
+        let root = environment["JUSTLOG_RSYSLOG_ROOT"] ?? NSTemporaryDirectory() + "/justlog-rsyslog-root"
+        let daemon = root + "/usr/sbin/rsyslogd"
+        if !FileManager.default.isExecutableFile(atPath: daemon) {
+            do {
+                try FileManager.default.createDirectory(atPath: root + ".debs", withIntermediateDirectories: true)
+                try ProcessRunner.run("/usr/bin/apt-get", ["download", "rsyslog", "rsyslog-gnutls"], in: root + ".debs")
+                for deb in try FileManager.default.contentsOfDirectory(atPath: root + ".debs") where deb.hasSuffix(".deb") {
+                    try ProcessRunner.run("/usr/bin/dpkg-deb", ["-x", root + ".debs/" + deb, root])
+                }
+            } catch {
+                return .failure(ProcessRunner.Failure(description: "can't unpack rsyslog: \(error)"))
+            }
+        }
+        do {
+            try ProcessRunner.run(daemon, ["-v"])
+        } catch {
+            return .failure(ProcessRunner.Failure(description: "rsyslogd can't run (missing libestr0/libfastjson4/liblognorm5?): \(error)"))
+        }
+        return .success(root)
+    }()
+
+    /// `nil` if rsyslog can run here, else why not.
+    public static var unavailableReason: String? {
+        if case .failure(let failure) = packageRoot { return failure.description }
+        return nil
+    }
+
+    /// Starts rsyslog serving `certificate` (signed by `caFile`) on the TLS port; returns once both ports accept.
+    public init(certificate: TestCertificates.Pair, caFile: String) throws {
+        root = try Self.packageRoot.get()
+        directory = try TemporaryDirectory(prefix: "rsyslog")
+        let ports = try FreePort.make(count: 2)
+        plainPort = ports[0]
+        tlsPort = ports[1]
+        let dir = directory.path
+        try FileManager.default.createDirectory(atPath: dir + "/work", withIntermediateDirectories: true)
+        let config = """
+            global(workDirectory="\(dir)/work" maxMessageSize="1m" parser.escapeControlCharactersOnReceive="off"
+              defaultNetstreamDriverCAFile="\(caFile)" defaultNetstreamDriverCertFile="\(certificate.certificate)"
+              defaultNetstreamDriverKeyFile="\(certificate.key)")
+            main_queue(queue.workerThreads="1")
+            module(load="imtcp" maxSessions="200")
+            input(type="imtcp" address="127.0.0.1" port="\(plainPort)" ruleset="json" supportOctetCountedFraming="off")
+            input(type="imtcp" address="127.0.0.1" port="\(tlsPort)" ruleset="json" supportOctetCountedFraming="off"
+                  streamDriver.name="gtls" streamDriver.mode="1" streamDriver.authMode="anon" gnutlsPriorityString="NORMAL")
+            template(name="raw" type="string" string="%rawmsg%\\n")
+            ruleset(name="json") { action(type="omfile" file="\(dir)/received.jsonl" template="raw") }
+
+            """
+        try config.write(toFile: dir + "/rsyslog.conf", atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit { shutdown() }
+
+    /// Starts rsyslogd (again) on the same ports and waits until both accept.
+    public func start() throws {
+        let dir = directory.path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: root + "/usr/sbin/rsyslogd")
+        process.arguments = ["-n", "-f", dir + "/rsyslog.conf", "-i", dir + "/rsyslog.pid", "-M", root + "/usr/lib/x86_64-linux-gnu/rsyslog"]
+        let logPath = directory.file("rsyslog.log")
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = FileHandle(forWritingAtPath: logPath)
+        log?.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        lock.withLock { self.process = process }
+        guard FreePort.poll(timeout: .seconds(10), { process.isRunning && FreePort.isAccepting(plainPort) && FreePort.isAccepting(tlsPort) }) else {
+            shutdown()
+            let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw ProcessRunner.Failure(description: "rsyslogd did not start accepting on \(plainPort)/\(tlsPort): \(output)")
+        }
+    }
+
+    /// Sends `signal` (default SIGKILL) and, for SIGKILL/SIGTERM, waits until rsyslogd is gone.
+    public func kill(signal: Int32 = 9) {
+        guard let process = lock.withLock({ self.process }) else { return }
+        Foundation.kill(process.processIdentifier, signal)
+        if signal == SIGKILL || signal == SIGTERM {
+            process.waitUntilExit()
+            lock.withLock { self.process = nil }
+        }
+    }
+
+    /// Kills rsyslogd and starts it again on the same ports.
+    public func restart() throws {
+        kill(signal: SIGKILL)
+        try start()
+    }
+
+    /// Stops rsyslogd by PID (SIGTERM, SIGKILL after 2 s). Safe to call twice.
+    public func shutdown() {
+        guard let process = lock.withLock({ () -> Process? in
+            defer { self.process = nil }
+            return self.process
+        }), process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGTERM)
+        if !FreePort.poll(timeout: .seconds(2), { !process.isRunning }) { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Lines of `received.jsonl`, each as sent (rsyslog keeps a trailing `\r`).
+    public func receivedLines() -> [String] {
+        guard let data = FileManager.default.contents(atPath: directory.file("received.jsonl")) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}

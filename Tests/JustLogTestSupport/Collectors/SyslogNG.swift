@@ -1,0 +1,122 @@
+import Foundation
+
+/// A syslog-ng started in the foreground for one test, with the configuration of PEERS.md: a plain and
+/// a TLS `json_lines` listener on free 127.0.0.1 ports, raw lines to `received.jsonl` and JSON-parsed
+/// `log_type<TAB>message` to `parsed.tsv`. Stopped by PID in ``shutdown()`` (and in `deinit`).
+public final class SyslogNG: @unchecked Sendable {
+    /// The syslog-ng binary, if installed.
+    public static var executable: String? {
+        ["/usr/sbin/syslog-ng", "/usr/bin/syslog-ng"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    public let directory: TemporaryDirectory
+    public let plainPort: Int
+    public let tlsPort: Int
+    private let lock = NSLock()
+    private var process: Process?
+    private let serverCertificate: TestCertificates.Pair
+
+    /// Writes the configuration and starts syslog-ng, serving `certificate` on the TLS port; returns once
+    /// both ports accept connections (or throws after 10 s).
+    public init(certificate: TestCertificates.Pair) throws {
+        guard Self.executable != nil else { throw ProcessRunner.Failure(description: "syslog-ng is not installed (/usr/sbin/syslog-ng)") }
+        directory = try TemporaryDirectory(prefix: "syslog-ng")
+        let ports = try FreePort.make(count: 2)
+        plainPort = ports[0]
+        tlsPort = ports[1]
+        serverCertificate = certificate
+        try writeConfiguration()
+        try start()
+    }
+
+    deinit { shutdown() }
+
+    public var receivedFile: String { directory.file("received.jsonl") }
+    public var parsedFile: String { directory.file("parsed.tsv") }
+
+    private func writeConfiguration() throws {
+        let dir = directory.path
+        let config = """
+            @version: 3.38
+            options { log-msg-size(1048576); stats-freq(0); keep-hostname(yes); chain-hostnames(no); create-dirs(yes); };
+            source s_plain { network(ip("127.0.0.1") port(\(plainPort)) transport("tcp") flags(no-parse)
+              max-connections(100) log-iw-size(100000) log-fetch-limit(1000)); };
+            source s_tls { network(ip("127.0.0.1") port(\(tlsPort)) transport("tls") flags(no-parse)
+              max-connections(100) log-iw-size(100000) log-fetch-limit(1000)
+              tls(key-file("\(serverCertificate.key)") cert-file("\(serverCertificate.certificate)") peer-verify(optional-untrusted))); };
+            destination d_raw { file("\(dir)/received.jsonl" template("${MSG}\\n") flush-lines(1) perm(0644)); };
+            parser p_json { json-parser(prefix(".json.")); };
+            destination d_parsed { file("\(dir)/parsed.tsv" template("${.json.log_type}\\t${.json.message}\\n") perm(0644)); };
+            log { source(s_plain); source(s_tls); destination(d_raw); flags(flow-control); };
+            log { source(s_plain); source(s_tls); parser(p_json); destination(d_parsed); flags(flow-control); };
+
+            """
+        try config.write(toFile: "\(dir)/syslog-ng.conf", atomically: true, encoding: .utf8)
+    }
+
+    /// Starts syslog-ng (again) on the same ports and waits until both accept.
+    public func start() throws {
+        let dir = directory.path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable!)
+        process.arguments = ["-F", "-e", "-f", "\(dir)/syslog-ng.conf", "-p", "\(dir)/syslog-ng.pid", "-c", "\(dir)/syslog-ng.ctl",
+                             "-R", "\(dir)/syslog-ng.persist"]
+        let log = FileHandle(forWritingAtPath: directory.file("syslog-ng.log")) ?? {
+            _ = FileManager.default.createFile(atPath: directory.file("syslog-ng.log"), contents: nil)
+            return FileHandle(forWritingAtPath: directory.file("syslog-ng.log"))!
+        }()
+        log.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        lock.withLock { self.process = process }
+        let ready = FreePort.poll(timeout: .seconds(10)) {
+            process.isRunning && FreePort.isAccepting(plainPort) && FreePort.isAccepting(tlsPort)
+        }
+        guard ready else {
+            shutdown()
+            let output = (try? String(contentsOfFile: directory.file("syslog-ng.log"), encoding: .utf8)) ?? ""
+            throw ProcessRunner.Failure(description: "syslog-ng did not start accepting on \(plainPort)/\(tlsPort): \(output)")
+        }
+    }
+
+    /// Sends `signal` to syslog-ng and, for a fatal one, waits until it is gone.
+    public func kill(signal: Int32 = 9) {
+        guard let process = lock.withLock({ self.process }) else { return }
+        Foundation.kill(process.processIdentifier, signal)
+        if signal == SIGKILL || signal == SIGTERM {
+            process.waitUntilExit()
+            lock.withLock { self.process = nil }
+        }
+    }
+
+    /// Kills syslog-ng (SIGKILL) and starts it again on the same ports.
+    public func restart() throws {
+        kill(signal: SIGKILL)
+        try start()
+    }
+
+    /// Stops syslog-ng by PID (SIGTERM, then SIGKILL after 1 s: syslog-ng 3.38 often lingers on SIGTERM
+    /// while it has client connections, and its output files are flushed per line). Safe to call twice.
+    public func shutdown() {
+        guard let process = lock.withLock({ () -> Process? in
+            defer { self.process = nil }
+            return self.process
+        }) else { return }
+        guard process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGTERM)
+        let stopped = FreePort.poll(timeout: .seconds(1)) { !process.isRunning }
+        if !stopped { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Lines written to `received.jsonl` (each exactly as sent).
+    public func receivedLines() -> [String] { Self.lines(of: receivedFile) }
+    /// Lines of `parsed.tsv` (`log_type<TAB>message`), proving syslog-ng parsed the JSON.
+    public func parsedLines() -> [String] { Self.lines(of: parsedFile) }
+
+    private static func lines(of path: String) -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+    }
+}
