@@ -1,23 +1,44 @@
 public import Foundation
 
-/// A fresh folder under the system's temporary directory, removed by ``remove()`` (call it in a `defer`).
-public struct TemporaryDirectory: Sendable {
-    public let url: URL
+/// A fresh folder under the system's temporary folder, deleted (with its content) when the value is
+/// released or ``remove()`` is called.
+///
+/// ```swift
+/// let directory = try TemporaryDirectory(prefix: "spool")
+/// let file = directory.path + "/cursor"
+/// ```
+public final class TemporaryDirectory: @unchecked Sendable {
+    /// The folder's absolute path.
+    public let path: String
+    private let lock = NSLock()
+    private var removed = false
 
-    public init(_ prefix: String = "justlog-test") throws {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
-            .appendingPathComponent("\(prefix)-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        self.url = url
+    /// Creates the folder (owner-only) with `mkdtemp`.
+    public init(prefix: String = "justlog") throws {
+        var template = Array((NSTemporaryDirectory() + "/\(prefix).XXXXXX").utf8CString)
+        guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mkdtemp failed: errno \(errno)"])
+        }
+        path = URL(fileURLWithPath: String(cString: created)).standardizedFileURL.path
     }
 
-    public var path: String { url.path }
+    deinit { remove() }
 
-    public func appending(_ component: String) -> URL {
-        url.appendingPathComponent(component)
-    }
+    /// A path inside the folder.
+    public func file(_ name: String) -> String { path + "/" + name }
 
+    /// The folder as a file URL.
+    public var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
+
+    /// A URL inside the folder.
+    public func appending(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// Deletes the folder and everything in it; later calls do nothing.
     public func remove() {
-        try? FileManager.default.removeItem(at: url)
+        lock.lock()
+        defer { lock.unlock() }
+        guard !removed else { return }
+        removed = true
+        try? FileManager.default.removeItem(atPath: path)
     }
 }
