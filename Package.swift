@@ -43,11 +43,17 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .target(name: "JustLog", dependencies: ["JustLogCore", "JustLogLogstash"]),
+        .target(
+            name: "JustLog",
+            dependencies: [
+                "JustLogCore", "JustLogLogstash",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "JustLogTools",
             dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", .product(name: "Logging", package: "swift-log")]

@@ -1,5 +1,6 @@
 public import Foundation
 public import JustLogCore
+import JustLogLogstash
 
 extension Logger.Configuration {
     /// The Logstash destination's settings (SPEC §1, §4).
@@ -60,9 +61,28 @@ extension Logger.Configuration {
 }
 
 extension Logger {
+    /// The Logstash destination of `logstash`, or `nil` (reported) when it cannot be created.
     static func makeLogstashRoute(_ logstash: Configuration.Logstash, configuration: Configuration, isOn: DestinationSwitch) -> LogPipeline.Route? {
-        // Wired to JustLogLogstash's destination once the transport lands (issue #3).
-        configuration.diagnostics.report("the Logstash destination is not available in this build; events go to console and file only")
-        return nil
+        var client = LogstashClient.Configuration(host: logstash.host, port: Int(logstash.port))
+        client.useTLS = logstash.useTLS
+        client.allowUntrustedServer = logstash.allowUntrustedServer
+        client.caFile = logstash.caFile
+        client.pinnedSPKISHA256 = logstash.pinnedPublicKeys
+        client.sendInterval = .milliseconds(Int64(max(0.05, logstash.sendInterval) * 1000))
+        let folder = logstash.spoolFolder ?? LogFolder.defaultFolder().appendingPathComponent("\(LogFolder.defaultFilename()).spool", isDirectory: true)
+        var destination = LogstashDestination.Configuration(client: client, spoolDirectory: folder.path, token: logstash.token)
+        destination.spool.maxTotalBytes = logstash.spoolCapacity
+        var activity: (@Sendable (String) -> Void)?
+        if logstash.logActivity {
+            let console = TextOutput.standardOutput
+            activity = { line in console.write(Array("JustLog Logstash: \(line)\n".utf8)) }
+        }
+        do {
+            let logstashDestination = try LogstashDestination(configuration: destination, activity: activity, diagnostics: configuration.diagnostics)
+            return LogPipeline.Route(SwitchedDestination(logstashDestination, isOn: isOn), minimumLevel: logstash.minimumLevel)
+        } catch {
+            configuration.diagnostics.report("no Logstash logging: \(error)")
+            return nil
+        }
     }
 }

@@ -3,25 +3,6 @@ import JustLogLogstash
 import JustLogTestSupport
 import Testing
 
-/// Fails loudly when collectors are required but missing (the tests below are then enabled).
-private func requireCollectors() -> Bool {
-    if !Collectors.syslogNGAvailable {
-        Issue.record("JUSTLOG_REQUIRE_COLLECTORS=1 but syslog-ng (/usr/sbin/syslog-ng) or openssl is not installed")
-        return false
-    }
-    return true
-}
-
-/// Polls `condition` every 20 ms until `timeout`.
-func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
-}
-
 /// A TLS client to syslog-ng's TLS port.
 private func tlsClient(
     _ syslog: SyslogNG, _ directory: TemporaryDirectory, _ activity: ActivityLog,
@@ -36,7 +17,7 @@ private func tlsClient(
 @Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
 struct SyslogNGTests {
     @Test func tlsWithTheTestCAIsAcceptedAndSyslogNGParsesTheLines() async throws {
-        guard requireCollectors() else { return }
+        guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
         let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
@@ -55,7 +36,7 @@ struct SyslogNGTests {
 
     @Test(arguments: ["selfsigned", "wronghost", "expired", "system-roots"])
     func badCertificatesAreRefusedByDefault(kind: String) async throws {
-        guard requireCollectors() else { return }
+        guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
         let served: TestCertificates.Pair = switch kind {
         case "selfsigned": certificates.selfSigned
@@ -82,7 +63,7 @@ struct SyslogNGTests {
     }
 
     @Test func allowUntrustedServerAcceptsASelfSignedCertificateOverTLSAndWarns() async throws {
-        guard requireCollectors() else { return }
+        guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
         let syslog = try SyslogNG(certificate: certificates.selfSigned)
         defer { syslog.shutdown() }
@@ -100,7 +81,7 @@ struct SyslogNGTests {
 
     @Test(arguments: [true, false])
     func pinnedPublicKeysAcceptAMatchAndRefuseAMismatch(matching: Bool) async throws {
-        guard requireCollectors() else { return }
+        guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
         let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
@@ -126,7 +107,7 @@ struct SyslogNGTests {
 
     @Test(arguments: [false, true])
     func hundredThousandRecordsAllArriveAndAreParsed(useTLS: Bool) async throws {
-        guard requireCollectors() else { return }
+        guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
         let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
@@ -155,7 +136,7 @@ struct SyslogNGTests {
     }
 
     @Test func everyRecordArrivesAtLeastOnceWhileSyslogNGIsKilledAndRestartedFiveTimes() async throws {
-        guard requireCollectors() else { return }
+        guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
         let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
@@ -198,7 +179,7 @@ struct SyslogNGTests {
     }
 
     @Test func theSpoolDrainsWhenSyslogNGStartsAfterTheClient() async throws {
-        guard requireCollectors() else { return }
+        guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
         let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }

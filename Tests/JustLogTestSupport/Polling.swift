@@ -15,3 +15,14 @@ public func eventually(timeout: Double = 10, _ condition: () throws -> Bool) ret
 public func usleepShort() {
     usleep(2_000)
 }
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes, without blocking a thread; returns
+/// whether it held.
+public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
+}

@@ -85,14 +85,20 @@ final class PipelineQueue: @unchecked Sendable {
         let sequence = nextSequence
         nextSequence += 1
         counters.submitted += 1
-        queuedBytes += bytes
         if dispatcher.inlineRoutes.isEmpty {
             items.append(.event(event, sequence: sequence))
         } else {
             let record = dispatcher.record(event, sequence: sequence)
             dispatcher.writeInline(record)
+            guard !dispatcher.backgroundRoutes.isEmpty else {
+                // Nothing left to do in the background: don't hold the record in memory.
+                counters.delivered += 1
+                lock.unlock()
+                return
+            }
             items.append(.record(record))
         }
+        queuedBytes += bytes
         let wake = workerIsWaiting
         lock.unlock()
         if wake { lock.broadcast() }

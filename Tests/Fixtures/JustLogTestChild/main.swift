@@ -1,21 +1,79 @@
-// A program that logs and simply returns from `main` — no flush, no shutdown — as a user's would.
-// Used by the child-process tests: `JustLogTestChild exit-without-flush FOLDER COUNT`.
+// The program the child-process tests run, as a user's program would use JustLog.
+//
+//   JustLogTestChild exit-without-flush FOLDER COUNT   logs COUNT events to a file and returns from main
+//   JustLogTestChild exit-call FOLDER COUNT            the same, then calls exit(0)
+//   JustLogTestChild logstash-loop FOLDER PORT TAG     logs "TAG-<i>" to Logstash (plain TCP, 127.0.0.1:PORT)
+//                                                      forever, printing i on stdout after each call returns
+//   JustLogTestChild logstash-drain FOLDER PORT        sets up the same destination, forceSends what the
+//                                                      spool holds, exits 0 (or 1 with the error)
+//   JustLogTestChild unresolvable FOLDER COUNT         the documented snippet's unresolvable host: logs COUNT
+//                                                      events and returns from main
 import Foundation
 import JustLog
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 4, let count = Int(arguments[3]) else {
-    FileHandle.standardError.write(Data("usage: JustLogTestChild exit-without-flush|exit-call FOLDER COUNT\n".utf8))
+guard arguments.count >= 4 else {
+    FileHandle.standardError.write(Data("usage: JustLogTestChild MODE FOLDER ARG [TAG]\n".utf8))
     exit(2)
 }
+let mode = arguments[1]
 let logger = Logger.shared
 logger.baseUrlForFileLogging = URL(fileURLWithPath: arguments[2], isDirectory: true)
 logger.logFilename = "child.log"
 logger.enableConsoleLogging = false
-logger.setup()
-for index in 0..<count {
-    logger.info("child event \(index)", userInfo: ["index": index])
+
+switch mode {
+case "exit-without-flush", "exit-call":
+    logger.setup()
+    for index in 0..<(Int(arguments[3]) ?? 0) {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+    if mode == "exit-call" { exit(0) }
+
+case "logstash-loop", "logstash-drain":
+    logger.enableFileLogging = false
+    logger.logstashHost = "127.0.0.1"
+    logger.logstashPort = UInt16(arguments[3]) ?? 0
+    logger.logstashUseTLS = false
+    logger.logstashTimeout = 0.2
+    logger.setup()
+    if mode == "logstash-loop" {
+        let tag = arguments.count > 4 ? arguments[4] : "run"
+        for index in 0..<1_000_000 {
+            logger.info("\(tag)-\(index)")
+            FileHandle.standardOutput.write(Data("\(index)\n".utf8))
+        }
+    } else {
+        let done = DispatchSemaphore(value: 0)
+        let failure = LockedFailure()
+        logger.forceSend { error in
+            failure.set(error.map { "\($0)" })
+            done.signal()
+        }
+        done.wait()
+        if let message = failure.get() {
+            FileHandle.standardError.write(Data("drain failed: \(message)\n".utf8))
+            exit(1)
+        }
+    }
+
+case "unresolvable":
+    logger.enableFileLogging = false
+    logger.logstashHost = "my.logstash.endpoint.com"
+    logger.logstashPort = 3515
+    logger.setup()
+    for index in 0..<(Int(arguments[3]) ?? 0) {
+        logger.info("unresolvable \(index)")
+    }
+
+default:
+    FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
+    exit(2)
 }
-if arguments[1] == "exit-call" {
-    exit(0)
+
+final class LockedFailure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var message: String?
+    func set(_ value: String?) { lock.withLock { message = value } }
+    func get() -> String? { lock.withLock { message } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Whether the real collectors can run here, and whether tests must insist on them.
 public enum Collectors {
@@ -10,5 +11,17 @@ public enum Collectors {
     /// `true` if syslog-ng and openssl are installed.
     public static var syslogNGAvailable: Bool {
         SyslogNG.executable != nil && TestCertificates.opensslPath != nil
+    }
+}
+
+extension Collectors {
+    /// For a test enabled by `.enabled(if: Collectors.syslogNGAvailable || Collectors.required)`: records a
+    /// failure and returns `false` when collectors are required but missing.
+    public static func requireSyslogNG() -> Bool {
+        if !syslogNGAvailable {
+            Issue.record("JUSTLOG_REQUIRE_COLLECTORS=1 but syslog-ng (/usr/sbin/syslog-ng) or openssl is not installed")
+            return false
+        }
+        return true
     }
 }

@@ -16,9 +16,10 @@ public final class SyslogNG: @unchecked Sendable {
     private var process: Process?
     private let serverCertificate: TestCertificates.Pair
 
-    /// Writes the configuration and starts syslog-ng, serving `certificate` on the TLS port; returns once
-    /// both ports accept connections (or throws after 10 s).
-    public init(certificate: TestCertificates.Pair) throws {
+    /// Writes the configuration and (unless `startImmediately` is `false`, for a collector that is down
+    /// at first) starts syslog-ng, serving `certificate` on the TLS port; returns once both ports accept
+    /// connections (or throws after 10 s).
+    public init(certificate: TestCertificates.Pair, startImmediately: Bool = true) throws {
         guard Self.executable != nil else { throw ProcessRunner.Failure(description: "syslog-ng is not installed (/usr/sbin/syslog-ng)") }
         directory = try TemporaryDirectory(prefix: "syslog-ng")
         let ports = try FreePort.make(count: 2)
@@ -26,7 +27,7 @@ public final class SyslogNG: @unchecked Sendable {
         tlsPort = ports[1]
         serverCertificate = certificate
         try writeConfiguration()
-        try start()
+        if startImmediately { try start() }
     }
 
     deinit { shutdown() }

@@ -1,0 +1,28 @@
+public import ServiceLifecycle
+
+/// Runs a ``Logger`` as a swift-service-lifecycle `Service`: on graceful shutdown it flushes everything
+/// queued (console, file, and what the Logstash collector can take within `shutdownTimeout`) and closes
+/// every destination. What could not be sent stays in the spool for the next run.
+///
+/// ```swift
+/// let logger = Logger(configuration: configuration)
+/// let group = ServiceGroup(services: [server, LoggerService(logger: logger)], logger: swiftLogLogger)
+/// try await group.run()
+/// ```
+public struct LoggerService: Service {
+    public let logger: Logger
+    /// The longest the final flush may take. Default 10 s.
+    public var shutdownTimeout: Double
+
+    public init(logger: Logger, shutdownTimeout: Double = 10) {
+        self.logger = logger
+        self.shutdownTimeout = shutdownTimeout
+    }
+
+    public func run() async throws {
+        try? await gracefulShutdown()
+        if let error = logger.shutdown(timeout: shutdownTimeout) {
+            throw error
+        }
+    }
+}

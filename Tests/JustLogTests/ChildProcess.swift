@@ -1,0 +1,73 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+
+/// A running `JustLogTestChild`, its stdout read line by line in the background (each line is the index
+/// of an event whose log call returned), stopped on `deinit` if still running.
+final class ChildProcess: @unchecked Sendable {
+    private let process = Process()
+    private let state = LockedValue(State())
+    private let errors = Pipe()
+
+    struct State {
+        var last = -1
+        var buffer = Data()
+        var stderr = Data()
+    }
+
+    init(arguments: [String]) throws {
+        process.executableURL = try childProgram()
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let state = self.state
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            state.withLock { state in
+                state.buffer.append(data)
+                while let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: state.buffer[state.buffer.startIndex..<newline], as: UTF8.self)
+                    state.buffer.removeSubrange(state.buffer.startIndex...newline)
+                    if let index = Int(line) { state.last = max(state.last, index) }
+                }
+            }
+        }
+        errors.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            state.withLock { $0.stderr.append(data) }
+        }
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill() }
+    }
+
+    /// The highest event index the child reported as logged (its log call had returned).
+    var lastAcknowledged: Int { state.current.last }
+    var errorOutput: String { String(decoding: state.current.stderr, as: UTF8.self) }
+
+    func waitForAcknowledged(atLeast count: Int, timeout: Double) -> Bool {
+        eventually(timeout: timeout) { lastAcknowledged >= count || !process.isRunning }
+            && lastAcknowledged >= count
+    }
+
+    /// SIGKILL, then wait for the process to be gone.
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        // Lines already in the pipe were written after a log call returned: count them too.
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+
+    /// The exit status, or `nil` (and the child killed) if it did not exit within `timeout` seconds.
+    func waitForExit(timeout: Double) -> Int32? {
+        guard eventually(timeout: timeout, { !process.isRunning }) else {
+            kill()
+            return nil
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import JustLog
+import JustLogCore
+import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+// The Logstash destination end to end: through `Logger`, its spool and its connection, to a real
+// syslog-ng started by each test on 127.0.0.1 (see ../shared/PEERS.md).
+
+/// A Logger whose only destination is Logstash on 127.0.0.1:`port`, spooling in `folder`.
+func logstashLogger(port: Int, folder: TemporaryDirectory, tls caFile: String? = nil, spoolCapacity: Int = 64 << 20,
+                    diagnostics: DiagnosticSink = .standardError, change: (inout Logger.Configuration.Logstash) -> Void = { _ in }) -> Logger {
+    var logstash = Logger.Configuration.Logstash(host: "127.0.0.1", port: UInt16(port), sendInterval: 0.2, useTLS: caFile != nil,
+                                                 caFile: caFile, spoolFolder: folder.appending("app.log.spool"), spoolCapacity: spoolCapacity)
+    change(&logstash)
+    return Logger(configuration: .init(console: nil, logstash: logstash, defaultUserInfo: ["app": "delivery-test"], diagnostics: diagnostics))
+}
+
+/// The flattened objects syslog-ng wrote, parsed.
+func receivedObjects(_ syslog: SyslogNG) throws -> [[String: LogValue]] {
+    try syslog.receivedLines().map { line in
+        guard case .object(let object) = try JSONReader.parse(line) else { throw JustLogError(.malformedInput, "not an object: \(line)") }
+        return object
+    }
+}
+
+/// The messages of the received objects.
+func receivedMessages(_ syslog: SyslogNG) -> [String] {
+    ((try? receivedObjects(syslog)) ?? []).compactMap { object in
+        if case .string(let message)? = object["message"] { return message }
+        return nil
+    }
+}
+
+/// Resident memory of this process, in bytes (Linux `/proc/self/statm`).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let pages = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+struct LogstashDeliveryTests {
+    @Test(arguments: ["plain", "tls"])
+    func hundredThousandEventsArriveParsedInTheDocumentedFlattenedForm(mode: String) async throws {
+        guard Collectors.requireSyslogNG() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "delivery")
+        let logger = logstashLogger(port: mode == "tls" ? syslog.tlsPort : syslog.plainPort, folder: folder,
+                                    tls: mode == "tls" ? certificates.caFile : nil) { $0.token = "secret-token" }
+        let count = 100_000
+        let start = Date()
+        for index in 0..<count {
+            logger.info("event \(index)", userInfo: ["index": index, "order": ["id": index % 97]])
+        }
+        try await logger.forceSend()
+        #expect(await eventually(timeout: .seconds(120)) { syslog.parsedLines().count >= count })
+        let elapsed = Date().timeIntervalSince(start)
+        print("delivery: \(count) events (\(mode)) logged and parsed by syslog-ng in \(String(format: "%.2f", elapsed)) s")
+        logger.shutdown()
+
+        let objects = try receivedObjects(syslog)
+        let ids = Set(objects.compactMap { object -> String? in if case .string(let id)? = object["event_id"] { return id } else { return nil } })
+        #expect(ids.count == count, "every event_id arrives")
+        #expect(syslog.parsedLines().filter { $0.hasPrefix("info\tevent ") }.count >= count, "syslog-ng parsed every line as JSON")
+        let first = try #require(objects.first { $0["message"] == "event 0" })
+        for key in ["@timestamp", "message", "event_id", "log_type", "file", "function", "line", "app_version", "version", "device", "app", "index", "order.id", "token"] {
+            #expect(first[key] != nil, "flattened key \(key) missing")
+        }
+        #expect(first["log_type"] == "info")
+        #expect(first["order.id"] == 0)
+        #expect(first["token"] == "secret-token")
+        #expect(first["userInfo"] == nil && first["metadata"] == nil, "flattened: no nesting")
+    }
+
+    @Test func collectorDownForTheWholeRunThenStartedDrainsTheSpool() async throws {
+        guard Collectors.requireSyslogNG() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer, startImmediately: false)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "down")
+        let diagnostics = LineCapture()
+        let logger = logstashLogger(port: syslog.plainPort, folder: folder, diagnostics: diagnostics.diagnostics)
+        for index in 0..<2000 { logger.warning("while down \(index)") }
+        let failure = logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+        #expect(failure?.contains("stay spooled") == true, "forceSend says why not: \(failure ?? "nil")")
+        try syslog.start()
+        try await logger.forceSend()
+        #expect(await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).count >= 2000 })
+        #expect(Set(receivedMessages(syslog)) == Set((0..<2000).map { "while down \($0)" }))
+        logger.shutdown()
+    }
+
+    @Test func spoolCapDropsOldestCountsReportsAndKeepsMemoryFlat() async throws {
+        guard Collectors.requireSyslogNG() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer, startImmediately: false)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "cap")
+        let diagnostics = LineCapture()
+        let cap = 2 << 20
+        var logstash = Logger.Configuration.Logstash(host: "127.0.0.1", port: UInt16(syslog.plainPort), sendInterval: 0.2, useTLS: false,
+                                                     spoolFolder: folder.appending("cap.spool"), spoolCapacity: cap)
+        logstash.minimumLevel = .verbose
+        var configuration = Logger.Configuration(console: nil, logstash: logstash, diagnostics: diagnostics.diagnostics)
+        configuration.pipeline = .init()
+        // Small segments so that a 2 MiB cap holds several of them.
+        let destination = try LogstashDestination(
+            configuration: {
+                var destination = LogstashDestination.Configuration(client: {
+                    var client = LogstashClient.Configuration(host: "127.0.0.1", port: syslog.plainPort)
+                    client.useTLS = false
+                    client.sendInterval = .milliseconds(200)
+                    client.maxLineBytes = 64 << 10
+                    return client
+                }(), spoolDirectory: folder.appending("cap.spool").path)
+                destination.spool.segmentBytes = 256 << 10
+                destination.spool.maxTotalBytes = cap
+                return destination
+            }(),
+            diagnostics: diagnostics.diagnostics
+        )
+        configuration.logstash = nil
+        configuration.extraDestinations = [.init(destination)]
+        let logger = Logger(configuration: configuration)
+
+        // ~35 MiB of events into a 2 MiB spool while the collector is away, twice: the second round must not
+        // grow memory (the first reaches the steady state: spool segments mapped, queues at their size).
+        let payload = String(repeating: "x", count: 1000)
+        let total = 30_000
+        for index in 0..<total { logger.info("warm-up \(index) \(payload)") }
+        _ = logger.pipeline?.flush(timeout: 0.5)
+        let before = residentBytes()
+        for index in 0..<total { logger.info("capped \(index) \(payload)") }
+        _ = logger.pipeline?.flush(timeout: 0.5)
+        let grown = residentBytes() - before
+        let counters = await destination.counters()
+        print("spool cap: \(counters.dropped) of \(2 * total) events dropped at a \(cap)-byte cap; resident memory grew \(grown / 1024) KiB over the second \(total)")
+        #expect(counters.spooledBytes <= cap)
+        #expect(counters.dropped > UInt64(total), "oldest events dropped and counted")
+        #expect(grown < 4 << 20, "memory stays flat (grew \(grown) bytes over the second ~35 MiB of events)")
+        #expect(diagnostics.writes.filter { $0.contains("reached its cap") }.count == 1, "reported once: \(diagnostics.writes)")
+
+        try syslog.start()
+        try await logger.forceSend()
+        #expect(await eventually(timeout: .seconds(60)) { receivedMessages(syslog).contains { $0.hasPrefix("JustLog dropped") } })
+        let report = try receivedObjects(syslog).first { ($0["message"]?.text ?? "").hasPrefix("JustLog dropped") }
+        #expect(report?["dropped_events"] == .uint(UInt64(counters.dropped)) || report?["dropped_events"] == .int(Int64(counters.dropped)))
+        #expect(await eventually(timeout: .seconds(60)) { receivedMessages(syslog).contains("capped \(total - 1) \(payload)") }, "the newest events survive")
+        logger.shutdown()
+    }
+
+    @Test func childKilledFiveTimesLosesNoEventWhoseLogCallReturned() async throws {
+        guard Collectors.requireSyslogNG() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "killed")
+        var acknowledged: [String: Int] = [:]
+        for run in 0..<5 {
+            let tag = "run\(run)"
+            let child = try ChildProcess(arguments: ["logstash-loop", folder.path, "\(syslog.plainPort)", tag])
+            // Let it log a while — a random-ish amount per run — then SIGKILL it mid-stream.
+            let target = 1500 + run * 700
+            #expect(child.waitForAcknowledged(atLeast: target, timeout: 60), "run \(run) did not log \(target) events")
+            child.kill()
+            acknowledged[tag] = child.lastAcknowledged
+        }
+        let drain = try ChildProcess(arguments: ["logstash-drain", folder.path, "\(syslog.plainPort)"])
+        #expect(drain.waitForExit(timeout: 60) == 0, "drain: \(drain.errorOutput)")
+
+        let expected = acknowledged.flatMap { tag, last in (0...last).map { "\(tag)-\($0)" } }
+        #expect(await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).isSuperset(of: expected) })
+        let received = receivedMessages(syslog)
+        let missing = Set(expected).subtracting(received)
+        #expect(missing.isEmpty, "\(missing.count) acknowledged events missing, e.g. \(missing.sorted().prefix(5))")
+        let duplicates = received.count - Set(received).count
+        print("child kills: \(expected.count) acknowledged events over 5 SIGKILLs, \(received.count) lines received, \(duplicates) duplicates")
+    }
+
+    @Test func unresolvableHostNeitherCrashesNorHangsExitNorLosesEvents() throws {
+        let folder = try TemporaryDirectory(prefix: "unresolvable")
+        let child = try ChildProcess(arguments: ["unresolvable", folder.path, "500"])
+        let status = child.waitForExit(timeout: 30)
+        #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        let spool = try LogstashSpool(configuration: .init(directory: folder.appending("child.log.spool").path))
+        defer { spool.close() }
+        #expect(spool.counterSnapshot.queuedRecords == 500, "every event waits in the spool for the next run")
+    }
+}
