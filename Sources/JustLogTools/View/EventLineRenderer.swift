@@ -8,7 +8,7 @@ import JustLogCore
 /// ```
 ///
 /// The time (local), the level's emoji and label padded so messages line up, the message, then the other
-/// fields as `key=value` in byte order (a string with spaces, quotes or `=` is quoted; arrays and objects are compact JSON). Every part goes
+/// fields as `key=value` in byte order (a key or string with spaces, quotes or `=` is quoted; arrays and objects are compact JSON). Every part goes
 /// through ``TerminalSafeText``, so a field can neither forge a line nor recolor the terminal. Colors
 /// (ANSI) only when asked for: the caller decides, normally "on a terminal".
 struct EventLineRenderer: Sendable {
@@ -34,7 +34,7 @@ struct EventLineRenderer: Sendable {
         line += TerminalSafeText.escape(message)
         for (key, value) in fields {
             line += " "
-            line += dim(TerminalSafeText.escape(key) + "=")
+            line += dim(Self.quoteIfNeeded(TerminalSafeText.escape(key)) + "=")
             // Strings are quoted when needed; numbers, arrays and objects are compact JSON already.
             if case .string(let text) = value {
                 line += Self.quoteIfNeeded(TerminalSafeText.escape(text))
