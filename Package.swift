@@ -83,7 +83,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "JustLogTests", dependencies: ["JustLog", "JustLogCore", "JustLogTestSupport", "JustLogTestChild"]),
-        .testTarget(name: "JustLogToolsTests", dependencies: ["JustLogTools", "JustLogTestSupport"]),
+        .testTarget(name: "JustLogToolsTests", dependencies: ["JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport"]),
     ]
 )
 

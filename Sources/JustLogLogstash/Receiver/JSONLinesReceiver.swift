@@ -1,0 +1,442 @@
+public import JustLogCore
+public import NIOCore
+import NIOPosix
+import NIOSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A Logstash-compatible `json_lines` server (the `tcp` input with the `json_lines` codec): accepts TCP or
+/// TLS connections and hands every received line, parsed, to a handler. For local development
+/// (`justlog receive`), the demo's loopback collector, and tests.
+///
+/// ## Framing
+/// Lines are split on `\n`; a trailing `\r` is stripped; empty lines are skipped (as syslog-ng and rsyslog
+/// do). Line numbers count every `\n`-terminated line of a connection, empty ones included, so they match
+/// the sender's own line numbers. A last line without `\n` is delivered when the connection ends.
+///
+/// Nothing is dropped silently: a line that is not JSON is delivered with a `.failure` naming the byte
+/// where it went wrong, and a line longer than ``Configuration/maxLineBytes`` is delivered as a `.failure`
+/// as soon as it passes the limit (its ``Line/raw`` then holds only its first KiB); the rest of it, up to
+/// the next `\n`, is discarded. Memory per connection is bounded by that limit.
+///
+/// ## Threads
+/// The handler is called on the connection's event loop, in order within a connection: don't block in it.
+///
+/// ```swift
+/// let tally = EventIDTally()
+/// let receiver = JSONLinesReceiver(configuration: .init(port: 0)) { line in
+///     tally.record(line)
+///     if case .failure(let error) = line.parsed { print("connection \(line.connection) line \(line.lineNumber): \(error)") }
+/// }
+/// let port = try await receiver.start()          // the port the kernel chose
+/// // … send json_lines to 127.0.0.1:port …
+/// await receiver.stop()
+/// print(tally.snapshot.uniqueEventIDs, tally.snapshot.duplicates)
+/// ```
+public final class JSONLinesReceiver: Sendable {
+    // MARK: - Values
+
+    /// Where and how to listen. Settings are values with documented defaults.
+    public struct Configuration: Sendable {
+        /// The address to bind (default `127.0.0.1`: loopback only).
+        public var host: String
+        /// The port to bind; `0` (the default) lets the kernel pick a free one (see ``JSONLinesReceiver/port``).
+        public var port: Int
+        /// Serve TLS with this certificate and key (default `nil`: plain TCP).
+        public var tls: TLS?
+        /// The longest line accepted, without its `\n` (default 1 MiB + 4 KiB: the client's 1 MiB record
+        /// limit plus a margin).
+        public var maxLineBytes: Int
+
+        public init(host: String = "127.0.0.1", port: Int = 0, tls: TLS? = nil, maxLineBytes: Int = (1 << 20) + 4096) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+            self.maxLineBytes = max(1, maxLineBytes)
+        }
+    }
+
+    /// The server certificate (chain) and private key, both PEM files.
+    public struct TLS: Sendable, Hashable {
+        public var certificateFile: String
+        public var keyFile: String
+
+        public init(certificateFile: String, keyFile: String) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
+
+    /// One received line.
+    public struct Line: Sendable {
+        /// The connection it came on: 1 for the first connection accepted, 2 for the next, …
+        public var connection: Int
+        /// Its line number within the connection, from 1 (empty lines count, see the type's discussion).
+        public var lineNumber: Int
+        /// The line's bytes, without `\n` or trailing `\r`; only the first KiB for an over-long line.
+        public var raw: [UInt8]
+        /// The parsed JSON, or why the line was refused (invalid JSON, too long).
+        public var parsed: Result<LogValue, JustLogError>
+
+        public init(connection: Int, lineNumber: Int, raw: [UInt8], parsed: Result<LogValue, JustLogError>) {
+            self.connection = connection
+            self.lineNumber = lineNumber
+            self.raw = raw
+            self.parsed = parsed
+        }
+
+        /// ``raw`` as text (invalid UTF-8 replaced).
+        public var text: String { String(decoding: raw, as: UTF8.self) }
+    }
+
+    /// What the receiver has seen so far.
+    public struct Counters: Sendable, Hashable {
+        /// Connections accepted.
+        public var connections: Int = 0
+        /// Lines delivered to the handler, invalid ones included.
+        public var lines: Int = 0
+        /// Lines delivered as `.failure` (not JSON, or too long).
+        public var invalidLines: Int = 0
+        /// Bytes received, framing included.
+        public var bytes: Int = 0
+    }
+
+    // MARK: - State
+
+    /// The configuration the receiver was made with.
+    public let configuration: Configuration
+    private let group: any EventLoopGroup
+    private let shared: Shared
+
+    /// State reachable from every connection's event loop, behind one lock.
+    final class Shared: Sendable {
+        let handler: @Sendable (Line) -> Void
+        let activity: (@Sendable (String) -> Void)?
+        let maxLineBytes: Int
+        let state = LockedValue(State())
+
+        struct State: Sendable {
+            var counters = Counters()
+            var phase = Phase.idle
+            var children: [ObjectIdentifier: any Channel] = [:]
+        }
+
+        enum Phase: Sendable {
+            case idle
+            case starting
+            case running(server: any Channel, port: Int)
+            case stopped
+        }
+
+        init(handler: @escaping @Sendable (Line) -> Void, activity: (@Sendable (String) -> Void)?, maxLineBytes: Int) {
+            self.handler = handler
+            self.activity = activity
+            self.maxLineBytes = maxLineBytes
+        }
+
+        func deliver(_ line: Line) {
+            state.withLock { state in
+                state.counters.lines += 1
+                if case .failure = line.parsed { state.counters.invalidLines += 1 }
+            }
+            handler(line)
+        }
+    }
+
+    // MARK: - Life cycle
+
+    /// - Parameters:
+    ///   - eventLoopGroup: where connections run (default `nil`: NIO's shared singleton group).
+    ///   - activity: receives one line per connection opened, closed or failed (`nil`: none).
+    ///   - handler: receives every line, in order within a connection, on its event loop.
+    public init(
+        configuration: Configuration,
+        eventLoopGroup: (any EventLoopGroup)? = nil,
+        activity: (@Sendable (String) -> Void)? = nil,
+        handler: @escaping @Sendable (Line) -> Void
+    ) {
+        self.configuration = configuration
+        self.group = eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        self.shared = Shared(handler: handler, activity: activity, maxLineBytes: configuration.maxLineBytes)
+    }
+
+    /// Binds and starts accepting; returns the bound port (the kernel's choice when the configured port is 0).
+    ///
+    /// - Throws: ``LogstashError`` — ``LogstashError/Code/invalidTLSConfiguration`` for an unreadable
+    ///   certificate or key, ``LogstashError/Code/invalidConfiguration`` when the port is in use, the address
+    ///   can't be bound, or the receiver was already started.
+    @discardableResult
+    public func start() async throws -> Int {
+        let canStart = shared.state.withLock { state -> Bool in
+            guard case .idle = state.phase else { return false }
+            state.phase = .starting
+            return true
+        }
+        guard canStart else {
+            throw LogstashError(code: .invalidConfiguration, message: "the json_lines receiver was already started; make a new one")
+        }
+        do {
+            let sslContext = try configuration.tls.map(Self.makeSSLContext)
+            let shared = shared
+            let server = try await ServerBootstrap(group: group)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .serverChannelOption(ChannelOptions.backlog, value: 256)
+                .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+                .childChannelInitializer { channel in
+                    let number = shared.state.withLock { state -> Int in
+                        state.counters.connections += 1
+                        state.children[ObjectIdentifier(channel)] = channel
+                        return state.counters.connections
+                    }
+                    channel.closeFuture.whenComplete { _ in
+                        _ = shared.state.withLock { $0.children.removeValue(forKey: ObjectIdentifier(channel)) }
+                    }
+                    return channel.eventLoop.makeCompletedFuture {
+                        if let sslContext {
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                        }
+                        try channel.pipeline.syncOperations.addHandler(
+                            JSONLinesHandler(connection: number, shared: shared, peer: channel.remoteAddress)
+                        )
+                    }
+                }
+                .bind(host: configuration.host, port: configuration.port).get()
+            let port = server.localAddress?.port ?? configuration.port
+            let stopNow = shared.state.withLock { state -> Bool in
+                guard case .starting = state.phase else { return true }
+                state.phase = .running(server: server, port: port)
+                return false
+            }
+            if stopNow { try? await server.close() }
+            return port
+        } catch {
+            shared.state.withLock { state in
+                if case .starting = state.phase { state.phase = .idle }
+            }
+            throw describeStartError(error)
+        }
+    }
+
+    /// The bound port once ``start()`` returned, else `nil`.
+    public var port: Int? {
+        shared.state.withLock { state in
+            if case .running(_, let port) = state.phase { return port }
+            return nil
+        }
+    }
+
+    /// A snapshot of the counters.
+    public var counters: Counters {
+        shared.state.withLock { $0.counters }
+    }
+
+    /// Stops accepting and closes every connection (a partial last line of each is still delivered).
+    /// Later calls do nothing.
+    public func stop() async {
+        let (server, children) = shared.state.withLock { state -> ((any Channel)?, [any Channel]) in
+            var server: (any Channel)?
+            if case .running(let channel, _) = state.phase { server = channel }
+            state.phase = .stopped
+            return (server, Array(state.children.values))
+        }
+        try? await server?.close()
+        for child in children {
+            try? await child.close()
+        }
+    }
+
+    // MARK: - Helpers
+
+    private static func makeSSLContext(_ tls: TLS) throws -> NIOSSLContext {
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(tls.certificateFile)
+        } catch {
+            throw LogstashError(
+                code: .invalidTLSConfiguration,
+                message: "can't read the server certificate \(tls.certificateFile): give a PEM certificate file",
+                cause: "\(error)"
+            )
+        }
+        guard !chain.isEmpty else {
+            throw LogstashError(code: .invalidTLSConfiguration, message: "no certificate in \(tls.certificateFile): give a PEM certificate file")
+        }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(file: tls.keyFile, format: .pem)
+        } catch {
+            throw LogstashError(
+                code: .invalidTLSConfiguration,
+                message: "can't read the private key \(tls.keyFile): give the PEM key of the certificate",
+                cause: "\(error)"
+            )
+        }
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) },
+            privateKey: .privateKey(key)
+        )
+        configuration.minimumTLSVersion = .tlsv12
+        do {
+            return try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw LogstashError(
+                code: .invalidTLSConfiguration,
+                message: "can't serve TLS with \(tls.certificateFile) and \(tls.keyFile): check that the key belongs to the certificate",
+                cause: "\(error)"
+            )
+        }
+    }
+
+    private func describeStartError(_ error: any Error) -> any Error {
+        if error is LogstashError { return error }
+        let address = "\(configuration.host):\(configuration.port)"
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case EADDRINUSE:
+                return LogstashError(
+                    code: .invalidConfiguration,
+                    message: "port \(configuration.port) on \(configuration.host) is already in use: stop what listens there or choose another port (0 picks a free one)",
+                    cause: "\(error)"
+                )
+            case EACCES:
+                return LogstashError(
+                    code: .invalidConfiguration,
+                    message: "not allowed to listen on \(address): ports below 1024 need privileges; choose a port of 1024 or more",
+                    cause: "\(error)"
+                )
+            case EADDRNOTAVAIL:
+                return LogstashError(
+                    code: .invalidConfiguration,
+                    message: "\(configuration.host) is not an address of this machine: listen on 127.0.0.1, 0.0.0.0 or one of its addresses",
+                    cause: "\(error)"
+                )
+            default:
+                break
+            }
+        }
+        return LogstashError(code: .invalidConfiguration, message: "can't listen on \(address)", cause: "\(error)")
+    }
+}
+
+// MARK: - Channel handler
+
+/// Splits one connection's bytes into lines and delivers them; bounded by the line limit.
+final class JSONLinesHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    /// How much of an over-long line is kept in ``JSONLinesReceiver/Line/raw``.
+    static let overlongPrefixBytes = 1024
+
+    private let connection: Int
+    private let shared: JSONLinesReceiver.Shared
+    private let peer: SocketAddress?
+    private var pending: [UInt8] = []
+    private var lineNumber = 0
+    /// Inside an over-long line already reported: bytes are dropped up to the next `\n`.
+    private var discarding = false
+    private var finished = false
+
+    init(connection: Int, shared: JSONLinesReceiver.Shared, peer: SocketAddress?) {
+        self.connection = connection
+        self.shared = shared
+        self.peer = peer
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        shared.activity?("connection \(connection) opened from \(peer.map { "\($0)" } ?? "an unknown peer")")
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        shared.state.withLock { $0.counters.bytes += buffer.readableBytes }
+        buffer.withUnsafeReadableBytes { bytes in
+            var start = 0
+            while start < bytes.count {
+                let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n"))
+                let end = newline ?? bytes.count
+                if !discarding {
+                    if pending.count + (end - start) > shared.maxLineBytes {
+                        // Keep a prefix for the report, then drop the rest of the line.
+                        let room = max(0, Self.overlongPrefixBytes - pending.count)
+                        pending.append(contentsOf: bytes[start..<min(end, start + room)])
+                        reportOverlong()
+                        discarding = newline == nil
+                    } else {
+                        pending.append(contentsOf: bytes[start..<end])
+                        if newline != nil { completeLine() }
+                    }
+                } else if newline != nil {
+                    discarding = false
+                }
+                start = end + 1
+            }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            // The sender finished (half-close): deliver a last partial line and close our side.
+            finish()
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        shared.activity?("connection \(connection): \(Self.describe(error)); closing it")
+        context.close(promise: nil)
+    }
+
+    // MARK: - Lines
+
+    private func completeLine() {
+        lineNumber += 1
+        if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
+        defer { pending.removeAll(keepingCapacity: pending.count <= 64 << 10) }
+        guard !pending.isEmpty else { return }
+        let parsed: Result<LogValue, JustLogError>
+        do {
+            parsed = .success(try JSONReader.parse(bytes: pending))
+        } catch {
+            parsed = .failure(error)
+        }
+        shared.deliver(.init(connection: connection, lineNumber: lineNumber, raw: pending, parsed: parsed))
+    }
+
+    private func reportOverlong() {
+        lineNumber += 1
+        let error = JustLogError(
+            .malformedInput,
+            "line longer than \(shared.maxLineBytes) bytes: discarded up to the next newline (raise the receiver's line limit, or send shorter records)"
+        )
+        let prefix = Array(pending.prefix(Self.overlongPrefixBytes))
+        pending.removeAll()
+        shared.deliver(.init(connection: connection, lineNumber: lineNumber, raw: prefix, parsed: .failure(error)))
+    }
+
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        if !discarding, !pending.isEmpty { completeLine() }
+        shared.activity?("connection \(connection) closed after \(lineNumber) line(s)")
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? NIOSSLError { return "TLS error: \(error)" }
+        if let error = error as? BoringSSLError { return "TLS error: \(error)" }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,280 @@
+public import Foundation
+public import JustLogCore
+import JustLogLogstash
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `justlog receive` does: runs a Logstash-compatible `json_lines` receiver (TCP or TLS) and shows
+/// every event readably — or appends each raw line to a file — until the task running it is cancelled
+/// (the command cancels it on Ctrl-C / SIGTERM), then prints how many events it received.
+///
+/// - Events go to ``Options/output``: one readable, terminal-safe line each (time, level, message, then
+///   `key=value`), colored on a terminal; with ``Options/pretty``, the whole JSON indented.
+/// - With ``Options/outFile`` each valid line is appended, as received, to that file (created 0600).
+/// - Status lines and invalid lines (`connection N line M: reason`) go to ``Options/errors``.
+///
+/// ```swift
+/// let tool = ReceiveTool(options: .init(port: 0))
+/// let task = Task { try await tool.run { port in print("listening on \(port)") } }
+/// // … later, on Ctrl-C:
+/// task.cancel()
+/// let summary = try await task.value   // summary.events, summary.invalid
+/// ```
+public struct ReceiveTool: Sendable {
+    /// How `justlog receive` runs.
+    public struct Options: Sendable {
+        /// Address to listen on (default `127.0.0.1`: this machine only).
+        public var host: String
+        /// Port to listen on (default 5000, the `logstashPort` default; 0 picks a free one).
+        public var port: Int
+        /// Serve TLS with this PEM certificate (needs ``tlsKeyFile``).
+        public var tlsCertificateFile: String?
+        /// The PEM private key of ``tlsCertificateFile``.
+        public var tlsKeyFile: String?
+        /// Append each raw line to this file instead of printing events.
+        public var outFile: String?
+        /// Print each event's JSON, indented, instead of one line.
+        public var pretty: Bool
+        /// When event lines are colored (default: on a terminal).
+        public var colors: ConsoleDestination.ColorMode
+        /// The zone of the times shown (default: local).
+        public var timeZone: TimeZone
+        /// Where events go (default standard output).
+        public var output: TextOutput
+        /// Where status lines and invalid lines go (default standard error).
+        public var errors: TextOutput
+
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 5000,
+            tlsCertificateFile: String? = nil,
+            tlsKeyFile: String? = nil,
+            outFile: String? = nil,
+            pretty: Bool = false,
+            colors: ConsoleDestination.ColorMode = .automatic,
+            timeZone: TimeZone = .current,
+            output: TextOutput = .standardOutput,
+            errors: TextOutput = .standardError
+        ) {
+            self.host = host
+            self.port = port
+            self.tlsCertificateFile = tlsCertificateFile
+            self.tlsKeyFile = tlsKeyFile
+            self.outFile = outFile
+            self.pretty = pretty
+            self.colors = colors
+            self.timeZone = timeZone
+            self.output = output
+            self.errors = errors
+        }
+    }
+
+    /// What was received, printed when the tool stops.
+    public struct Summary: Sendable, Hashable {
+        /// Valid JSON lines.
+        public var events: Int
+        /// Lines that were not JSON or too long.
+        public var invalid: Int
+        /// Connections accepted.
+        public var connections: Int
+
+        public init(events: Int, invalid: Int, connections: Int) {
+            self.events = events
+            self.invalid = invalid
+            self.connections = connections
+        }
+    }
+
+    public var options: Options
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    /// Receives until the task is cancelled; `onReady` gets the bound port once listening.
+    ///
+    /// - Throws: ``ToolError`` for bad options, an unusable `--out` file, a port in use or an unreadable
+    ///   certificate — one line that says what to do.
+    public func run(onReady: @Sendable (Int) -> Void = { _ in }) async throws -> Summary {
+        let tls = try validatedTLS()
+        if options.outFile != nil && options.pretty {
+            throw ToolError("--out and --pretty can't be used together: --out writes raw lines to a file, --pretty prints them")
+        }
+        guard (0...65535).contains(options.port) else {
+            throw ToolError("--port \(options.port) is not a TCP port: give 1–65535, or 0 for a free one")
+        }
+        let sink = try options.outFile.map(AppendingFile.init(path:))
+        defer { sink?.close() }
+
+        let printer = Printer(options: options, sink: sink)
+        let receiver = JSONLinesReceiver(
+            configuration: .init(host: options.host, port: options.port, tls: tls),
+            handler: printer.handle
+        )
+        let port: Int
+        do {
+            port = try await receiver.start()
+        } catch let error as LogstashError {
+            throw ToolError(error.message)
+        }
+        let mode = tls == nil ? "plain TCP" : "TLS"
+        let destination = options.outFile.map { "appending raw lines to \($0)" } ?? "printing events"
+        options.errors.write(Array("justlog: listening on \(options.host):\(port) (\(mode), json_lines), \(destination); Ctrl-C to stop\n".utf8))
+        onReady(port)
+
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(3600))
+        }
+        await receiver.stop()
+        let counters = receiver.counters
+        let summary = Summary(events: counters.lines - counters.invalidLines, invalid: counters.invalidLines, connections: counters.connections)
+        options.errors.write(Array("justlog: received \(summary.events) event(s), \(summary.invalid) invalid line(s), on \(summary.connections) connection(s)\n".utf8))
+        return summary
+    }
+
+    private func validatedTLS() throws -> JSONLinesReceiver.TLS? {
+        switch (options.tlsCertificateFile, options.tlsKeyFile) {
+        case (nil, nil): return nil
+        case (let certificate?, let key?):
+            for (flag, path) in [("--tls-cert", certificate), ("--tls-key", key)] where !FileManager.default.isReadableFile(atPath: path) {
+                throw ToolError("\(flag) \(path): no such readable file; give the path of a PEM file")
+            }
+            return .init(certificateFile: certificate, keyFile: key)
+        case (_?, nil): throw ToolError("--tls-cert needs --tls-key: give the certificate's PEM private key too")
+        case (nil, _?): throw ToolError("--tls-key needs --tls-cert: give the PEM certificate too")
+        }
+    }
+}
+
+// MARK: - Printing
+
+extension ReceiveTool {
+    /// Turns received lines into output; called on the receiver's event loops.
+    final class Printer: Sendable {
+        let options: Options
+        let sink: AppendingFile?
+        let renderer: EventLineRenderer
+        /// Keeps lines of different connections whole and in one order; counts lines the file refused.
+        let lock = LockedValue(0)
+
+        init(options: Options, sink: AppendingFile?) {
+            self.options = options
+            self.sink = sink
+            let colors = switch options.colors {
+            case .always: true
+            case .never: false
+            case .automatic: options.output.isTerminal
+            }
+            self.renderer = EventLineRenderer(colors: colors, timeZone: options.timeZone)
+        }
+
+        @Sendable func handle(_ line: JSONLinesReceiver.Line) {
+            switch line.parsed {
+            case .failure(let error):
+                let text = "connection \(line.connection) line \(line.lineNumber): \(TerminalSafeText.escape(error.message))\n"
+                lock.withLock { _ in options.errors.write(Array(text.utf8)) }
+            case .success(let value):
+                if let sink {
+                    lock.withLock { failures in
+                        guard let reason = sink.append(line.raw + [UInt8(ascii: "\n")]) else { return }
+                        failures += 1
+                        if failures == 1 {
+                            options.errors.write(Array("justlog: can't append to \(sink.path): \(reason); lines are being lost\n".utf8))
+                        }
+                    }
+                    return
+                }
+                let text = options.pretty ? Self.pretty(value) : render(value)
+                lock.withLock { _ in options.output.write(Array(text.utf8)) }
+            }
+        }
+
+        /// One readable line for a flattened event (or any JSON value).
+        func render(_ value: LogValue) -> String {
+            guard case .object(let object) = value else {
+                return renderer.render(time: nil, level: nil, levelName: "json", message: value.text, fields: [])
+            }
+            var time: LogTimestamp?
+            if case .string(let stamp)? = object[FlattenedFormat.timestampKey] { time = LogTimestamp(parsing: Substring(stamp)) }
+            var level: LogLevel?
+            var levelName: String?
+            if case .string(let type)? = object[UserInfoKey.logType] {
+                level = LogLevel(name: type)
+                levelName = type
+            }
+            let message = object[AggregatedFormat.messageKey]?.text ?? ""
+            let fields = EventLineRenderer.fields(
+                of: object,
+                excluding: [FlattenedFormat.timestampKey, AggregatedFormat.messageKey, UserInfoKey.logType]
+            )
+            return renderer.render(time: time, level: level, levelName: levelName, message: message, fields: fields)
+        }
+
+        /// The JSON indented by two spaces, keys in byte order, each line terminal-safe.
+        static func pretty(_ value: LogValue) -> String {
+            var lines: [String] = []
+            func emit(_ value: LogValue, indent: String, prefix: String, suffix: String) {
+                switch value {
+                case .object(let object) where !object.isEmpty:
+                    lines.append(indent + prefix + "{")
+                    let keys = object.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                    for (index, key) in keys.enumerated() {
+                        let keyText = String(decoding: JSONWriter.encode(.string(key)), as: UTF8.self)
+                        emit(object[key]!, indent: indent + "  ", prefix: keyText + ": ", suffix: index == keys.count - 1 ? "" : ",")
+                    }
+                    lines.append(indent + "}" + suffix)
+                case .array(let array) where !array.isEmpty:
+                    lines.append(indent + prefix + "[")
+                    for (index, element) in array.enumerated() {
+                        emit(element, indent: indent + "  ", prefix: "", suffix: index == array.count - 1 ? "" : ",")
+                    }
+                    lines.append(indent + "]" + suffix)
+                default:
+                    lines.append(indent + prefix + String(decoding: JSONWriter.encode(value), as: UTF8.self) + suffix)
+                }
+            }
+            emit(value, indent: "", prefix: "", suffix: "")
+            return lines.map(TerminalSafeText.escape).joined(separator: "\n") + "\n"
+        }
+    }
+}
+
+/// A file opened for appending (created owner-only), written with `write(2)`.
+final class AppendingFile: Sendable {
+    let path: String
+    private let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ToolError("can't open \(path) for appending: \(String(cString: strerror(errno))); give a writable file path")
+        }
+        self.fd = fd
+    }
+
+    /// Appends `bytes`; returns why it failed (such as a full disk), or `nil`.
+    @discardableResult
+    func append(_ bytes: [UInt8]) -> String? {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { return written < 0 ? String(cString: strerror(errno)) : "nothing written" }
+                offset += written
+            }
+            return nil
+        }
+    }
+
+    func close() {
+        _ = Foundation.close(fd)
+    }
+}

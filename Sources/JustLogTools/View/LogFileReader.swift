@@ -1,0 +1,189 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads a log file line by line with `read(2)`, remembering where it stopped, so it can be read again
+/// as the file grows and follow it when it is rotated (`tail -F`).
+///
+/// Used by one task at a time (`justlog view`, `justlog ship`); not thread-safe.
+final class LogFileReader {
+    /// One line, without its `\n` (nor a trailing `\r`).
+    struct Line {
+        /// 1 for the first line of the file.
+        var number: Int
+        var bytes: [UInt8]
+        /// The byte offset just after the line's `\n` (or after its last byte at the end of the file).
+        var endOffset: Int
+        /// Longer than ``LogFileReader/maxLineBytes``: ``bytes`` is empty, the line was skipped.
+        var tooLong = false
+    }
+
+    /// What `stat` says about the file at the path now, compared with the one open.
+    enum PathState: Equatable {
+        /// The same file, with `size` bytes.
+        case same(size: Int)
+        /// Another file is at the path (the open one was rotated away, or deleted and recreated).
+        case replaced
+        /// Nothing is at the path (rotated away, the new one not created yet).
+        case missing
+    }
+
+    /// The longest line kept; a longer one is reported as too long (memory stays bounded).
+    static let maxLineBytes = 16 << 20
+
+    let path: String
+    private(set) var device: UInt64
+    private(set) var inode: UInt64
+    /// Bytes consumed up to the end of the last complete line returned.
+    private(set) var offset: Int
+    private(set) var lineNumber: Int
+    private var fd: Int32
+    private var pending: [UInt8] = []
+    private var readOffset: Int
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    /// Inside an over-long line: its bytes are dropped up to the next `\n`.
+    private var skipping = false
+
+    /// Opens `path` and positions at `offset` (a line boundary from an earlier run), counting `lineNumber`
+    /// lines before it.
+    init(path: String, offset: Int = 0, lineNumber: Int = 0) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw ToolError("\(path): \(reason); give the path of a log file written by the file destination")
+        }
+        var info = stat()
+        fstat(fd, &info)
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            _ = close(fd)
+            throw ToolError("\(path) is a folder; give the path of a log file written by the file destination")
+        }
+        self.path = path
+        self.fd = fd
+        self.device = UInt64(info.st_dev)
+        self.inode = UInt64(info.st_ino)
+        let start = min(max(0, offset), Int(info.st_size))
+        if start > 0 { lseek(fd, off_t(start), SEEK_SET) }
+        self.offset = start
+        self.readOffset = start
+        self.lineNumber = start > 0 ? lineNumber : 0
+    }
+
+    deinit {
+        if fd >= 0 { _ = close(fd) }
+    }
+
+    /// The size of the open file now.
+    var openFileSize: Int {
+        var info = stat()
+        fstat(fd, &info)
+        return Int(info.st_size)
+    }
+
+    /// Reads what is available now, up to about `maxBytes`, and returns the complete lines in it;
+    /// `nil` at the end of the file (nothing more to read now).
+    func readLines(maxBytes: Int = 1 << 20) -> [Line]? {
+        var lines: [Line] = []
+        var consumed = 0
+        while consumed < maxBytes {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            consumed += count
+            split(count: count, into: &lines)
+        }
+        if consumed == 0 { return nil }
+        return lines
+    }
+
+    /// At the end of the file: the last line if it has no `\n` (a file that won't grow any more).
+    func finishPartialLine() -> Line? {
+        defer {
+            pending.removeAll()
+            skipping = false
+        }
+        guard !pending.isEmpty, !skipping else { return nil }
+        lineNumber += 1
+        offset = readOffset
+        return Line(number: lineNumber, bytes: Self.trimmed(pending), endOffset: readOffset)
+    }
+
+    /// Compares the file at the path with the open one.
+    func pathState() -> PathState {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .missing }
+        if UInt64(info.st_dev) != device || UInt64(info.st_ino) != inode { return .replaced }
+        return .same(size: Int(info.st_size))
+    }
+
+    /// The open file was truncated (copytruncate): start again from its beginning.
+    func restartFromBeginning() {
+        lseek(fd, 0, SEEK_SET)
+        pending.removeAll()
+        skipping = false
+        offset = 0
+        readOffset = 0
+        lineNumber = 0
+    }
+
+    /// Opens the new file at the path (after a rotation), from its beginning; `false` if there is none yet.
+    func reopen() -> Bool {
+        let newFD = open(path, O_RDONLY | O_CLOEXEC)
+        guard newFD >= 0 else { return false }
+        var info = stat()
+        fstat(newFD, &info)
+        _ = close(fd)
+        fd = newFD
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        pending.removeAll()
+        skipping = false
+        offset = 0
+        readOffset = 0
+        lineNumber = 0
+        return true
+    }
+
+    // MARK: - Splitting
+
+    private func split(count: Int, into lines: inout [Line]) {
+        var start = 0
+        buffer.withUnsafeBufferPointer { bytes in
+            while start < count {
+                let newline = bytes[start..<count].firstIndex(of: UInt8(ascii: "\n"))
+                let end = newline ?? count
+                if !skipping {
+                    if pending.count + (end - start) > Self.maxLineBytes {
+                        skipping = true
+                        pending.removeAll()
+                    } else {
+                        pending.append(contentsOf: bytes[start..<end])
+                    }
+                }
+                readOffset += end - start
+                guard newline != nil else { break }
+                readOffset += 1
+                lineNumber += 1
+                if skipping {
+                    skipping = false
+                    lines.append(Line(number: lineNumber, bytes: [], endOffset: readOffset, tooLong: true))
+                } else {
+                    lines.append(Line(number: lineNumber, bytes: Self.trimmed(pending), endOffset: readOffset))
+                }
+                pending.removeAll(keepingCapacity: true)
+                offset = readOffset
+                        start = end + 1
+            }
+        }
+    }
+
+    private static func trimmed(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.last == UInt8(ascii: "\r") ? Array(bytes.dropLast()) : bytes
+    }
+}

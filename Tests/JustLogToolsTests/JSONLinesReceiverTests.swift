@@ -1,0 +1,187 @@
+import Foundation
+import JustLogCore
+import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+/// Lines a receiver delivered, in arrival order.
+final class ReceivedLines: Sendable {
+    private let lines = LockedValue<[JSONLinesReceiver.Line]>([])
+
+    @Sendable func record(_ line: JSONLinesReceiver.Line) { lines.withLock { $0.append(line) } }
+
+    var all: [JSONLinesReceiver.Line] { lines.withLock { $0 } }
+    var count: Int { lines.withLock { $0.count } }
+}
+
+/// Runs `body` with a started receiver and always stops it.
+func withReceiver<T>(
+    _ configuration: JSONLinesReceiver.Configuration = .init(),
+    handler: @escaping @Sendable (JSONLinesReceiver.Line) -> Void,
+    _ body: (JSONLinesReceiver, Int) async throws -> T
+) async throws -> T {
+    let receiver = JSONLinesReceiver(configuration: configuration, handler: handler)
+    let port = try await receiver.start()
+    do {
+        let result = try await body(receiver, port)
+        await receiver.stop()
+        return result
+    } catch {
+        await receiver.stop()
+        throw error
+    }
+}
+
+@Suite struct JSONLinesReceiverTests {
+    @Test func plainTCPLinesArriveParsedWithConnectionAndLineNumbers() async throws {
+        let received = ReceivedLines()
+        try await withReceiver(handler: received.record) { receiver, port in
+            #expect(port > 0)
+            #expect(receiver.port == port)
+            try PlainSocket.send(#"{"message":"one","event_id":"a"}"# + "\r\n\n" + #"{"message":"two","n":2}"# + "\n", port: port)
+            #expect(await eventuallyAsync { received.count == 2 })
+            let lines = received.all
+            #expect(lines.map(\.connection) == [1, 1])
+            // The empty line counts, so numbers match the sender's lines.
+            #expect(lines.map(\.lineNumber) == [1, 3])
+            #expect(lines[0].text == #"{"message":"one","event_id":"a"}"#)
+            #expect(try lines[0].parsed.get() == ["message": "one", "event_id": "a"])
+            #expect(try lines[1].parsed.get() == ["message": "two", "n": 2])
+            #expect(await eventuallyAsync { receiver.counters.connections == 1 })
+            #expect(receiver.counters.lines == 2)
+            #expect(receiver.counters.invalidLines == 0)
+        }
+    }
+
+    @Test func aLastLineWithoutNewlineIsDeliveredWhenTheConnectionEnds() async throws {
+        let received = ReceivedLines()
+        try await withReceiver(handler: received.record) { _, port in
+            try PlainSocket.send(#"{"a":1}"# + "\n" + #"{"b":2}"#, port: port)
+            #expect(await eventuallyAsync { received.count == 2 })
+            #expect(try received.all.last?.parsed.get() == ["b": 2])
+        }
+    }
+
+    @Test func invalidJSONIsReportedWithItsConnectionAndLineNumber() async throws {
+        let received = ReceivedLines()
+        try await withReceiver(handler: received.record) { receiver, port in
+            try PlainSocket.send(#"{"ok":1}"# + "\n", port: port)
+            #expect(await eventuallyAsync { received.count == 1 })
+            try PlainSocket.send(#"{"ok":2}"# + "\n" + #"{"broken": }"# + "\n" + #"{"ok":3}"# + "\n", port: port)
+            #expect(await eventuallyAsync { received.count == 4 })
+            let invalid = received.all.filter { if case .failure = $0.parsed { true } else { false } }
+            #expect(invalid.count == 1)
+            #expect(invalid.first?.connection == 2)
+            #expect(invalid.first?.lineNumber == 2)
+            #expect(invalid.first?.text == #"{"broken": }"#)
+            if case .failure(let error)? = invalid.first?.parsed {
+                #expect(error.message.contains("invalid JSON at byte"))
+            }
+            #expect(receiver.counters.invalidLines == 1)
+            #expect(receiver.counters.lines == 4)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func anOverlongLineIsReportedAndDiscardedUpToTheNextNewline(inPieces: Bool) async throws {
+        let received = ReceivedLines()
+        try await withReceiver(.init(maxLineBytes: 100), handler: received.record) { receiver, port in
+            let long = #"{"message":""# + String(repeating: "x", count: 5000) + #""}"#
+            let socket = try PlainSocket(port: port)
+            defer { socket.close() }
+            if inPieces {
+                // The limit is passed in one read, the newline comes in a later one.
+                var sent = 0
+                for chunk in Array(long.utf8).chunked(by: 700) {
+                    try socket.send(chunk)
+                    sent += chunk.count
+                    #expect(await eventuallyAsync { receiver.counters.bytes >= sent })
+                }
+                try socket.send("\n" + #"{"after":true}"# + "\n")
+            } else {
+                try socket.send(long + "\n" + #"{"after":true}"# + "\n")
+            }
+            #expect(await eventuallyAsync { received.count == 2 })
+            let lines = received.all
+            #expect(lines.map(\.lineNumber) == [1, 2])
+            guard case .failure(let error) = lines[0].parsed else {
+                Issue.record("the over-long line was not reported")
+                return
+            }
+            #expect(error.message.contains("longer than 100 bytes"))
+            #expect(lines[0].raw.count <= 1024)
+            #expect(try lines[1].parsed.get() == ["after": true])
+            #expect(receiver.counters.invalidLines == 1)
+        }
+    }
+
+    @Test func aPortInUseGivesAClearError() async throws {
+        try await withReceiver(handler: { _ in }) { _, port in
+            let second = JSONLinesReceiver(configuration: .init(port: port)) { _ in }
+            await #expect {
+                try await second.start()
+            } throws: { error in
+                guard let error = error as? LogstashError else { return false }
+                return error.message.contains("port \(port) on 127.0.0.1 is already in use") && error.message.contains("choose another port")
+            }
+            await second.stop()
+        }
+    }
+
+    @Test func aMissingCertificateGivesAClearError() async throws {
+        let receiver = JSONLinesReceiver(configuration: .init(tls: .init(certificateFile: "/nonexistent/cert.pem", keyFile: "/nonexistent/key.pem"))) { _ in }
+        await #expect {
+            try await receiver.start()
+        } throws: { error in
+            (error as? LogstashError)?.message.contains("can't read the server certificate /nonexistent/cert.pem") == true
+        }
+        await receiver.stop()
+    }
+
+    @Test(.enabled(if: TestCertificates.opensslPath != nil, "openssl is not installed"))
+    func tlsRoundTripWithTheLogstashClientCountsEveryEventIDOnce() async throws {
+        let certificates = try TestCertificates()
+        let tally = EventIDTally()
+        let tls = JSONLinesReceiver.TLS(certificateFile: certificates.goodServer.certificate, keyFile: certificates.goodServer.key)
+        try await withReceiver(.init(tls: tls), handler: tally.record) { receiver, port in
+            let spoolFolder = try TemporaryDirectory(prefix: "receiver-spool")
+            var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: port)
+            configuration.caFile = certificates.caFile
+            configuration.sendInterval = .milliseconds(20)
+            let client = try LogstashClient(configuration: configuration, spool: LogstashSpool(configuration: .init(directory: spoolFolder.path)))
+            client.start()
+            for index in 0..<200 {
+                try client.spool.append(Array(#"{"message":"m\#(index)","event_id":"e\#(index)"}"#.utf8))
+            }
+            client.recordsAppended(200)
+            try await client.flush()
+            #expect(await tally.waitUntil(uniqueEventIDs: 200, timeout: .seconds(20)))
+            await client.shutdown()
+            let snapshot = tally.snapshot
+            #expect(snapshot.uniqueEventIDs == 200)
+            #expect(snapshot.duplicates == 0)
+            #expect(snapshot.invalid == 0)
+            #expect(tally.contains("e199"))
+            #expect(receiver.counters.connections == 1)
+        }
+    }
+
+    @Test func theTallyCountsDuplicatesAndLinesWithoutEventID() async throws {
+        let tally = EventIDTally()
+        try await withReceiver(handler: tally.record) { _, port in
+            try PlainSocket.send(#"{"event_id":"1"}"# + "\n" + #"{"event_id":"2"}"# + "\n" + #"{"event_id":"1"}"# + "\n{}\nnope\n", port: port)
+            #expect(await eventuallyAsync { tally.snapshot.lines == 5 })
+            let snapshot = tally.snapshot
+            #expect(snapshot.uniqueEventIDs == 2)
+            #expect(snapshot.duplicates == 1)
+            #expect(snapshot.withoutEventID == 1)
+            #expect(snapshot.invalid == 1)
+        }
+    }
+}
+
+extension Array {
+    func chunked(by size: Int) -> [[Element]] {
+        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
+    }
+}

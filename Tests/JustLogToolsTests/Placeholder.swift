@@ -1,1 +1,0 @@
-// Placeholder until this target's first file lands.

@@ -1,0 +1,72 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes, without blocking a thread of the
+/// cooperative pool (the async form of `eventually`).
+func eventuallyAsync(timeout: Duration = .seconds(20), _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try condition()
+}
+
+/// A blocking TCP client to 127.0.0.1, for sending raw bytes the way `nc` would.
+final class PlainSocket {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            _ = Foundation.close(fd)
+            throw POSIXError(.init(rawValue: code) ?? .EIO)
+        }
+    }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            guard written > 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            offset += written
+        }
+    }
+
+    /// Closes the socket (the receiver sees the end of the stream).
+    func close() { _ = Foundation.close(fd) }
+
+    /// Sends `text` on a new connection and closes it.
+    static func send(_ text: String, port: Int) throws {
+        let socket = try PlainSocket(port: port)
+        defer { socket.close() }
+        try socket.send(text)
+    }
+}
+
+/// Collected output of a `TextOutput`, for checking what a command printed.
+final class CapturedText: Sendable {
+    private let bytes = LockedValue<[UInt8]>([])
+    let isTerminal: Bool
+
+    init(isTerminal: Bool = false) { self.isTerminal = isTerminal }
+
+    var output: TextOutput {
+        TextOutput(isTerminal: isTerminal) { [bytes] chunk in bytes.withLock { $0.append(contentsOf: chunk) } }
+    }
+
+    var text: String { String(decoding: bytes.withLock { $0 }, as: UTF8.self) }
+    var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+}

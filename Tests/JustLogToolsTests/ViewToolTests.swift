@@ -1,0 +1,218 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import JustLogTools
+import Testing
+
+private let utc = TimeZone(identifier: "UTC")!
+
+/// The message of a readable line without fields: what follows the padded level label.
+private func shownMessage(_ line: String) -> String {
+    for level in LogLevel.allCases {
+        if let range = line.range(of: level.label) {
+            return line[range.upperBound...].trimmingCharacters(in: .whitespaces)
+        }
+    }
+    return line
+}
+
+/// Runs the view tool (not following) and returns its summary and what it printed.
+private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void = { _ in }) async throws -> (ViewTool.Summary, CapturedText, CapturedText) {
+    let output = CapturedText()
+    let errors = CapturedText()
+    var options = ViewTool.Options(files: files, colors: .never, timeZone: utc, output: output.output, errors: errors.output)
+    change(&options)
+    let summary = try await ViewTool(options: options).run()
+    return (summary, output, errors)
+}
+
+@Suite struct ViewToolTests {
+    static let base = LogTimestamp(nanosecondsSinceEpoch: 1_482_582_698_475_000_000)   // 2016-12-24T12:31:38.475Z
+
+    /// A file with one event per level, one of them old.
+    private func sampleFile(_ folder: TemporaryDirectory) throws -> String {
+        let url = folder.appending("app.log")
+        let file = try LogFiles.destination(url)
+        LogFiles.write([
+            LogFiles.record(.verbose, "starting", at: LogTimestamp(nanosecondsSinceEpoch: Self.base.nanosecondsSinceEpoch - 3_600_000_000_000), id: "e0"),
+            LogFiles.record(.info, "Payment accepted", userInfo: ["amount": 12.5], at: Self.base, id: "e1"),
+            LogFiles.record(.warning, "gateway slow", userInfo: ["service": "payment-gw", "latency ms": 2350], at: Self.base, id: "e2"),
+            LogFiles.record(.error, "checkout failed", userInfo: ["order": ["id": 7]], at: Self.base, id: "e3"),
+        ], to: file)
+        file.shutdown()
+        return url.path
+    }
+
+    @Test func printsAlignedReadableLines() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let (summary, output, errors) = try await view([try sampleFile(folder)])
+        #expect(output.lines == [
+            "2016-12-24 11:31:38.475  📣 VERBOSE  starting",
+            "2016-12-24 12:31:38.475  ℹ️ INFO     Payment accepted amount=12.5",
+            #"2016-12-24 12:31:38.475  ⚠️ WARNING  gateway slow "latency ms"=2350 service=payment-gw"#,
+            #"2016-12-24 12:31:38.475  ☠️ ERROR    checkout failed order={"id":7}"#,
+        ])
+        #expect(errors.text.isEmpty)
+        #expect(summary.events == 4)
+        #expect(summary.shown == 4)
+    }
+
+    @Test func filtersByMinimumLevel() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let (summary, output, _) = try await view([try sampleFile(folder)]) { $0.minimumLevel = .warning }
+        #expect(output.lines.map { $0.contains("gateway slow") || $0.contains("checkout failed") } == [true, true])
+        #expect(summary.shown == 2)
+    }
+
+    @Test func grepSearchesMessageAndUserInfoValuesIgnoringCase() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let (_, output, _) = try await view([try sampleFile(folder)]) { $0.grep = "PAYMENT" }
+        #expect(output.lines.count == 2)
+        #expect(output.lines[0].contains("Payment accepted"))
+        #expect(output.lines[1].contains("gateway slow"))
+    }
+
+    @Test func sinceDropsOlderEvents() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let since = try ViewTool.parseSince("2016-12-24T12:00:00Z")
+        let (summary, output, _) = try await view([try sampleFile(folder)]) { $0.since = since }
+        #expect(summary.shown == 3)
+        #expect(!output.text.contains("starting"))
+    }
+
+    @Test func jsonPrintsTheAggregatedFormOnePerLine() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let (_, output, _) = try await view([try sampleFile(folder)]) {
+            $0.json = true
+            $0.minimumLevel = .error
+        }
+        #expect(output.lines.count == 1)
+        guard case .object(let object) = try JSONReader.parse(output.lines[0]) else {
+            Issue.record("not a JSON object: \(output.text)")
+            return
+        }
+        #expect(Set(object.keys) == ["message", "metadata", "userInfo"])
+        #expect(object["message"] == "checkout failed")
+        if case .object(let metadata)? = object["metadata"] { #expect(metadata["event_id"] == "e3") }
+    }
+
+    @Test func aMalformedLineIsReportedWithFileAndLineAndReadingGoesOn() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let path = try sampleFile(folder)
+        var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines.insert("this is not a log line", at: 1)
+        lines.insert("2016-12-24 12:31:38.475  ℹ️ INFO: {\"message\":", at: 3)
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+
+        let (summary, output, errors) = try await view([path])
+        #expect(output.lines.count == 4)
+        #expect(summary.malformed == 2)
+        let reports = errors.lines
+        #expect(reports.count == 2)
+        #expect(reports[0] == "\(path):2: no JSON object on the line")
+        #expect(reports[1].hasPrefix("\(path):4: invalid JSON at byte"))
+    }
+
+    @Test func readsRotatedFilesInTheOrderGiven() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let url = folder.appending("app.log")
+        let file = try LogFiles.destination(url, maximumFileSize: 1000, retained: 10)
+        LogFiles.write((0..<20).map { LogFiles.record(.info, "event \($0)") }, to: file)
+        file.shutdown()
+        let rotated = (1...10).map { "\(url.path).\($0)" }.filter { FileManager.default.fileExists(atPath: $0) }
+        #expect(rotated.count >= 3, "\((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []) \((try? String(contentsOf: url, encoding: .utf8)) ?? "")")
+        let (summary, output, errors) = try await view(rotated.reversed() + [url.path])
+        #expect(errors.text.isEmpty)
+        #expect(summary.events == 20)
+        #expect(output.lines.map(shownMessage) == (0..<20).map { "event \($0)" })
+    }
+
+    @Test func aMissingFileIsAOneLineErrorBeforeAnythingIsPrinted() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let path = try sampleFile(folder)
+        let output = CapturedText()
+        await #expect {
+            _ = try await ViewTool(options: .init(files: [path, folder.file("missing.log")], output: output.output)).run()
+        } throws: { error in
+            (error as? ToolError)?.message == "\(folder.file("missing.log")): No such file or directory; give the path of a log file written by the file destination"
+        }
+        #expect(output.text.isEmpty)
+    }
+
+    @Test func followShowsAppendedLinesThroughRotationsByAFileDestination() async throws {
+        let folder = try TemporaryDirectory(prefix: "view-follow")
+        let url = folder.appending("app.log")
+        let file = try LogFiles.destination(url, maximumFileSize: 1000, retained: 20)
+        defer { file.shutdown() }
+        LogFiles.write([LogFiles.record(.info, "event 0")], to: file)
+
+        let output = CapturedText()
+        let errors = CapturedText()
+        let tool = ViewTool(options: .init(
+            files: [url.path], follow: true, colors: .never, timeZone: utc, pollInterval: .milliseconds(5),
+            output: output.output, errors: errors.output
+        ))
+        let task = Task { try await tool.run() }
+        defer { task.cancel() }
+        #expect(await eventuallyAsync { output.lines.count == 1 })
+
+        // One event at a time, each shown before the next is written: at most one rotation between polls.
+        for index in 1..<20 {
+            LogFiles.write([LogFiles.record(index % 2 == 0 ? .info : .warning, "event \(index)")], to: file)
+            let shown = await eventuallyAsync(timeout: .seconds(10)) { output.lines.count == index + 1 }
+            #expect(shown, "event \(index) was not shown: \(output.text)")
+            if !shown { break }
+        }
+        task.cancel()
+        let summary = try await task.value
+        #expect(summary.rotations >= 4)
+        #expect(FileManager.default.fileExists(atPath: url.path + ".4"))
+        #expect(output.lines.map(shownMessage) == (0..<20).map { "event \($0)" })
+        #expect(errors.text.isEmpty)
+    }
+
+    @Test func followStartsAgainWhenTheFileIsTruncated() async throws {
+        let folder = try TemporaryDirectory(prefix: "view-truncate")
+        let url = folder.appending("app.log")
+        let file = try LogFiles.destination(url)
+        defer { file.shutdown() }
+        LogFiles.write([LogFiles.record(.info, "before truncation, a long message to make the file longer")], to: file)
+        let output = CapturedText()
+        let tool = ViewTool(options: .init(files: [url.path], follow: true, colors: .never, pollInterval: .milliseconds(5), output: output.output))
+        let task = Task { try await tool.run() }
+        defer { task.cancel() }
+        #expect(await eventuallyAsync { output.lines.count == 1 })
+        #expect(truncate(url.path, 0) == 0)
+        // Write through another handle, as a copytruncate rotation leaves the writer appending at 0.
+        try Array(#"2016-12-24 12:31:38.475  ℹ️ INFO: {"message":"after","metadata":{},"userInfo":{}}"#.utf8 + [10]).withUnsafeBytes { try Data($0).write(to: url) }
+        #expect(await eventuallyAsync { output.lines.count == 2 })
+        #expect(output.lines.last?.hasSuffix("after") == true)
+        task.cancel()
+        _ = try await task.value
+    }
+
+    @Test(arguments: [
+        ("2016-12-24T12:31:38Z", 1_482_582_698_000),
+        ("2016-12-24T12:31:38.475Z", 1_482_582_698_475),
+        ("2016-12-24T14:31:38+02:00", 1_482_582_698_000),
+        ("2016-12-24 12:31:38", 1_482_582_698_000),
+        ("2016-12-24 12:31:38.475", 1_482_582_698_475),
+        ("2016-12-24", 1_482_537_600_000),
+        ("10m", 1_482_582_098_475),
+        ("2h", 1_482_575_498_475),
+        ("1d", 1_482_496_298_475),
+    ])
+    func sinceAcceptsRFC3339LocalTimesAndTimesAgo(text: String, expectedMilliseconds: Int64) throws {
+        let now = Self.base.date
+        let stamp = try ViewTool.parseSince(text, now: now, zone: utc)
+        #expect(stamp.nanosecondsSinceEpoch / 1_000_000 == expectedMilliseconds)
+    }
+
+    @Test func sinceRejectsOtherTextWithTheAcceptedForms() {
+        #expect {
+            _ = try ViewTool.parseSince("yesterday")
+        } throws: { error in
+            (error as? ToolError)?.message.contains("give RFC 3339 (2024-05-01T12:00:00Z)") == true
+        }
+    }
+}
