@@ -23,6 +23,8 @@ extension Logger.Configuration {
         public var token: String?
         /// Print connection activity to the console (never the token).
         public var logActivity: Bool
+        /// Where activity lines go. Default: standard output.
+        public var activityOutput: TextOutput
         /// The spool folder. Default: `<log folder>/<log file name>.spool/`.
         public var spoolFolder: URL?
         /// The spool's size cap; past it the oldest events are dropped and counted. Default 64 MiB.
@@ -53,6 +55,7 @@ extension Logger.Configuration {
             self.pinnedPublicKeys = pinnedPublicKeys
             self.token = token
             self.logActivity = logActivity
+        self.activityOutput = .standardOutput
             self.spoolFolder = spoolFolder
             self.spoolCapacity = spoolCapacity
             self.minimumLevel = minimumLevel
@@ -74,7 +77,7 @@ extension Logger {
         destination.spool.maxTotalBytes = logstash.spoolCapacity
         var activity: (@Sendable (String) -> Void)?
         if logstash.logActivity {
-            let console = TextOutput.standardOutput
+            let console = logstash.activityOutput
             activity = { line in console.write(Array("JustLog Logstash: \(line)\n".utf8)) }
         }
         do {

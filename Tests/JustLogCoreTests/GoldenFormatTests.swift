@@ -153,3 +153,11 @@ func renderingMatchesGoldenFile(_ golden: GoldenCase) throws {
     #expect(object["message"] == .string(message))
     #expect(LineFormat().consoleLine(for: record).utf8.count > 1 << 20)
 }
+
+@Test func bridgedFoundationErrorsAreOneLinkNotTwo() {
+    struct Wrapper: Error { let underlyingError: any Error }
+    let chain = ErrorChain(Wrapper(underlyingError: URLError(.timedOut)))
+    #expect(chain.links.count == 2)
+    #expect(chain.links.last?.domain == NSURLErrorDomain)
+    #expect(ErrorChain(CocoaError(.fileNoSuchFile)).links.count == 1)
+}

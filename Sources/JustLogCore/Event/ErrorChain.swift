@@ -72,7 +72,14 @@ public struct ErrorChain: Sendable {
             userInfo[key] = nil
         }
         if underlying == nil, !(type(of: error) is NSError.Type) {
-            underlying = Mirror(reflecting: error).children.lazy.compactMap { $0.value as? any Error }.first
+            // A stored property that is itself an error is the cause — unless it is this error's own bridged
+            // form (URLError and CocoaError keep their NSError in `_nsError`): same domain and code.
+            underlying = Mirror(reflecting: error).children.lazy
+                .compactMap { $0.value as? any Error }
+                .first { candidate in
+                    let other = candidate as NSError
+                    return !(other.domain == bridged.domain && other.code == bridged.code)
+                }
         }
         let link = Link(
             domain: bridged.domain,

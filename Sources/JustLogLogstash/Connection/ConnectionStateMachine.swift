@@ -218,7 +218,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         connectionBytes += batch.bytes.count
         window.append((batch.end, connectionBytes))
 
-        var actions: [Action] = [.reportActivity("sent \(batch.recordCount) events (\(batch.bytes.count) bytes) to \(configuration.endpoint)")]
+        var actions: [Action] = [.reportActivity("sent \(batch.recordCount) event\(batch.recordCount == 1 ? "" : "s") (\(batch.bytes.count) bytes) to \(configuration.endpoint)")]
         // Acknowledge what at least resendWindowBytes more bytes have followed.
         var proven: SpoolPosition?
         while windowStart < window.count, connectionBytes - window[windowStart].bytesAfter >= configuration.resendWindowBytes {

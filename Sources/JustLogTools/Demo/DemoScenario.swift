@@ -1,10 +1,14 @@
 public import Foundation
 import JustLog
 public import JustLogCore
+import JustLogLogstash
 
 /// What `justlog demo` does: logs a realistic scenario at every level — a sign-in, a slow call, an error
-/// with a chain of underlying errors, a burst — through console, file and Logstash destinations, then
-/// checks that every event arrived and prints a summary.
+/// with a chain of underlying errors, a burst — through the console, file and Logstash destinations, then
+/// checks that every event reached the file and the collector, and prints a summary.
+///
+/// With no collector given, the demo starts an embedded `json_lines` receiver on a free loopback port, so the
+/// whole path — spool, connection, collector — runs on one machine and can be checked event by event.
 public struct DemoScenario: Sendable {
     /// How the demo runs.
     public struct Options: Sendable {
@@ -12,16 +16,37 @@ public struct DemoScenario: Sendable {
         public var burst: Int
         /// The folder of the log file and spool. Default: a new temporary folder.
         public var folder: URL?
-        /// Where the console destination and the summary go.
+        /// An external collector; `nil` (the default) starts the embedded receiver.
+        public var collector: Collector?
+        /// Where the console destination, socket activity and the summary go.
         public var output: TextOutput
         /// Where JustLog's own diagnostics go.
         public var diagnostics: DiagnosticSink
 
-        public init(burst: Int = 1000, folder: URL? = nil, output: TextOutput = .standardOutput, diagnostics: DiagnosticSink = .standardError) {
+        public init(burst: Int = 1000, folder: URL? = nil, collector: Collector? = nil,
+                    output: TextOutput = .standardOutput, diagnostics: DiagnosticSink = .standardError) {
             self.burst = burst
             self.folder = folder
+            self.collector = collector
             self.output = output
             self.diagnostics = diagnostics
+        }
+    }
+
+    /// An external collector to send to.
+    public struct Collector: Sendable {
+        public var host: String
+        public var port: Int
+        public var useTLS: Bool
+        public var caFile: String?
+        public var allowUntrustedServer: Bool
+
+        public init(host: String, port: Int, useTLS: Bool = true, caFile: String? = nil, allowUntrustedServer: Bool = false) {
+            self.host = host
+            self.port = port
+            self.useTLS = useTLS
+            self.caFile = caFile
+            self.allowUntrustedServer = allowUntrustedServer
         }
     }
 
@@ -29,13 +54,23 @@ public struct DemoScenario: Sendable {
     public struct Report: Sendable {
         public var loggedPerLevel: [LogLevel: Int] = [:]
         public var fileURL: URL
-        public var fileBytes: Int = 0
-        public var fileEvents: Int = 0
-        public var missingFromFile: Int = 0
-        public var elapsed: Double = 0
+        public var fileBytes = 0
+        public var fileEvents = 0
+        public var missingFromFile = 0
+        /// `host:port` of the collector, and whether it was the embedded one.
+        public var collector = ""
+        public var embeddedCollector = true
+        /// Distinct events the embedded receiver got, lines it got twice (resends), events of the file it
+        /// did not get. `nil` for an external collector (which the demo cannot look into).
+        public var received: Int?
+        public var duplicates: Int?
+        public var missingFromCollector: Int?
+        /// Why the final `forceSend` failed, if it did.
+        public var sendError: String?
+        public var elapsed = 0.0
         public var logged: Int { loggedPerLevel.values.reduce(0, +) }
         /// Whether every event reached every destination that should have it.
-        public var lostNothing: Bool { missingFromFile == 0 }
+        public var lostNothing: Bool { missingFromFile == 0 && (missingFromCollector ?? 0) == 0 && sendError == nil }
     }
 
     public var options: Options
@@ -44,7 +79,8 @@ public struct DemoScenario: Sendable {
         self.options = options
     }
 
-    /// Runs the scenario; throws a one-line ``ToolError`` when the folder cannot be used.
+    /// Runs the scenario; throws a one-line ``ToolError`` when the folder cannot be used or the embedded
+    /// receiver cannot start.
     public func run() async throws -> Report {
         let folder = options.folder ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
             .appendingPathComponent("justlog-demo-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
@@ -56,21 +92,50 @@ public struct DemoScenario: Sendable {
         let fileURL = folder.appendingPathComponent("justlog-demo.log")
         try? FileManager.default.removeItem(at: fileURL)
 
+        // The collector: embedded on loopback unless one was given.
+        let tally = EventIDTally()
+        var receiver: JSONLinesReceiver?
+        let collector: Collector
+        if let given = options.collector {
+            collector = given
+        } else {
+            let embedded = JSONLinesReceiver(configuration: .init(host: "127.0.0.1", port: 0), handler: tally.record)
+            let port: Int
+            do {
+                port = try await embedded.start()
+            } catch {
+                throw ToolError("cannot start the embedded receiver on 127.0.0.1: \(error); pass --host and --port of a collector instead")
+            }
+            receiver = embedded
+            collector = Collector(host: "127.0.0.1", port: port, useTLS: false)
+        }
+        var report = Report(fileURL: fileURL)
+        report.collector = "\(collector.host):\(collector.port)"
+        report.embeddedCollector = receiver != nil
+
+        let console = options.output
+        var logstash = Logger.Configuration.Logstash(
+            host: collector.host, port: UInt16(clamping: collector.port), sendInterval: 0.5, useTLS: collector.useTLS,
+            allowUntrustedServer: collector.allowUntrustedServer, caFile: collector.caFile,
+            spoolFolder: folder.appendingPathComponent("justlog-demo.log.spool", isDirectory: true)
+        )
+        logstash.logActivity = true
+        logstash.activityOutput = console
         let logger = Logger(configuration: .init(
-            console: .init(.init(output: options.output), minimumLevel: .info),
+            console: .init(.init(output: console), minimumLevel: .info),
             file: .init(url: fileURL, minimumLevel: .verbose),
+            logstash: logstash,
             defaultUserInfo: ["app": "justlog-demo", "environment": "demo", "tenant": "UK", "sessionID": .string(UUID().uuidString)],
             diagnostics: options.diagnostics
         ))
-        var report = Report(fileURL: fileURL)
+
         let start = Date()
         func log(_ level: LogLevel, _ message: String, error: (any Error)? = nil, userInfo: [String: Any]? = nil) {
             logger.log(level, message, error: error, userInfo: userInfo)
             report.loggedPerLevel[level, default: 0] += 1
         }
-
         log(.verbose, "demo starting", userInfo: ["pid": ProcessInfo.processInfo.processIdentifier])
-        log(.debug, "configuration loaded", userInfo: ["destinations": ["console", "file"], "burst": options.burst])
+        log(.debug, "configuration loaded", userInfo: ["destinations": ["console", "file", "logstash"], "burst": options.burst])
         log(.info, "user signed in", userInfo: ["user": ["id": 42, "tier": "gold"], "method": "password"])
         log(.warning, "payment service is slow", userInfo: ["latency_ms": 2350.5, "threshold_ms": 1000])
         log(.error, "checkout failed", error: DemoErrors.checkoutFailure(), userInfo: ["order_id": "o-1017", "amount": 23.4])
@@ -79,15 +144,30 @@ public struct DemoScenario: Sendable {
         }
         log(.info, "demo finished logging")
 
-        if let error = logger.shutdown(timeout: 30) {
-            options.diagnostics.report("flushing the demo logger: \(error)")
+        do {
+            try await logger.forceSend()
+        } catch {
+            report.sendError = "\(error)"
         }
+        if receiver != nil {
+            _ = await tally.waitUntil(uniqueEventIDs: report.logged, timeout: .seconds(30))
+        }
+        logger.shutdown(timeout: 10)
         report.elapsed = Date().timeIntervalSince(start)
+        await receiver?.stop()
 
+        // Check the file, and the collector against the file, event by event.
         let lines = (try? String(contentsOf: fileURL, encoding: .utf8))?.split(separator: "\n") ?? []
         report.fileEvents = lines.count
         report.fileBytes = (try? FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? Int) ?? 0
         report.missingFromFile = max(0, report.logged - lines.count)
+        if receiver != nil {
+            let fileIDs = Set(lines.compactMap { try? FileLine(parsing: $0).record.eventID })
+            let snapshot = tally.snapshot
+            report.received = snapshot.uniqueEventIDs
+            report.duplicates = snapshot.duplicates
+            report.missingFromCollector = fileIDs.subtracting(tally.eventIDs).count + max(0, report.logged - fileIDs.count)
+        }
         return report
     }
 
@@ -99,11 +179,25 @@ public struct DemoScenario: Sendable {
         }
         table.add(["logged", "\(report.logged)"])
         table.add(["in the file", "\(report.fileEvents)"])
+        if let received = report.received {
+            table.add(["at the collector", "\(received)"])
+            table.add(["  resent twice", "\(report.duplicates ?? 0)"])
+        }
         let rate = report.elapsed > 0 ? Double(report.logged) / report.elapsed : 0
         var text = "\n" + table.text
-        text += "file: \(report.fileURL.path) (\(report.fileBytes) bytes)\n"
-        text += "time: \(String(format: "%.3f", report.elapsed)) s, \(Int(rate)) events/s\n"
-        text += report.lostNothing ? "result: nothing lost\n" : "result: \(report.missingFromFile) event(s) missing from the file\n"
+        text += "file:      \(report.fileURL.path) (\(report.fileBytes) bytes)\n"
+        text += "collector: \(report.collector) (\(report.embeddedCollector ? "embedded json_lines receiver" : "external; the demo cannot count what it received"))\n"
+        text += "time:      \(String(format: "%.3f", report.elapsed)) s, \(Int(rate)) events/s\n"
+        if let sendError = report.sendError { text += "sending:   \(sendError)\n" }
+        if report.lostNothing {
+            text += "result:    nothing lost\n"
+        } else {
+            var problems: [String] = []
+            if report.missingFromFile > 0 { problems.append("\(report.missingFromFile) event(s) missing from the file") }
+            if let missing = report.missingFromCollector, missing > 0 { problems.append("\(missing) event(s) missing at the collector") }
+            if report.sendError != nil { problems.append("events were not handed to the collector (they stay in the spool)") }
+            text += "result:    LOST: " + problems.joined(separator: "; ") + "\n"
+        }
         return text
     }
 }

@@ -1,0 +1,54 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import JustLogTools
+import Testing
+
+@Suite struct DemoScenarioTests {
+    @Test func demoRunsTheWholePathOnOneMachineAndLosesNothing() async throws {
+        let folder = try TemporaryDirectory(prefix: "demo")
+        let output = LineCapture()
+        let report = try await DemoScenario(options: .init(burst: 500, folder: folder.url, output: output.output,
+                                                           diagnostics: output.diagnostics)).run()
+        #expect(report.logged == 506)
+        #expect(report.loggedPerLevel == [.verbose: 1, .debug: 501, .info: 2, .warning: 1, .error: 1])
+        #expect(report.fileEvents == 506)
+        #expect(report.received == 506, "every event reached the embedded collector")
+        #expect(report.missingFromCollector == 0)
+        #expect(report.lostNothing)
+        let summary = DemoScenario.summary(report)
+        #expect(summary.contains("result:    nothing lost"))
+        #expect(summary.contains("at the collector     506"))
+        // The console shows info and above, readable, and the socket activity.
+        #expect(output.text.contains("☠️ ERROR: checkout failed"))
+        #expect(!output.text.contains("burst event"), "the burst is debug: file and Logstash only")
+        #expect(output.text.contains("JustLog Logstash: connected to 127.0.0.1:"))
+        // The error chain reaches the file: NSError → Swift LocalizedError → URLError.
+        let errorLine = try String(contentsOf: report.fileURL, encoding: .utf8).split(separator: "\n")
+            .map { try FileLine(parsing: $0) }.first { $0.record.message == "checkout failed" }
+        guard case .array(let chain)? = errorLine?.record.userInfo["errors"] else { Issue.record("no error chain"); return }
+        #expect(chain.count == 3)
+    }
+
+    @Test func demoAgainstADeadCollectorSaysWhatWasLostAndFails() async throws {
+        let folder = try TemporaryDirectory(prefix: "demo-dead")
+        let port = try FreePort.make()  // nothing listens there
+        let output = LineCapture()
+        let report = try await DemoScenario(options: .init(
+            burst: 10, folder: folder.url, collector: .init(host: "127.0.0.1", port: port, useTLS: false),
+            output: output.output, diagnostics: output.diagnostics
+        )).run()
+        #expect(!report.lostNothing)
+        #expect(report.sendError?.contains("stay spooled") == true, "\(report.sendError ?? "nil")")
+        #expect(DemoScenario.summary(report).contains("result:    LOST: events were not handed to the collector (they stay in the spool)"))
+        #expect(report.fileEvents == report.logged, "the file still has everything")
+    }
+
+    @Test func unusableFolderIsOneClearError() async {
+        await #expect {
+            _ = try await DemoScenario(options: .init(burst: 1, folder: URL(fileURLWithPath: "/proc/justlog-demo"))).run()
+        } throws: { error in
+            (error as? ToolError)?.message.contains("pass --dir with a writable folder") == true
+        }
+    }
+}
