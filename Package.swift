@@ -67,7 +67,7 @@ let package = Package(
 
         // MARK: - Tests
         .target(name: "JustLogTestSupport", dependencies: ["JustLogCore"], path: "Tests/JustLogTestSupport"),
-        .executableTarget(name: "JustLogTestChild", dependencies: ["JustLog"], path: "Tests/Fixtures/JustLogTestChild"),
+        .executableTarget(name: "JustLogTestChild", dependencies: ["JustLog", "JustLogCore"], path: "Tests/Fixtures/JustLogTestChild"),
         .testTarget(name: "JustLogCoreTests", dependencies: ["JustLogCore", "JustLogTestSupport"], exclude: ["Golden"]),
         .testTarget(
             name: "JustLogLoggingTests",

@@ -11,6 +11,7 @@ final class ChildProcess: @unchecked Sendable {
 
     struct State {
         var last = -1
+        var lines: [String] = []
         var buffer = Data()
         var stderr = Data()
     }
@@ -29,7 +30,7 @@ final class ChildProcess: @unchecked Sendable {
                 while let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) {
                     let line = String(decoding: state.buffer[state.buffer.startIndex..<newline], as: UTF8.self)
                     state.buffer.removeSubrange(state.buffer.startIndex...newline)
-                    if let index = Int(line) { state.last = max(state.last, index) }
+                    if let index = Int(line) { state.last = max(state.last, index) } else { state.lines.append(line) }
                 }
             }
         }
@@ -47,6 +48,8 @@ final class ChildProcess: @unchecked Sendable {
     /// The highest event index the child reported as logged (its log call had returned).
     var lastAcknowledged: Int { state.current.last }
     var errorOutput: String { String(decoding: state.current.stderr, as: UTF8.self) }
+    /// Lines of stdout that are not event indexes.
+    var outputLines: [String] { state.current.lines }
 
     func waitForAcknowledged(atLeast count: Int, timeout: Double) -> Bool {
         eventually(timeout: timeout) { lastAcknowledged >= count || !process.isRunning }

@@ -114,28 +114,30 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     }
 
     private static func format(_ parts: tm, millis: Int, dateTimeSeparator: Character, suffix: String) -> String {
-        var out = ""
-        out.reserveCapacity(24)
-        func pad(_ value: Int, _ width: Int) {
-            let digits = String(value)
-            if digits.count < width { out.append(String(repeating: "0", count: width - digits.count)) }
-            out.append(digits)
+        // One buffer, one String: `yyyy-MM-dd?HH:mm:ss.SSS` plus the suffix.
+        var bytes = [UInt8](repeating: 0, count: 23)
+        func put(_ value: Int, at offset: Int, width: Int) {
+            var value = value
+            for position in stride(from: offset + width - 1, through: offset, by: -1) {
+                bytes[position] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            }
         }
-        pad(Int(parts.tm_year) + 1900, 4)
-        out.append("-")
-        pad(Int(parts.tm_mon) + 1, 2)
-        out.append("-")
-        pad(Int(parts.tm_mday), 2)
-        out.append(dateTimeSeparator)
-        pad(Int(parts.tm_hour), 2)
-        out.append(":")
-        pad(Int(parts.tm_min), 2)
-        out.append(":")
-        pad(Int(parts.tm_sec), 2)
-        out.append(".")
-        pad(millis, 3)
-        out.append(suffix)
-        return out
+        put(Int(parts.tm_year) + 1900, at: 0, width: 4)
+        bytes[4] = UInt8(ascii: "-")
+        put(Int(parts.tm_mon) + 1, at: 5, width: 2)
+        bytes[7] = UInt8(ascii: "-")
+        put(Int(parts.tm_mday), at: 8, width: 2)
+        bytes[10] = dateTimeSeparator.asciiValue ?? UInt8(ascii: " ")
+        put(Int(parts.tm_hour), at: 11, width: 2)
+        bytes[13] = UInt8(ascii: ":")
+        put(Int(parts.tm_min), at: 14, width: 2)
+        bytes[16] = UInt8(ascii: ":")
+        put(Int(parts.tm_sec), at: 17, width: 2)
+        bytes[19] = UInt8(ascii: ".")
+        put(millis, at: 20, width: 3)
+        bytes.append(contentsOf: suffix.utf8)
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

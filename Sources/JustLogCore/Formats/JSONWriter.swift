@@ -64,46 +64,53 @@ public enum JSONWriter {
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Appends `string` as a JSON string literal.
+    /// Appends `string` as a JSON string literal: runs of bytes that need no escape are copied at once.
     public static func writeString(_ string: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        var utf8 = Array(string.utf8)
-        var index = 0
-        let count = utf8.count
-        var runStart = 0
-        func flushRun(_ end: Int) {
-            if end > runStart { out.append(contentsOf: utf8[runStart..<end]) }
-        }
-        while index < count {
-            let byte = utf8[index]
-            var escape: [UInt8]? = nil
-            var width = 1
-            switch byte {
-            case UInt8(ascii: "\""): escape = [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): escape = [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: escape = [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: escape = [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: escape = [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0x08: escape = [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x0C: escape = [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0x00..<0x20, 0x7F:
-                escape = Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            case 0xE2 where index + 2 < count && utf8[index + 1] == 0x80 && (utf8[index + 2] == 0xA8 || utf8[index + 2] == 0xA9):
-                escape = Array((utf8[index + 2] == 0xA8 ? "\\u2028" : "\\u2029").utf8)
-                width = 3
-            default: break
-            }
-            if let escape {
-                flushRun(index)
-                out.append(contentsOf: escape)
+        var string = string
+        string.withUTF8 { bytes in
+            let count = bytes.count
+            var runStart = 0
+            var index = 0
+            while index < count {
+                let byte = bytes[index]
+                // Fast path: printable ASCII other than `"` and `\`, and UTF-8 bytes that are not E2.
+                if byte >= 0x20, byte != 0x22, byte != 0x5C, byte != 0x7F, byte != 0xE2 {
+                    index += 1
+                    continue
+                }
+                var width = 1
+                var replacement: StaticString?
+                switch byte {
+                case 0x22: replacement = "\\\""
+                case 0x5C: replacement = "\\\\"
+                case 0x0A: replacement = "\\n"
+                case 0x0D: replacement = "\\r"
+                case 0x09: replacement = "\\t"
+                case 0x08: replacement = "\\b"
+                case 0x0C: replacement = "\\f"
+                case 0xE2:
+                    // U+2028 / U+2029 (E2 80 A8 / E2 80 A9) would end a line in JavaScript readers.
+                    guard index + 2 < count, bytes[index + 1] == 0x80, bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9 else {
+                        index += 1
+                        continue
+                    }
+                    replacement = bytes[index + 2] == 0xA8 ? "\\u2028" : "\\u2029"
+                    width = 3
+                default: break  // other C0 controls and DEL: \u00XX below
+                }
+                if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+                if let replacement {
+                    replacement.withUTF8Buffer { out.append(contentsOf: $0) }
+                } else {
+                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                            hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
                 index += width
                 runStart = index
-            } else {
-                index += 1
             }
+            if count > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<count])) }
         }
-        flushRun(count)
-        utf8.removeAll()
         out.append(UInt8(ascii: "\""))
     }
 }

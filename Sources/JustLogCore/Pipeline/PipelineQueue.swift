@@ -23,6 +23,10 @@ final class PipelineQueue: @unchecked Sendable {
     /// patience) is seen often, large enough that a destination writes in batches.
     static let batchLimit = 1024
 
+    /// How long the worker lingers after being woken, so a burst costs one wake-up, not one per event;
+    /// also the most a lone event waits before it is written.
+    static let linger = 0.001
+
     private enum State { case running, stopping, stopped }
 
     let dispatcher: RecordDispatcher
@@ -202,10 +206,17 @@ final class PipelineQueue: @unchecked Sendable {
         batch.reserveCapacity(min(configuration.capacity, 4096))
         while true {
             lock.lock()
-            while head == items.count && state != .stopped {
-                workerIsWaiting = true
-                lock.wait()
-                workerIsWaiting = false
+            if head == items.count && state != .stopped {
+                while head == items.count && state != .stopped {
+                    workerIsWaiting = true
+                    lock.wait()
+                    workerIsWaiting = false
+                }
+                // Woken by the first event of a burst: linger briefly, without asking to be woken, so the
+                // rest of the burst is queued without a wake-up syscall per event.
+                if items.count - head < Self.batchLimit && state == .running {
+                    _ = lock.wait(seconds: Self.linger)
+                }
             }
             if head == items.count && state == .stopped {
                 lock.unlock()

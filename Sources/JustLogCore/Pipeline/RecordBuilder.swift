@@ -25,10 +25,13 @@ public struct RecordBuilder: Sendable {
 
     /// The record of `event`, the `sequence`-th event of its pipeline.
     public func record(for event: LogEvent, sequence: UInt64) -> LogRecord {
-        var userInfo = defaultUserInfo
-        if userInfo.isEmpty {
+        var userInfo: [String: LogValue]
+        if defaultUserInfo.isEmpty {
             userInfo = event.userInfo
+            userInfo.reserveCapacity(event.userInfo.count + 1)
         } else {
+            userInfo = defaultUserInfo
+            userInfo.reserveCapacity(defaultUserInfo.count + event.userInfo.count + 1)
             userInfo.merge(event.userInfo) { _, call in call }
         }
         KeyCollision.insert(UserInfoKey.logType, .string(event.level.logType), into: &userInfo, displacedSuffix: "userInfo")
@@ -42,6 +45,7 @@ public struct RecordBuilder: Sendable {
 
         let eventID = eventIDs.id(for: sequence)
         var metadata = event.metadata
+        metadata.reserveCapacity(event.metadata.count + 8)
         let own: [(String, LogValue)] = [
             (MetadataKey.file, .string(event.callSite.fileName)),
             (MetadataKey.function, .string(event.callSite.function)),

@@ -8,8 +8,12 @@
 //                                                      spool holds, exits 0 (or 1 with the error)
 //   JustLogTestChild unresolvable FOLDER COUNT         the documented snippet's unresolvable host: logs COUNT
 //                                                      events and returns from main
+//   JustLogTestChild spool-cap FOLDER PORT             with nothing listening on PORT, logs three rounds of
+//                                                      40 000 1-KiB events into the default 64 MiB spool; prints
+//                                                      "round N rss BYTES" after each
 import Foundation
 import JustLog
+import JustLogCore
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
@@ -57,6 +61,19 @@ case "logstash-loop", "logstash-drain":
         }
     }
 
+case "spool-cap":
+    logger.enableFileLogging = false
+    logger.logstashHost = "127.0.0.1"
+    logger.logstashPort = UInt16(arguments[3]) ?? 0
+    logger.logstashUseTLS = false
+    logger.setup()
+    let payload = String(repeating: "x", count: 1000)
+    for round in 1...3 {
+        for index in 0..<40_000 { logger.info("round \(round) event \(index) \(payload)") }
+        _ = logger.pipeline?.flush(timeout: 0.2)
+        FileHandle.standardOutput.write(Data("round \(round) rss \(residentBytes())\n".utf8))
+    }
+
 case "unresolvable":
     logger.enableFileLogging = false
     logger.logstashHost = "my.logstash.endpoint.com"
@@ -69,6 +86,13 @@ case "unresolvable":
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
     exit(2)
+}
+
+/// Resident memory of this process, in bytes (Linux `/proc/self/statm`).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let pages = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
 final class LockedFailure: @unchecked Sendable {
