@@ -21,28 +21,20 @@ public enum FlattenedFormat {
 
     /// The flattened members of `record`, in the order they are written.
     public static func members(of record: LogRecord) -> [(key: String, value: LogValue)] {
-        var result: [String: LogValue] = [:]
-        result.reserveCapacity(record.metadata.count + record.userInfo.count + 2)
-
-        func add(_ key: String, _ value: LogValue, suffix: String) {
-            if result[key] == nil {
-                result[key] = value
-            } else {
-                result[KeyCollision.freeKey(for: key, suffix: suffix) { result[$0] != nil }] = value
-            }
-        }
+        // In precedence order: the rules above, applied by `resolve`.
+        var candidates: [(key: String, value: LogValue, suffix: String)] = []
+        candidates.reserveCapacity(record.metadata.count + record.userInfo.count + 2)
         func addFlattening(_ key: String, _ value: LogValue, suffix: String) {
             if case .object(let object) = value, !object.isEmpty {
                 for nestedKey in object.keys.sorted(by: byteOrder) {
                     addFlattening(key + "." + nestedKey, object[nestedKey]!, suffix: suffix)
                 }
             } else {
-                add(key, value, suffix: suffix)
+                candidates.append((key, value, suffix))
             }
         }
-
-        add(timestampKey, record.metadata[MetadataKey.timestamp] ?? .string(record.timestamp.rfc3339), suffix: "metadata")
-        add(AggregatedFormat.messageKey, .string(record.message), suffix: "message")
+        candidates.append((timestampKey, record.metadata[MetadataKey.timestamp] ?? .string(record.timestamp.rfc3339), "metadata"))
+        candidates.append((AggregatedFormat.messageKey, .string(record.message), "message"))
         for key in record.metadata.keys.sorted(by: byteOrder) where key != MetadataKey.timestamp {
             addFlattening(key, record.metadata[key]!, suffix: "metadata")
         }
@@ -50,6 +42,35 @@ public enum FlattenedFormat {
             var value = record.userInfo[key]!
             if key == UserInfoKey.errorCode, case .int(let code) = value { value = .string(String(code)) }
             addFlattening(key, value, suffix: "userInfo")
+        }
+        return resolve(candidates)
+    }
+
+    /// Applies the precedence rule to candidates given in precedence order, and sorts by final key.
+    ///
+    /// Fast path: sort by key (stable, so precedence order is kept among equal keys); if no two neighbours
+    /// share a key there is nothing to rename and no hashing is needed.
+    static func resolve(_ candidates: [(key: String, value: LogValue, suffix: String)]) -> [(key: String, value: LogValue)] {
+        let ranked = candidates.enumerated().sorted { lhs, rhs in
+            lhs.element.key == rhs.element.key ? lhs.offset < rhs.offset : byteOrder(lhs.element.key, rhs.element.key)
+        }
+        var collides = false
+        for index in ranked.indices.dropFirst() where ranked[index].element.key == ranked[index - 1].element.key {
+            collides = true
+            break
+        }
+        if !collides {
+            return ranked.map { ($0.element.key, $0.element.value) }
+        }
+        // Collisions (rare): the first owner keeps the key, in precedence order; later ones are renamed.
+        var result: [String: LogValue] = [:]
+        result.reserveCapacity(candidates.count)
+        for candidate in candidates {
+            if result[candidate.key] == nil {
+                result[candidate.key] = candidate.value
+            } else {
+                result[KeyCollision.freeKey(for: candidate.key, suffix: candidate.suffix) { result[$0] != nil }] = candidate.value
+            }
         }
         return result.sorted { byteOrder($0.key, $1.key) }
     }

@@ -75,10 +75,10 @@ public struct RecordBuilder: Sendable {
 public enum KeyCollision {
     /// Puts `value` under `key`; an existing different value there moves to a free renamed key.
     public static func insert(_ key: String, _ value: LogValue, into dictionary: inout [String: LogValue], displacedSuffix: String) {
-        if let existing = dictionary[key], existing != value {
+        // One hash lookup in the common case (no collision).
+        if let existing = dictionary.updateValue(value, forKey: key), existing != value {
             dictionary[freeKey(for: key, suffix: displacedSuffix, in: dictionary)] = existing
         }
-        dictionary[key] = value
     }
 
     /// The first of `<key>_<suffix>`, `<key>_<suffix>_2`, … not yet used in `isTaken`.
