@@ -77,7 +77,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "JustLogTests", dependencies: ["JustLog", "JustLogCore", "JustLogTestSupport", "JustLogTestChild"]),
-        .testTarget(name: "JustLogToolsTests", dependencies: ["JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport"]),
+        .testTarget(name: "JustLogToolsTests", dependencies: ["JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI"]),
     ]
 )
 
