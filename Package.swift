@@ -77,7 +77,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "JustLogTests", dependencies: ["JustLog", "JustLogCore", "JustLogTestSupport", "JustLogTestChild"]),
-        .testTarget(name: "JustLogToolsTests", dependencies: ["JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI"]),
+        .testTarget(
+            name: "JustLogToolsTests",
+            dependencies: [
+                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
     ]
 )
 
