@@ -83,7 +83,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "JustLogTests", dependencies: ["JustLog", "JustLogCore", "JustLogTestSupport", "JustLogTestChild"]),
-        .testTarget(name: "JustLogToolsTests", dependencies: ["JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport"]),
+        .testTarget(
+            name: "JustLogToolsTests",
+            dependencies: [
+                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
     ]
 )
 

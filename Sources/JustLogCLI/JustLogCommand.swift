@@ -6,6 +6,6 @@ struct JustLogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "justlog",
         abstract: "Structured logging to console, rotating files and Logstash — the tool.",
-        subcommands: [DemoCommand.self, BenchCommand.self, ReceiveCommand.self, ViewCommand.self]
+        subcommands: [DemoCommand.self, BenchCommand.self, ReceiveCommand.self, ViewCommand.self, ShipCommand.self]
     )
 }

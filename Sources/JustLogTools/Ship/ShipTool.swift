@@ -1,0 +1,447 @@
+import Foundation
+public import JustLogCore
+import JustLogLogstash
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `justlog ship` does: sends log files written by the file destination to a Logstash-compatible
+/// collector, through the same disk spool and client as the Logstash destination, resumably.
+///
+/// 1. Each line is read back (``FileLine``) and turned into the flattened form (``FlattenedFormat``),
+///    keeping the event's own `event_id` and `@timestamp` (a line without an `event_id` gets one derived
+///    from its bytes, so a rerun sends the same id). A line that can't be read back is reported as
+///    `FILE:LINE: reason` and skipped.
+/// 2. Records are appended to a ``LogstashSpool`` (default folder `<first file>.ship-spool`), which a
+///    ``LogstashClient`` drains. Reading waits while the spool holds more than ``Options/maxSpooledBytes``,
+///    so the spool never reaches its cap and drops nothing.
+/// 3. After each chunk, `checkpoints.json` in the spool folder records how far each file was spooled
+///    (by device and inode, so a rotated file is recognised). A rerun continues from there, and the spool
+///    re-sends what was spooled but not delivered.
+/// 4. Cancelling the task (the command does it on Ctrl-C) stops reading, saves the checkpoints, sends what
+///    it can within the client's shutdown timeout, and throws a ``ToolError`` with exit code 130.
+///
+/// ```swift
+/// var options = ShipTool.Options(files: ["app.log.1", "app.log"], host: "logstash.example.com", port: 5052)
+/// options.caFile = "/etc/ssl/private-ca.pem"
+/// let summary = try await ShipTool(options: options).run()
+/// ```
+public struct ShipTool: Sendable {
+    /// How `justlog ship` runs.
+    public struct Options: Sendable {
+        /// The log files, shipped in this order (oldest first).
+        public var files: [String]
+        /// The collector.
+        public var host: String
+        public var port: Int
+        /// TLS (default `true`); `false` is plain TCP.
+        public var useTLS: Bool
+        /// PEM bundle of CAs to trust instead of the system roots.
+        public var caFile: String?
+        /// TLS without certificate verification (a warning is printed).
+        public var allowUntrustedServer: Bool
+        /// The spool folder (default `<first file>.ship-spool`); it also holds `checkpoints.json`.
+        public var spoolDirectory: String?
+        /// Longest time to connect and finish the TLS handshake (default 10 s).
+        public var connectTimeout: Duration
+        /// Longest time delivery may make no progress after a lost connection before giving up (default 60 s).
+        public var stallTimeout: Duration
+        /// Reading pauses while the spool holds more than this (default 24 MiB; the spool's cap is 64 MiB).
+        public var maxSpooledBytes: Int
+        /// How often progress is shown (default: 0.1 s on a terminal, 2 s otherwise).
+        public var progressInterval: Duration?
+        /// Where progress goes (default standard error; a bar on a terminal, lines otherwise).
+        public var progress: TextOutput
+        /// Where the summary goes (default standard output).
+        public var output: TextOutput
+        /// Where malformed-line reports and warnings go (default standard error).
+        public var errors: TextOutput
+        /// Called after each chunk is spooled and checkpointed (tests use it to interrupt at a known point).
+        public var onChunk: (@Sendable (Progress) -> Void)?
+
+        public init(
+            files: [String],
+            host: String,
+            port: Int,
+            useTLS: Bool = true,
+            caFile: String? = nil,
+            allowUntrustedServer: Bool = false,
+            spoolDirectory: String? = nil,
+            connectTimeout: Duration = .seconds(10),
+            stallTimeout: Duration = .seconds(60),
+            maxSpooledBytes: Int = 24 << 20,
+            progressInterval: Duration? = nil,
+            progress: TextOutput = .standardError,
+            output: TextOutput = .standardOutput,
+            errors: TextOutput = .standardError,
+            onChunk: (@Sendable (Progress) -> Void)? = nil
+        ) {
+            self.files = files
+            self.host = host
+            self.port = port
+            self.useTLS = useTLS
+            self.caFile = caFile
+            self.allowUntrustedServer = allowUntrustedServer
+            self.spoolDirectory = spoolDirectory
+            self.connectTimeout = connectTimeout
+            self.stallTimeout = stallTimeout
+            self.maxSpooledBytes = maxSpooledBytes
+            self.progressInterval = progressInterval
+            self.progress = progress
+            self.output = output
+            self.errors = errors
+            self.onChunk = onChunk
+        }
+
+        /// The spool folder used.
+        public var resolvedSpoolDirectory: String {
+            spoolDirectory ?? ((files.first ?? "justlog") + ".ship-spool")
+        }
+    }
+
+    /// Where shipping stands.
+    public struct Progress: Sendable, Hashable {
+        /// Bytes of the input read and spooled this run, of ``totalBytes``.
+        public var bytesRead = 0
+        /// Bytes to read this run (after the checkpoints).
+        public var totalBytes = 0
+        /// Events spooled this run.
+        public var eventsSpooled = 0
+        /// Events written to the collector this run (resends included).
+        public var eventsSent: UInt64 = 0
+        /// Lines skipped because they could not be read back or were too large.
+        public var skipped = 0
+    }
+
+    /// What the run did.
+    public struct Summary: Sendable, Hashable {
+        public var files = 0
+        /// Bytes skipped because an earlier run had shipped them.
+        public var resumedBytes = 0
+        public var progress = Progress()
+        /// Events left undelivered in the spool at the end (0 after a complete run).
+        public var leftInSpool = 0
+        public var elapsed: Duration = .zero
+        public var spoolDirectory = ""
+    }
+
+    public var options: Options
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    /// Ships every file; see the type's discussion.
+    ///
+    /// - Throws: ``ToolError`` — bad options, a missing file, an unusable spool folder, a collector that
+    ///   can't be reached, a refused certificate (exit code 1), or the interruption (exit code 130).
+    @discardableResult
+    public func run() async throws -> Summary {
+        try validate()
+        let start = ContinuousClock.now
+        let spoolDirectory = options.resolvedSpoolDirectory
+        // Open every file first: a wrong name fails before anything is sent.
+        let readers = try options.files.map { try LogFileReader(path: $0) }
+        let lock = try SpoolFolderLock(directory: spoolDirectory)
+        defer { lock.release() }
+        var checkpoints = try ShipCheckpoints.load(folder: spoolDirectory)
+
+        let spool: LogstashSpool
+        do {
+            spool = try LogstashSpool(configuration: .init(directory: spoolDirectory))
+        } catch let error as LogstashError {
+            throw ToolError("can't use the spool folder \(spoolDirectory): \(error.message); pass --spool with a writable folder")
+        }
+        defer { spool.close() }
+        let client = try makeClient(spool: spool)
+        client.start()
+
+        // Resume each file from its checkpoint.
+        var summary = Summary(files: readers.count, spoolDirectory: spoolDirectory)
+        var inputs: [(reader: LogFileReader, entry: ShipCheckpoints.Entry)] = []
+        var seen: Set<[UInt64]> = []
+        for reader in readers {
+            guard seen.insert([reader.device, reader.inode]).inserted else { continue }
+            var entry = ShipCheckpoints.Entry(path: reader.path, device: reader.device, inode: reader.inode, offset: 0, line: 0, head: "")
+            if let saved = checkpoints.entry(device: reader.device, inode: reader.inode, path: reader.path), saved.offset <= reader.openFileSize {
+                entry = saved
+                entry.path = reader.path
+            }
+            inputs.append((try LogFileReader(path: reader.path, offset: entry.offset, lineNumber: entry.line), entry))
+            summary.resumedBytes += entry.offset
+            summary.progress.totalBytes += max(0, reader.openFileSize - entry.offset)
+        }
+
+        var display = ProgressDisplay(options: options, target: "\(options.host):\(options.port)")
+        var interrupted = false
+        reading: for index in inputs.indices {
+            let reader = inputs[index].reader
+            while true {
+                if Task.isCancelled { interrupted = true; break reading }
+                // Backpressure: let the client drain before spooling more.
+                while spool.counterSnapshot.queuedBytes > options.maxSpooledBytes {
+                    if Task.isCancelled { interrupted = true; break reading }
+                    try await checkDelivery(client, spool: spool, summary: summary)
+                    try? await Task.sleep(for: .milliseconds(20))
+                    summary.progress.eventsSent = await client.counters().sent
+                    display.show(summary.progress)
+                }
+                var lines = reader.readLines(maxBytes: 256 << 10) ?? []
+                let atEnd = lines.isEmpty
+                if atEnd, let last = reader.finishPartialLine() { lines.append(last) }
+                if lines.isEmpty { break }
+                let before = inputs[index].entry.offset
+                try spoolLines(lines, from: reader, into: spool, progress: &summary.progress)
+                client.recordsAppended(lines.count)
+                inputs[index].entry.offset = lines.last!.endOffset
+                inputs[index].entry.line = lines.last!.number
+                inputs[index].entry.head = ShipCheckpoints.head(of: reader.path, upTo: inputs[index].entry.offset)
+                summary.progress.bytesRead += inputs[index].entry.offset - before
+                checkpoints.update(inputs[index].entry)
+                try checkpoints.save(folder: spoolDirectory)
+                summary.progress.eventsSent = await client.counters().sent
+                display.show(summary.progress)
+                options.onChunk?(summary.progress)
+                if atEnd { break }
+            }
+        }
+
+        // Deliver what is spooled.
+        if !interrupted {
+            interrupted = try await deliverAll(client, spool: spool, summary: summary, display: &display)
+        }
+        await client.shutdown()
+        summary.progress.eventsSent = await client.counters().sent
+        summary.leftInSpool = spool.counterSnapshot.queuedRecords
+        summary.elapsed = ContinuousClock.now - start
+        display.finish(summary.progress)
+        if interrupted {
+            throw ToolError(
+                "interrupted: \(summary.progress.eventsSpooled) event(s) spooled this run, \(summary.leftInSpool) not yet delivered stay in \(spoolDirectory); run the same command again to continue",
+                exitCode: 130
+            )
+        }
+        if summary.leftInSpool > 0 {
+            throw ToolError(
+                "\(summary.leftInSpool) event(s) could not be delivered to \(options.host):\(options.port) and stay in \(spoolDirectory); run the same command again to send them"
+            )
+        }
+        options.output.write(Array(Self.summaryText(summary, options: options).utf8))
+        return summary
+    }
+
+    // MARK: - Steps
+
+    private func validate() throws {
+        guard !options.files.isEmpty else { throw ToolError("no log file given: name one or more files written by the file destination") }
+        guard !options.host.isEmpty else { throw ToolError("no collector given: pass --host and --port") }
+        guard (1...65535).contains(options.port) else { throw ToolError("--port \(options.port) is not a TCP port: give 1–65535") }
+        if let caFile = options.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ToolError("--ca-file \(caFile): no such readable file; give the PEM file of the collector's CA certificate")
+        }
+    }
+
+    private func makeClient(spool: LogstashSpool) throws -> LogstashClient {
+        var configuration = LogstashClient.Configuration(host: options.host, port: options.port)
+        configuration.useTLS = options.useTLS
+        configuration.caFile = options.caFile
+        configuration.allowUntrustedServer = options.allowUntrustedServer
+        configuration.sendInterval = .milliseconds(50)
+        configuration.connectTimeout = options.connectTimeout
+        configuration.backoffMaximum = .seconds(5)
+        configuration.shutdownTimeout = .seconds(5)
+        let errors = options.errors
+        do {
+            return try LogstashClient(
+                configuration: configuration,
+                spool: spool,
+                warning: { line in errors.write(Array("justlog: \(line.replacingOccurrences(of: "JustLog WARNING: allowUntrustedServer is on", with: "WARNING: --allow-untrusted"))\n".utf8)) }
+            )
+        } catch let error as LogstashError {
+            throw ToolError(error.message)
+        }
+    }
+
+    /// Converts lines to flattened records and appends them to the spool; malformed lines are reported.
+    private func spoolLines(_ lines: [LogFileReader.Line], from reader: LogFileReader, into spool: LogstashSpool, progress: inout Progress) throws {
+        var problems = ""
+        for line in lines {
+            if line.tooLong {
+                progress.skipped += 1
+                problems += "\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n"
+                continue
+            }
+            if line.bytes.isEmpty { continue }
+            let record: [UInt8]
+            do {
+                record = try Self.flattened(line.bytes)
+            } catch {
+                progress.skipped += 1
+                problems += "\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message)), skipped\n"
+                continue
+            }
+            do {
+                try spool.append(record)
+                progress.eventsSpooled += 1
+            } catch let error as LogstashError where error.code == .recordTooLarge {
+                progress.skipped += 1
+                problems += "\(reader.path):\(line.number): \(error.message), skipped\n"
+            } catch let error as LogstashError {
+                throw ToolError("can't append to the spool \(spool.configuration.directory): \(error.message)")
+            }
+        }
+        if !problems.isEmpty { options.errors.write(Array(problems.utf8)) }
+    }
+
+    /// The flattened JSON of a file line, keeping its `event_id` and timestamp.
+    static func flattened(_ line: [UInt8]) throws(JustLogError) -> [UInt8] {
+        var record = try FileLine(parsing: Substring(String(decoding: line, as: UTF8.self))).record
+        if record.eventID.isEmpty {
+            // Older files: an id derived from the line, the same on every run, so a collector can drop resends.
+            let id = "ship-" + String(ShipCheckpoints.fnv1a64(line), radix: 16)
+            record.eventID = id
+            record.metadata[MetadataKey.eventID] = .string(id)
+        }
+        if record.metadata[MetadataKey.timestamp] == nil {
+            record.metadata[MetadataKey.timestamp] = .string(record.timestamp.rfc3339)
+        }
+        return FlattenedFormat.encode(record)
+    }
+
+    /// Fails fast when the collector can't be reached at all (never connected) or a certificate is refused.
+    private func checkDelivery(_ client: LogstashClient, spool: LogstashSpool, summary: Summary) async throws {
+        let counters = await client.counters()
+        if counters.connects == 0, counters.connectionErrors > 0 {
+            // Ask for a flush to learn why (it fails at once when the connection attempt failed).
+            if case .failure(let error) = await flushOutcome(client) { throw describe(error, queued: spool.counterSnapshot.queuedRecords) }
+        }
+    }
+
+    /// Flushes until everything spooled is written, retrying after lost connections while delivery makes
+    /// progress; `true` if interrupted.
+    private func deliverAll(_ client: LogstashClient, spool: LogstashSpool, summary: Summary, display: inout ProgressDisplay) async throws -> Bool {
+        var lastProgress = ContinuousClock.now
+        var lastQueued = spool.counterSnapshot.queuedRecords
+        var progress = summary.progress
+        while true {
+            let outcome = await flushOutcome(client) {
+                progress.eventsSent = $0
+                display.show(progress)
+            }
+            switch outcome {
+            case .interrupted:
+                return true
+            case .success:
+                return false
+            case .failure(let error):
+                let counters = await client.counters()
+                let queued = spool.counterSnapshot.queuedRecords
+                if queued < lastQueued {
+                    lastQueued = queued
+                    lastProgress = .now
+                }
+                // Never connected, or a refused certificate: no point retrying.
+                if counters.connects == 0 || (error as? LogstashError)?.code == .certificateRejected
+                    || ContinuousClock.now - lastProgress > options.stallTimeout
+                {
+                    await client.shutdown()
+                    throw describe(error, queued: spool.counterSnapshot.queuedRecords)
+                }
+                if Task.isCancelled { return true }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+    }
+
+    private enum FlushOutcome {
+        case success
+        case failure(any Error)
+        case interrupted
+    }
+
+    /// Runs one flush, polling so that cancellation is noticed within 20 ms; `sent` gets progress.
+    private func flushOutcome(_ client: LogstashClient, sent: (UInt64) -> Void = { _ in }) async -> FlushOutcome {
+        let result = LockedValue<(any Error)??>(nil)
+        client.flush { error in result.withLock { $0 = .some(error) } }
+        var ticks = 0
+        while true {
+            if let done = result.withLock({ $0 }) {
+                if let error = done { return .failure(error) }
+                return .success
+            }
+            if Task.isCancelled { return .interrupted }
+            try? await Task.sleep(for: .milliseconds(20))
+            ticks += 1
+            if ticks % 5 == 0 { sent(await client.counters().sent) }
+        }
+    }
+
+    private func describe(_ error: any Error, queued: Int) -> ToolError {
+        let target = "\(options.host):\(options.port)"
+        let left = queued > 0 ? "; \(queued) event(s) stay in \(options.resolvedSpoolDirectory) for the next run" : ""
+        guard let error = error as? LogstashError else { return ToolError("can't ship to \(target): \(error)\(left)") }
+        switch error.code {
+        case .certificateRejected:
+            return ToolError("the TLS certificate of \(target) was refused (untrusted, expired or for another host): pass --ca-file with the collector's CA certificate, or --allow-untrusted to skip verification\(left)")
+        case .connectFailed:
+            let cause = error.cause.map { Self.shortCause($0) } ?? "no answer"
+            return ToolError("can't connect to \(target) (\(cause)): check --host and --port and that the collector is running\(left)")
+        default:
+            return ToolError("can't ship to \(target): \(error.message)\(error.cause.map { " (\(Self.shortCause($0)))" } ?? "")\(left)")
+        }
+    }
+
+    /// The useful part of a NIO error description, on one line.
+    static func shortCause(_ cause: String) -> String {
+        let lowered = cause.lowercased()
+        if lowered.contains("connection refused") { return "connection refused" }
+        if lowered.contains("timed out") || lowered.contains("timeout") { return "timed out" }
+        if lowered.contains("resolve") || lowered.contains("no address") || lowered.contains("name or service") { return "unknown host" }
+        let line = cause.split(separator: "\n").first.map(String.init) ?? cause
+        return line.count > 160 ? String(line.prefix(160)) + "…" : line
+    }
+
+    static func summaryText(_ summary: Summary, options: Options) -> String {
+        let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? Int(Double(summary.progress.eventsSpooled) / seconds) : 0
+        var text = "justlog: shipped \(summary.progress.eventsSpooled) event(s) (\(ProgressDisplay.bytes(summary.progress.bytesRead))) from \(summary.files) file(s) to \(options.host):\(options.port) in \(String(format: "%.1f", seconds)) s (\(rate) events/s)"
+        if summary.resumedBytes > 0 { text += "; resumed after \(ProgressDisplay.bytes(summary.resumedBytes)) shipped earlier" }
+        if summary.progress.skipped > 0 { text += "; \(summary.progress.skipped) line(s) skipped" }
+        return text + "\n"
+    }
+}
+
+// MARK: - Spool folder lock
+
+/// An exclusive `flock` on `<spool>/ship.lock`: two ships on one spool would corrupt it.
+final class SpoolFolderLock {
+    private var fd: Int32
+
+    init(directory: String) throws {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw ToolError("can't create the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder")
+        }
+        fd = open(directory + "/ship.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ToolError("can't use the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            _ = close(fd)
+            fd = -1
+            throw ToolError("another justlog ship is using \(directory); wait for it to finish or pass another --spool")
+        }
+    }
+
+    func release() {
+        guard fd >= 0 else { return }
+        _ = close(fd)
+        fd = -1
+    }
+
+    deinit { release() }
+}

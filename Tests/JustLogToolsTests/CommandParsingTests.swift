@@ -1,0 +1,51 @@
+import ArgumentParser
+@testable import JustLogCLI
+import Testing
+
+/// The command-line structs parse what their `--help` examples show, and refuse the rest.
+@Suite struct CommandParsingTests {
+    @Test func receiveParsesItsOptions() throws {
+        let command = try ReceiveCommand.parse(["--port", "5052", "--tls-cert", "s.pem", "--tls-key", "s.key", "--host", "0.0.0.0"])
+        #expect(command.port == 5052)
+        #expect(command.host == "0.0.0.0")
+        #expect(command.tlsCertificate == "s.pem")
+        #expect(command.tlsKey == "s.key")
+        #expect(try ReceiveCommand.parse([]).port == 5000)
+        #expect(try ReceiveCommand.parse(["--out", "r.jsonl"]).out == "r.jsonl")
+        #expect(try ReceiveCommand.parse(["--pretty"]).pretty)
+    }
+
+    @Test func viewParsesFilesAndFilters() throws {
+        let command = try ViewCommand.parse(["app.log.1", "app.log", "--level", "warning", "--grep", "pay", "--since", "10m", "-f", "--json"])
+        #expect(command.files == ["app.log.1", "app.log"])
+        #expect(command.level == "warning")
+        #expect(command.grep == "pay")
+        #expect(command.since == "10m")
+        #expect(command.follow)
+        #expect(command.json)
+    }
+
+    @Test func shipParsesTheCollectorAndTransport() throws {
+        let command = try ShipCommand.parse(["a.log", "b.log", "--host", "logs", "--port", "5052", "--ca-file", "ca.pem", "--spool", "/tmp/s"])
+        #expect(command.files == ["a.log", "b.log"])
+        #expect(command.host == "logs")
+        #expect(command.port == 5052)
+        #expect(command.caFile == "ca.pem")
+        #expect(command.spool == "/tmp/s")
+        #expect(!command.plain && !command.allowUntrusted)
+        #expect(try ShipCommand.parse(["a.log", "--host", "h", "--port", "1", "--plain"]).plain)
+    }
+
+    @Test(arguments: [["--bogus"], ["--port", "abc"]])
+    func unknownOrBadArgumentsAreRefused(arguments: [String]) {
+        #expect(throws: (any Error).self) { try ReceiveCommand.parse(arguments) }
+        #expect(throws: (any Error).self) { try ShipCommand.parse(["a.log"] + arguments) }
+    }
+
+    @Test func everyCommandHasAnExampleInItsHelp() {
+        for command in [ReceiveCommand.self, ViewCommand.self, ShipCommand.self] as [any ParsableCommand.Type] {
+            #expect(command.configuration.discussion.contains("Example"))
+            #expect(command.helpMessage().contains("justlog \(command.configuration.commandName!)"))
+        }
+    }
+}

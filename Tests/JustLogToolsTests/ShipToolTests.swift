@@ -1,0 +1,209 @@
+import Foundation
+import JustLogCore
+import JustLogLogstash
+import JustLogTestSupport
+import JustLogTools
+import Testing
+
+/// Fails loudly when collectors are required but missing.
+private func requireCollectors() -> Bool {
+    if !Collectors.syslogNGAvailable {
+        Issue.record("JUSTLOG_REQUIRE_COLLECTORS=1 but syslog-ng (/usr/sbin/syslog-ng) or openssl is not installed")
+        return false
+    }
+    return true
+}
+
+/// Log files written by a real FileDestination: `count` events, rotated past `maximumFileSize`; returns the
+/// files oldest first and every line written, in order.
+private func writeLogFiles(_ folder: TemporaryDirectory, count: Int, maximumFileSize: Int) throws -> (files: [String], lines: [String]) {
+    let url = folder.appending("app.log")
+    let file = try LogFiles.destination(url, maximumFileSize: maximumFileSize, retained: 50)
+    LogFiles.write((0..<count).map { index in
+        LogFiles.record(LogLevel.allCases[index % 5], "event \(index)", userInfo: ["index": .int(Int64(index)), "user": ["id": 42]])
+    }, to: file)
+    file.shutdown()
+    let rotated = (1...50).map { "\(url.path).\($0)" }.filter { FileManager.default.fileExists(atPath: $0) }
+    let files = rotated.reversed() + [url.path]
+    let lines = try files.flatMap { try String(contentsOfFile: $0, encoding: .utf8).split(separator: "\n").map(String.init) }
+    return (files, lines)
+}
+
+/// The ship options for tests: output captured, quick progress.
+private func shipOptions(_ files: [String], port: Int, spool: String, errors: CapturedText = CapturedText()) -> ShipTool.Options {
+    ShipTool.Options(
+        files: files, host: "127.0.0.1", port: port, useTLS: false, spoolDirectory: spool, connectTimeout: .seconds(5),
+        stallTimeout: .seconds(10), progress: CapturedText().output, output: CapturedText().output, errors: errors.output
+    )
+}
+
+private func eventIDs(_ lines: [String]) -> [String] {
+    lines.compactMap { line in
+        guard case .object(let object)? = try? JSONReader.parse(line), case .string(let id)? = object["event_id"] else { return nil }
+        return id
+    }
+}
+
+@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+struct ShipToolTests {
+    @Test(arguments: [false, true])
+    func shipsRotatedFilesSoEveryLineArrivesOnceInTheFlattenedForm(tls: Bool) async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "ship")
+        let (files, lines) = try writeLogFiles(folder, count: 1000, maximumFileSize: 200_000)
+        #expect(files.count == 2)
+
+        var options = shipOptions(files, port: tls ? syslog.tlsPort : syslog.plainPort, spool: folder.file("spool"))
+        options.useTLS = tls
+        options.caFile = tls ? certificates.caFile : nil
+        let summary = try await ShipTool(options: options).run()
+        #expect(summary.progress.eventsSpooled == 1000)
+        #expect(summary.leftInSpool == 0)
+
+        #expect(await eventuallyAsync(timeout: .seconds(20)) { syslog.receivedLines().count >= 1000 })
+        let received = syslog.receivedLines()
+        #expect(received.count == 1000)
+        // Exactly the flattened form of each file line, in order, with the event's own id and time.
+        let expected = try lines.map { String(decoding: FlattenedFormat.encode(try FileLine(parsing: Substring($0)).record), as: UTF8.self) }
+        #expect(received == expected)
+        guard case .object(let first)? = try? JSONReader.parse(received[0]),
+            case .object(let line)? = try? JSONReader.parse(String(lines[0][lines[0].firstIndex(of: "{")!...])),
+            case .object(let metadata)? = line["metadata"]
+        else {
+            Issue.record("not JSON objects")
+            return
+        }
+        #expect(first["@timestamp"] == metadata["timestamp"])
+        #expect(first["event_id"] == metadata["event_id"])
+        #expect(first["message"] == "event 0")
+        #expect(first["log_type"] == "verbose")
+        #expect(first["user.id"] == 42)
+        #expect(first["metadata"] == nil && first["userInfo"] == nil)
+        #expect(Set(eventIDs(received)).count == 1000)
+        #expect(await eventuallyAsync { syslog.parsedLines().count == 1000 })
+        #expect(syslog.parsedLines().first == "verbose\tevent 0")
+    }
+
+    @Test func anInterruptedShipContinuesOnRerunAndEveryLineArrivesExactlyOnce() async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "ship-resume")
+        let (files, lines) = try writeLogFiles(folder, count: 6000, maximumFileSize: 600_000)
+        let spool = folder.file("spool")
+
+        // First run: cancelled (as Ctrl-C does) once 1000 events are spooled.
+        let task = LockedValue<Task<ShipTool.Summary, any Error>?>(nil)
+        var options = shipOptions(files, port: syslog.plainPort, spool: spool)
+        options.onChunk = { progress in
+            if progress.eventsSpooled >= 1000 { task.withLock { $0?.cancel() } }
+        }
+        let tool = ShipTool(options: options)
+        let first = Task { try await tool.run() }
+        task.withLock { $0 = first }
+        await #expect {
+            _ = try await first.value
+        } throws: { error in
+            guard let error = error as? ToolError else { return false }
+            return error.exitCode == 130 && error.message.hasPrefix("interrupted:") && error.message.contains("run the same command again")
+        }
+        let checkpoint = try String(contentsOfFile: spool + "/checkpoints.json", encoding: .utf8)
+        #expect(checkpoint.contains("\"offset\""))
+        let afterFirst = syslog.receivedLines().count
+        #expect(afterFirst < 6000)
+
+        // Second run: continues from the checkpoint.
+        let summary = try await ShipTool(options: shipOptions(files, port: syslog.plainPort, spool: spool)).run()
+        #expect(summary.resumedBytes > 0)
+        #expect(summary.leftInSpool == 0)
+        #expect(await eventuallyAsync(timeout: .seconds(20)) { syslog.receivedLines().count >= 6000 })
+        let received = syslog.receivedLines()
+        let ids = eventIDs(received)
+        #expect(received.count == 6000, "first run delivered \(afterFirst)")
+        #expect(Set(ids).count == 6000)
+        #expect(Set(ids) == Set(eventIDs(try lines.map { String(decoding: try ShipToolTests.flattened($0), as: UTF8.self) })))
+    }
+
+    @Test func anUnreachableCollectorIsOneClearErrorWithinSeconds() async throws {
+        let folder = try TemporaryDirectory(prefix: "ship-unreachable")
+        let (files, _) = try writeLogFiles(folder, count: 50, maximumFileSize: 1 << 20)
+        let port = try FreePort.make()
+        let start = ContinuousClock.now
+        await #expect {
+            _ = try await ShipTool(options: shipOptions(files, port: port, spool: folder.file("spool"))).run()
+        } throws: { error in
+            guard let error = error as? ToolError else { return false }
+            return error.exitCode == 1 && !error.message.contains("\n")
+                && error.message.hasPrefix("can't connect to 127.0.0.1:\(port) (connection refused): check --host and --port")
+                && error.message.contains("50 event(s) stay in")
+        }
+        #expect(ContinuousClock.now - start < .seconds(15))
+    }
+
+    @Test func aRefusedCertificateIsOneClearError() async throws {
+        guard requireCollectors() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.selfSigned)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "ship-cert")
+        let (files, _) = try writeLogFiles(folder, count: 10, maximumFileSize: 1 << 20)
+        var options = shipOptions(files, port: syslog.tlsPort, spool: folder.file("spool"))
+        options.useTLS = true
+        options.caFile = certificates.caFile
+        await #expect {
+            _ = try await ShipTool(options: options).run()
+        } throws: { error in
+            guard let error = error as? ToolError else { return false }
+            return !error.message.contains("\n") && error.message.hasPrefix("the TLS certificate of 127.0.0.1:\(syslog.tlsPort) was refused")
+                && error.message.contains("--ca-file")
+        }
+        #expect(syslog.receivedLines().isEmpty)
+    }
+
+    static func flattened(_ line: String) throws -> [UInt8] {
+        FlattenedFormat.encode(try FileLine(parsing: Substring(line)).record)
+    }
+}
+
+@Suite struct ShipToolOptionTests {
+    @Test func malformedLinesAreReportedWithFileAndLineAndSkipped() async throws {
+        let folder = try TemporaryDirectory(prefix: "ship-malformed")
+        let (files, _) = try writeLogFiles(folder, count: 3, maximumFileSize: 1 << 20)
+        var text = try String(contentsOfFile: files[0], encoding: .utf8)
+        text += "garbage\n"
+        try text.write(toFile: files[0], atomically: true, encoding: .utf8)
+        let tally = EventIDTally()
+        let receiver = JSONLinesReceiver(configuration: .init(), handler: tally.record)
+        let port = try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        let errors = CapturedText()
+        let summary = try await ShipTool(options: shipOptions(files, port: port, spool: folder.file("spool"), errors: errors)).run()
+        #expect(summary.progress.skipped == 1)
+        #expect(errors.lines == ["\(files[0]):4: no JSON object on the line, skipped"])
+        #expect(await tally.waitUntil(uniqueEventIDs: 3, timeout: .seconds(10)))
+        await receiver.stop()
+    }
+
+    @Test func badOptionsAreOneLineErrors() async throws {
+        let folder = try TemporaryDirectory(prefix: "ship-options")
+        let cases: [(ShipTool.Options, String)] = [
+            (.init(files: [], host: "h", port: 1), "no log file given"),
+            (.init(files: ["x"], host: "", port: 1), "pass --host and --port"),
+            (.init(files: ["x"], host: "h", port: 0), "--port 0 is not a TCP port"),
+            (.init(files: ["x"], host: "h", port: 1, caFile: "/nonexistent.pem"), "--ca-file /nonexistent.pem: no such readable file"),
+            (.init(files: [folder.file("missing.log")], host: "h", port: 1), "missing.log: No such file or directory"),
+        ]
+        for (options, expected) in cases {
+            await #expect {
+                _ = try await ShipTool(options: options).run()
+            } throws: { error in
+                guard let error = error as? ToolError else { return false }
+                return error.message.contains(expected) && !error.message.contains("\n")
+            }
+        }
+    }
+}
