@@ -30,7 +30,7 @@ struct ReceiveCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Append each raw line to this file (created 0600) instead of printing.", valueName: "file"))
     var out: String?
 
-    @Flag(help: "Print each event's JSON, indented.")
+    @Flag(help: "Print each event as one readable, colored line instead of its raw JSON line.")
     var pretty = false
 
     func run() async throws {

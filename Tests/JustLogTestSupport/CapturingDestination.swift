@@ -41,13 +41,18 @@ public final class BlockingDestination: LogDestination {
     public var written: Int { captured.current }
 }
 
-/// A line sink for console and diagnostics output in tests.
+/// Captures what a console, a command or a diagnostics sink writes, for assertions.
 public final class LineCapture: Sendable {
     private let storage = LockedValue<[String]>([])
-    public init() {}
+    /// Whether ``output`` claims to be a terminal (to test colors).
+    public let isTerminal: Bool
+
+    public init(isTerminal: Bool = false) {
+        self.isTerminal = isTerminal
+    }
 
     public var output: TextOutput {
-        TextOutput { bytes in self.storage.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        TextOutput(isTerminal: isTerminal) { bytes in self.storage.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
     }
 
     public var diagnostics: DiagnosticSink {
@@ -58,6 +63,8 @@ public final class LineCapture: Sendable {
     public var text: String { storage.current.joined() }
     /// Each write, in order.
     public var writes: [String] { storage.current }
+    /// The text split into non-empty lines.
+    public var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
 }
 
 /// Fixed values for golden tests: a pinned clock, runtime and event ids.

@@ -16,24 +16,34 @@ public enum FreePort {
         defer { for socket in sockets { close(socket) } }
         var ports: [Int] = []
         for _ in 0..<count {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            let (fd, port) = try bindLoopback()
             sockets.append(fd)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = 0
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard bound == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            }
-            ports.append(Int(UInt16(bigEndian: address.sin_port)))
+            ports.append(port)
         }
         return ports
+    }
+
+    /// A TCP socket bound (not listening) to 127.0.0.1 on a port the kernel chose, and that port.
+    static func bindLoopback() throws -> (descriptor: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw POSIXError(.init(rawValue: code) ?? .EIO)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// `true` once something accepts TCP connections on 127.0.0.1:`port`.
@@ -60,4 +70,18 @@ public enum FreePort {
         }
         return try condition()
     }
+}
+
+/// A loopback port that refuses every connection for as long as this value lives: bound but never
+/// listening, so no other test running in parallel can start a server on it (a port found free and then
+/// released could be taken by one).
+public final class RefusingPort: @unchecked Sendable {
+    public let port: Int
+    private let descriptor: Int32
+
+    public init() throws {
+        (descriptor, port) = try FreePort.bindLoopback()
+    }
+
+    deinit { close(descriptor) }
 }

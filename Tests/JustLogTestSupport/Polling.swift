@@ -1,28 +1,20 @@
 import Foundation
 
-/// Polls `condition` every few milliseconds until it holds or `timeout` seconds pass; returns whether it held.
-/// For waiting on another thread or process — never sleep a fixed time and then assert.
-public func eventually(timeout: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
+/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
+///
+/// For waiting on another thread or process — never sleep a fixed time and then assert. It suspends
+/// rather than blocks: the test runner's thread pool is as small as the machine (two threads here), and a
+/// test that blocks one starves the others.
+public func eventually(timeout: Duration = .seconds(60), _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
         if try condition() { return true }
-        usleepShort()
+        try? await Task.sleep(for: .milliseconds(10))
     }
     return try condition()
 }
 
-/// Sleeps 2 ms: the polling step.
+/// Sleeps 2 ms: the polling step of code that must block (a destination's own thread in tests).
 public func usleepShort() {
     usleep(2_000)
-}
-
-/// Polls `condition` every 20 ms until it holds or `timeout` passes, without blocking a thread; returns
-/// whether it held.
-public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
 }

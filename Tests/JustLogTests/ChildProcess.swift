@@ -42,7 +42,10 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { kill() }
+        if process.isRunning {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     /// The highest event index the child reported as logged (its log call had returned).
@@ -51,26 +54,30 @@ final class ChildProcess: @unchecked Sendable {
     /// Lines of stdout that are not event indexes.
     var outputLines: [String] { state.current.lines }
 
-    func waitForAcknowledged(atLeast count: Int, timeout: Double) -> Bool {
-        eventually(timeout: timeout) { lastAcknowledged >= count || !process.isRunning }
+    /// Waits (without blocking a thread of the test runner's small pool) until the child reported `count`.
+    func waitForAcknowledged(atLeast count: Int, timeout: Duration) async -> Bool {
+        await eventually(timeout: timeout) { lastAcknowledged >= count || !process.isRunning }
             && lastAcknowledged >= count
     }
 
     /// SIGKILL, then wait for the process to be gone.
-    func kill() {
+    func kill() async {
         Foundation.kill(process.processIdentifier, SIGKILL)
+        _ = await eventually(timeout: .seconds(10)) { !process.isRunning }
         process.waitUntilExit()
-        // Lines already in the pipe were written after a log call returned: count them too.
-        Thread.sleep(forTimeInterval: 0.05)
+        // Lines already in the pipe were written after a log call returned: let the reader take them.
+        try? await Task.sleep(for: .milliseconds(50))
     }
 
-    /// The exit status, or `nil` (and the child killed) if it did not exit within `timeout` seconds.
-    func waitForExit(timeout: Double) -> Int32? {
-        guard eventually(timeout: timeout, { !process.isRunning }) else {
-            kill()
+    /// The exit status, or `nil` (and the child killed) if it did not exit within `timeout`.
+    func waitForExit(timeout: Duration) async -> Int32? {
+        guard await eventually(timeout: timeout, { !process.isRunning }) else {
+            await kill()
             return nil
         }
         process.waitUntilExit()
+        // Let the pipe readers take the last output.
+        try? await Task.sleep(for: .milliseconds(50))
         return process.terminationStatus
     }
 }

@@ -21,13 +21,14 @@ func childProgram() throws -> URL {
 
 @Suite struct ChildProcessTests {
     @Test(arguments: ["exit-without-flush", "exit-call"])
-    func programThatReturnsFromMainLosesNothingInItsFile(mode: String) throws {
+    func programThatReturnsFromMainLosesNothingInItsFile(mode: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let process = Process()
         process.executableURL = try childProgram()
         process.arguments = [mode, folder.path, "10000"]
         try process.run()
+        #expect(await eventually(timeout: .seconds(60)) { !process.isRunning })
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")

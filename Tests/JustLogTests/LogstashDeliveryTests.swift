@@ -146,11 +146,13 @@ struct LogstashDeliveryTests {
         logger.shutdown()
     }
 
-    @Test func memoryStaysFlatWhileTheCollectorIsAwayPastTheSpoolCap() throws {
+    @Test func memoryStaysFlatWhileTheCollectorIsAwayPastTheSpoolCap() async throws {
         // In a child process, so that no other test's allocations are measured.
         let folder = try TemporaryDirectory(prefix: "memory")
-        let child = try ChildProcess(arguments: ["spool-cap", folder.path, "\(try FreePort.make())"])
-        #expect(child.waitForExit(timeout: 120) == 0, "\(child.errorOutput)")
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let child = try ChildProcess(arguments: ["spool-cap", folder.path, "\(refusing.port)"])
+        #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "\(child.errorOutput)")
         let rss = child.outputLines.compactMap { line -> Int? in
             let parts = line.split(separator: " ")
             return parts.count == 4 && parts[2] == "rss" ? Int(parts[3]) : nil
@@ -174,12 +176,12 @@ struct LogstashDeliveryTests {
             let child = try ChildProcess(arguments: ["logstash-loop", folder.path, "\(syslog.plainPort)", tag])
             // Let it log a while — a random-ish amount per run — then SIGKILL it mid-stream.
             let target = 1500 + run * 700
-            #expect(child.waitForAcknowledged(atLeast: target, timeout: 60), "run \(run) did not log \(target) events")
-            child.kill()
+            #expect(await child.waitForAcknowledged(atLeast: target, timeout: .seconds(60)), "run \(run) did not log \(target) events")
+            await child.kill()
             acknowledged[tag] = child.lastAcknowledged
         }
         let drain = try ChildProcess(arguments: ["logstash-drain", folder.path, "\(syslog.plainPort)"])
-        #expect(drain.waitForExit(timeout: 60) == 0, "drain: \(drain.errorOutput)")
+        #expect(await drain.waitForExit(timeout: .seconds(60)) == 0, "drain: \(drain.errorOutput)")
 
         let expected = acknowledged.flatMap { tag, last in (0...last).map { "\(tag)-\($0)" } }
         #expect(await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).isSuperset(of: expected) })
@@ -190,10 +192,10 @@ struct LogstashDeliveryTests {
         print("child kills: \(expected.count) acknowledged events over 5 SIGKILLs, \(received.count) lines received, \(duplicates) duplicates")
     }
 
-    @Test func unresolvableHostNeitherCrashesNorHangsExitNorLosesEvents() throws {
+    @Test func unresolvableHostNeitherCrashesNorHangsExitNorLosesEvents() async throws {
         let folder = try TemporaryDirectory(prefix: "unresolvable")
         let child = try ChildProcess(arguments: ["unresolvable", folder.path, "500"])
-        let status = child.waitForExit(timeout: 30)
+        let status = await child.waitForExit(timeout: .seconds(30))
         #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
         let spool = try LogstashSpool(configuration: .init(directory: folder.appending("child.log.spool").path))
         defer { spool.close() }

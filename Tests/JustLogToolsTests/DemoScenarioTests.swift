@@ -32,7 +32,9 @@ import Testing
 
     @Test func demoAgainstADeadCollectorSaysWhatWasLostAndFails() async throws {
         let folder = try TemporaryDirectory(prefix: "demo-dead")
-        let port = try FreePort.make()  // nothing listens there
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let output = LineCapture()
         let report = try await DemoScenario(options: .init(
             burst: 10, folder: folder.url, collector: .init(host: "127.0.0.1", port: port, useTLS: false),

@@ -39,7 +39,7 @@ func withReceiver<T>(
             #expect(port > 0)
             #expect(receiver.port == port)
             try PlainSocket.send(#"{"message":"one","event_id":"a"}"# + "\r\n\n" + #"{"message":"two","n":2}"# + "\n", port: port)
-            #expect(await eventuallyAsync { received.count == 2 })
+            #expect(await eventually { received.count == 2 })
             let lines = received.all
             #expect(lines.map(\.connection) == [1, 1])
             // The empty line counts, so numbers match the sender's lines.
@@ -47,7 +47,7 @@ func withReceiver<T>(
             #expect(lines[0].text == #"{"message":"one","event_id":"a"}"#)
             #expect(try lines[0].parsed.get() == ["message": "one", "event_id": "a"])
             #expect(try lines[1].parsed.get() == ["message": "two", "n": 2])
-            #expect(await eventuallyAsync { receiver.counters.connections == 1 })
+            #expect(await eventually { receiver.counters.connections == 1 })
             #expect(receiver.counters.lines == 2)
             #expect(receiver.counters.invalidLines == 0)
         }
@@ -57,7 +57,7 @@ func withReceiver<T>(
         let received = ReceivedLines()
         try await withReceiver(handler: received.record) { _, port in
             try PlainSocket.send(#"{"a":1}"# + "\n" + #"{"b":2}"#, port: port)
-            #expect(await eventuallyAsync { received.count == 2 })
+            #expect(await eventually { received.count == 2 })
             #expect(try received.all.last?.parsed.get() == ["b": 2])
         }
     }
@@ -66,9 +66,9 @@ func withReceiver<T>(
         let received = ReceivedLines()
         try await withReceiver(handler: received.record) { receiver, port in
             try PlainSocket.send(#"{"ok":1}"# + "\n", port: port)
-            #expect(await eventuallyAsync { received.count == 1 })
+            #expect(await eventually { received.count == 1 })
             try PlainSocket.send(#"{"ok":2}"# + "\n" + #"{"broken": }"# + "\n" + #"{"ok":3}"# + "\n", port: port)
-            #expect(await eventuallyAsync { received.count == 4 })
+            #expect(await eventually { received.count == 4 })
             let invalid = received.all.filter { if case .failure = $0.parsed { true } else { false } }
             #expect(invalid.count == 1)
             #expect(invalid.first?.connection == 2)
@@ -95,13 +95,13 @@ func withReceiver<T>(
                 for chunk in Array(long.utf8).chunked(by: 700) {
                     try socket.send(chunk)
                     sent += chunk.count
-                    #expect(await eventuallyAsync { receiver.counters.bytes >= sent })
+                    #expect(await eventually { receiver.counters.bytes >= sent })
                 }
                 try socket.send("\n" + #"{"after":true}"# + "\n")
             } else {
                 try socket.send(long + "\n" + #"{"after":true}"# + "\n")
             }
-            #expect(await eventuallyAsync { received.count == 2 })
+            #expect(await eventually { received.count == 2 })
             let lines = received.all
             #expect(lines.map(\.lineNumber) == [1, 2])
             guard case .failure(let error) = lines[0].parsed else {
@@ -170,7 +170,7 @@ func withReceiver<T>(
         let tally = EventIDTally()
         try await withReceiver(handler: tally.record) { _, port in
             try PlainSocket.send(#"{"event_id":"1"}"# + "\n" + #"{"event_id":"2"}"# + "\n" + #"{"event_id":"1"}"# + "\n{}\nnope\n", port: port)
-            #expect(await eventuallyAsync { tally.snapshot.lines == 5 })
+            #expect(await eventually { tally.snapshot.lines == 5 })
             let snapshot = tally.snapshot
             #expect(snapshot.uniqueEventIDs == 2)
             #expect(snapshot.duplicates == 1)

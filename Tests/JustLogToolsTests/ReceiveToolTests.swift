@@ -8,17 +8,17 @@ import Testing
 /// Runs the receive tool in a task on port 0, hands its port to `body`, then cancels it (as Ctrl-C does).
 func withReceiveTool(
     _ change: (inout ReceiveTool.Options) -> Void = { _ in },
-    _ body: (Int, CapturedText, CapturedText) async throws -> Void
+    _ body: (Int, LineCapture, LineCapture) async throws -> Void
 ) async throws -> ReceiveTool.Summary {
-    let output = CapturedText()
-    let errors = CapturedText()
+    let output = LineCapture()
+    let errors = LineCapture()
     var options = ReceiveTool.Options(port: 0, colors: .never, timeZone: TimeZone(identifier: "UTC")!, output: output.output, errors: errors.output)
     change(&options)
     let port = LockedValue<Int?>(nil)
     let tool = ReceiveTool(options: options)
     let task = Task { try await tool.run { bound in port.withLock { $0 = bound } } }
     defer { task.cancel() }
-    guard await eventuallyAsync(timeout: .seconds(10), { port.withLock { $0 } != nil }), let bound = port.withLock({ $0 }) else {
+    guard await eventually(timeout: .seconds(10), { port.withLock { $0 } != nil }), let bound = port.withLock({ $0 }) else {
         task.cancel()
         _ = try await task.value
         throw ToolError("the receive tool did not start: \(errors.text)")
@@ -31,10 +31,10 @@ func withReceiveTool(
 @Suite struct ReceiveToolTests {
     static let warning = #"{"@timestamp":"2016-12-24T12:31:38.475Z","app":"my app","event_id":"e1","log_type":"warning","message":"oh no","n":3}"#
 
-    @Test func printsEachEventAsOneReadableLineAndCountsOnStop() async throws {
-        let summary = try await withReceiveTool { port, output, errors in
+    @Test func prettyPrintsEachEventAsOneReadableLineAndCountsOnStop() async throws {
+        let summary = try await withReceiveTool({ $0.pretty = true }) { port, output, errors in
             try PlainSocket.send(Self.warning + "\n" + #"{"message":"plain","log_type":"info","tags":["a","b"]}"# + "\n", port: port)
-            #expect(await eventuallyAsync { output.lines.count == 2 })
+            #expect(await eventually { output.lines.count == 2 })
             #expect(output.lines[0] == #"2016-12-24 12:31:38.475  ⚠️ WARNING  oh no app="my app" event_id=e1 n=3"#)
             #expect(output.lines[1].hasSuffix(#"ℹ️ INFO     plain tags=["a","b"]"#))
             #expect(errors.text.contains("listening on 127.0.0.1:\(port) (plain TCP"))
@@ -42,10 +42,10 @@ func withReceiveTool(
         #expect(summary == .init(events: 2, invalid: 0, connections: 1))
     }
 
-    @Test func outputIsTerminalSafe() async throws {
-        _ = try await withReceiveTool { port, output, _ in
+    @Test func prettyOutputIsTerminalSafe() async throws {
+        _ = try await withReceiveTool({ $0.pretty = true }) { port, output, _ in
             try PlainSocket.send(#"{"message":"ok\n2016-12-24 12:00:00.000  ☠️ ERROR: forged \u001b[31mred","log_type":"info","k\u001b":"v\r"}"# + "\n", port: port)
-            #expect(await eventuallyAsync { output.lines.count == 1 })
+            #expect(await eventually { output.lines.count == 1 })
             let line = output.text
             #expect(!line.dropLast().contains("\n"))
             #expect(!line.contains("\u{1B}"))
@@ -54,9 +54,9 @@ func withReceiveTool(
     }
 
     @Test func colorsOnlyWhenAskedFor() async throws {
-        _ = try await withReceiveTool({ $0.colors = .always }) { port, output, _ in
+        _ = try await withReceiveTool({ $0.colors = .always; $0.pretty = true }) { port, output, _ in
             try PlainSocket.send(Self.warning + "\n", port: port)
-            #expect(await eventuallyAsync { output.lines.count == 1 })
+            #expect(await eventually { output.lines.count == 1 })
             #expect(output.text.contains("\u{1B}[33mWARNING"))
         }
     }
@@ -64,7 +64,7 @@ func withReceiveTool(
     @Test func invalidLinesGoToStandardErrorWithConnectionAndLine() async throws {
         let summary = try await withReceiveTool { port, output, errors in
             try PlainSocket.send(Self.warning + "\n{oops\n", port: port)
-            #expect(await eventuallyAsync { errors.text.contains("connection 1 line 2: invalid JSON") })
+            #expect(await eventually { errors.text.contains("connection 1 line 2: invalid JSON") })
             #expect(output.lines.count == 1)
         }
         #expect(summary.events == 1)
@@ -77,7 +77,7 @@ func withReceiveTool(
         let summary = try await withReceiveTool({ $0.outFile = file }) { port, output, errors in
             try PlainSocket.send(Self.warning + "\r\n" + #"{"message":"second"}"# + "\n", port: port)
             try PlainSocket.send(#"{"message":"third"}"#, port: port)
-            #expect(await eventuallyAsync { ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").count == 3 })
+            #expect(await eventually { ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").count == 3 })
             #expect(output.text.isEmpty)
             #expect(errors.text.contains("appending raw lines to \(file)"))
         }
@@ -90,20 +90,12 @@ func withReceiveTool(
         #expect(summary.events == 3)
     }
 
-    @Test func prettyPrintsIndentedJSON() async throws {
-        _ = try await withReceiveTool({ $0.pretty = true }) { port, output, _ in
-            try PlainSocket.send(#"{"message":"m","user":{"id":1},"tags":[]}"# + "\n", port: port)
-            #expect(await eventuallyAsync { output.lines.count == 7 })
-            #expect(output.text == """
-                {
-                  "message": "m",
-                  "tags": [],
-                  "user": {
-                    "id": 1
-                  }
-                }
-
-                """)
+    @Test func byDefaultPrintsEachRawJSONLineForPiping() async throws {
+        let second = #"{"message":"m","user":{"id":1},"tags":[]}"#
+        _ = try await withReceiveTool { port, output, _ in
+            try PlainSocket.send(Self.warning + "\n" + second + "\n", port: port)
+            #expect(await eventually { output.lines.count == 2 })
+            #expect(output.text == Self.warning + "\n" + second + "\n")
         }
     }
 
@@ -150,7 +142,7 @@ func withReceiveTool(
             client.start()
             try client.spool.append(Array(Self.warning.utf8))
             try await client.flush()
-            #expect(await eventuallyAsync { output.lines.count == 1 })
+            #expect(await eventually { output.lines.count == 1 })
             await client.shutdown()
             #expect(output.lines.first?.contains("oh no") == true)
         }

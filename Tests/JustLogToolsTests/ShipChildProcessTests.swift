@@ -51,25 +51,26 @@ struct ShipChildProcessTests {
 
         // First run: killed once some lines reached syslog-ng and a checkpoint was saved.
         let first = try ship()
-        let started = eventually(timeout: 30) {
+        let started = await eventually(timeout: .seconds(30)) {
             !first.isRunning || (syslog.receivedLines().count > 100 && FileManager.default.fileExists(atPath: spool + "/checkpoints.json"))
         }
         #expect(started)
         let killedMidway = first.isRunning
         kill(first.processIdentifier, SIGKILL)
+        _ = await eventually(timeout: .seconds(10)) { !first.isRunning }
         first.waitUntilExit()
         let afterKill = syslog.receivedLines().count
         print("SIGKILL after \(afterKill) of 20000 lines at syslog-ng (killed mid-way: \(killedMidway))")
 
         // Second run: continues from the checkpoint; the spool resends what may not have arrived.
         let second = try ship()
-        let finished = eventually(timeout: 60) { !second.isRunning }
+        let finished = await eventually(timeout: .seconds(60)) { !second.isRunning }
         if !finished { kill(second.processIdentifier, SIGKILL) }
         second.waitUntilExit()
         #expect(second.terminationStatus == 0)
 
         let expected = Set(records.map(\.eventID))
-        #expect(eventually(timeout: 20) { Set(Self.eventIDs(syslog.receivedLines())).isSuperset(of: expected) })
+        #expect(await eventually(timeout: .seconds(20)) { Set(Self.eventIDs(syslog.receivedLines())).isSuperset(of: expected) })
         let received = syslog.receivedLines()
         let ids = Self.eventIDs(received)
         #expect(Set(ids) == expected)

@@ -30,10 +30,10 @@ private func writeLogFiles(_ folder: TemporaryDirectory, count: Int, maximumFile
 }
 
 /// The ship options for tests: output captured, quick progress.
-private func shipOptions(_ files: [String], port: Int, spool: String, errors: CapturedText = CapturedText()) -> ShipTool.Options {
+private func shipOptions(_ files: [String], port: Int, spool: String, errors: LineCapture = LineCapture()) -> ShipTool.Options {
     ShipTool.Options(
         files: files, host: "127.0.0.1", port: port, useTLS: false, spoolDirectory: spool, connectTimeout: .seconds(5),
-        stallTimeout: .seconds(10), progress: CapturedText().output, output: CapturedText().output, errors: errors.output
+        stallTimeout: .seconds(10), progress: LineCapture().output, output: LineCapture().output, errors: errors.output
     )
 }
 
@@ -63,7 +63,7 @@ struct ShipToolTests {
         #expect(summary.progress.eventsSpooled == 1000)
         #expect(summary.leftInSpool == 0)
 
-        #expect(await eventuallyAsync(timeout: .seconds(20)) { syslog.receivedLines().count >= 1000 })
+        #expect(await eventually(timeout: .seconds(20)) { syslog.receivedLines().count >= 1000 })
         let received = syslog.receivedLines()
         #expect(received.count == 1000)
         // Exactly the flattened form of each file line, in order, with the event's own id and time.
@@ -83,7 +83,7 @@ struct ShipToolTests {
         #expect(first["user.id"] == 42)
         #expect(first["metadata"] == nil && first["userInfo"] == nil)
         #expect(Set(eventIDs(received)).count == 1000)
-        #expect(await eventuallyAsync { syslog.parsedLines().count == 1000 })
+        #expect(await eventually { syslog.parsedLines().count == 1000 })
         #expect(syslog.parsedLines().first == "verbose\tevent 0")
     }
 
@@ -120,7 +120,7 @@ struct ShipToolTests {
         let summary = try await ShipTool(options: shipOptions(files, port: syslog.plainPort, spool: spool)).run()
         #expect(summary.resumedBytes > 0)
         #expect(summary.leftInSpool == 0)
-        #expect(await eventuallyAsync(timeout: .seconds(20)) { syslog.receivedLines().count >= 6000 })
+        #expect(await eventually(timeout: .seconds(20)) { syslog.receivedLines().count >= 6000 })
         let received = syslog.receivedLines()
         let ids = eventIDs(received)
         #expect(received.count == 6000, "first run delivered \(afterFirst)")
@@ -131,7 +131,9 @@ struct ShipToolTests {
     @Test func anUnreachableCollectorIsOneClearErrorWithinSeconds() async throws {
         let folder = try TemporaryDirectory(prefix: "ship-unreachable")
         let (files, _) = try writeLogFiles(folder, count: 50, maximumFileSize: 1 << 20)
-        let port = try FreePort.make()
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let port = refusing.port
         let start = ContinuousClock.now
         await #expect {
             _ = try await ShipTool(options: shipOptions(files, port: port, spool: folder.file("spool"))).run()
@@ -180,7 +182,7 @@ struct ShipToolTests {
         let receiver = JSONLinesReceiver(configuration: .init(), handler: tally.record)
         let port = try await receiver.start()
         defer { Task { await receiver.stop() } }
-        let errors = CapturedText()
+        let errors = LineCapture()
         let summary = try await ShipTool(options: shipOptions(files, port: port, spool: folder.file("spool"), errors: errors)).run()
         #expect(summary.progress.skipped == 1)
         #expect(errors.lines == ["\(files[0]):4: no JSON object on the line, skipped"])

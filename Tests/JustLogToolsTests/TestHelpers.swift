@@ -2,17 +2,6 @@ import Foundation
 import JustLogCore
 import JustLogTestSupport
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes, without blocking a thread of the
-/// cooperative pool (the async form of `eventually`).
-func eventuallyAsync(timeout: Duration = .seconds(20), _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try condition()
-}
-
 /// A blocking TCP client to 127.0.0.1, for sending raw bytes the way `nc` would.
 final class PlainSocket {
     let fd: Int32
@@ -56,17 +45,3 @@ final class PlainSocket {
     }
 }
 
-/// Collected output of a `TextOutput`, for checking what a command printed.
-final class CapturedText: Sendable {
-    private let bytes = LockedValue<[UInt8]>([])
-    let isTerminal: Bool
-
-    init(isTerminal: Bool = false) { self.isTerminal = isTerminal }
-
-    var output: TextOutput {
-        TextOutput(isTerminal: isTerminal) { [bytes] chunk in bytes.withLock { $0.append(contentsOf: chunk) } }
-    }
-
-    var text: String { String(decoding: bytes.withLock { $0 }, as: UTF8.self) }
-    var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
-}

@@ -17,9 +17,9 @@ private func shownMessage(_ line: String) -> String {
 }
 
 /// Runs the view tool (not following) and returns its summary and what it printed.
-private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void = { _ in }) async throws -> (ViewTool.Summary, CapturedText, CapturedText) {
-    let output = CapturedText()
-    let errors = CapturedText()
+private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void = { _ in }) async throws -> (ViewTool.Summary, LineCapture, LineCapture) {
+    let output = LineCapture()
+    let errors = LineCapture()
     var options = ViewTool.Options(files: files, colors: .never, timeZone: utc, output: output.output, errors: errors.output)
     change(&options)
     let summary = try await ViewTool(options: options).run()
@@ -130,7 +130,7 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
     @Test func aMissingFileIsAOneLineErrorBeforeAnythingIsPrinted() async throws {
         let folder = try TemporaryDirectory(prefix: "view")
         let path = try sampleFile(folder)
-        let output = CapturedText()
+        let output = LineCapture()
         await #expect {
             _ = try await ViewTool(options: .init(files: [path, folder.file("missing.log")], output: output.output)).run()
         } throws: { error in
@@ -146,20 +146,20 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         defer { file.shutdown() }
         LogFiles.write([LogFiles.record(.info, "event 0")], to: file)
 
-        let output = CapturedText()
-        let errors = CapturedText()
+        let output = LineCapture()
+        let errors = LineCapture()
         let tool = ViewTool(options: .init(
             files: [url.path], follow: true, colors: .never, timeZone: utc, pollInterval: .milliseconds(5),
             output: output.output, errors: errors.output
         ))
         let task = Task { try await tool.run() }
         defer { task.cancel() }
-        #expect(await eventuallyAsync { output.lines.count == 1 })
+        #expect(await eventually { output.lines.count == 1 })
 
         // One event at a time, each shown before the next is written: at most one rotation between polls.
         for index in 1..<20 {
             LogFiles.write([LogFiles.record(index % 2 == 0 ? .info : .warning, "event \(index)")], to: file)
-            let shown = await eventuallyAsync(timeout: .seconds(10)) { output.lines.count == index + 1 }
+            let shown = await eventually(timeout: .seconds(10)) { output.lines.count == index + 1 }
             #expect(shown, "event \(index) was not shown: \(output.text)")
             if !shown { break }
         }
@@ -177,15 +177,15 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         let file = try LogFiles.destination(url)
         defer { file.shutdown() }
         LogFiles.write([LogFiles.record(.info, "before truncation, a long message to make the file longer")], to: file)
-        let output = CapturedText()
+        let output = LineCapture()
         let tool = ViewTool(options: .init(files: [url.path], follow: true, colors: .never, pollInterval: .milliseconds(5), output: output.output))
         let task = Task { try await tool.run() }
         defer { task.cancel() }
-        #expect(await eventuallyAsync { output.lines.count == 1 })
+        #expect(await eventually { output.lines.count == 1 })
         #expect(truncate(url.path, 0) == 0)
         // Write through another handle, as a copytruncate rotation leaves the writer appending at 0.
         try Array(#"2016-12-24 12:31:38.475  ℹ️ INFO: {"message":"after","metadata":{},"userInfo":{}}"#.utf8 + [10]).withUnsafeBytes { try Data($0).write(to: url) }
-        #expect(await eventuallyAsync { output.lines.count == 2 })
+        #expect(await eventually { output.lines.count == 2 })
         #expect(output.lines.last?.hasSuffix("after") == true)
         task.cancel()
         _ = try await task.value

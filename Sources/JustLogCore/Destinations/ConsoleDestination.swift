@@ -79,17 +79,7 @@ public struct TextOutput: Sendable {
     /// Writes to a file descriptor with `write(2)`, retrying partial writes and `EINTR`.
     public init(fileDescriptor: Int32) {
         self.isTerminal = isatty(fileDescriptor) == 1
-        self.sink = { bytes in
-            bytes.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = systemWrite(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written < 0 && errno == EINTR { continue }
-                    if written <= 0 { return }
-                    offset += written
-                }
-            }
-        }
+        self.sink = { bytes in writeAll(fileDescriptor, bytes) }
     }
 
     public static var standardOutput: TextOutput { TextOutput(fileDescriptor: 1) }

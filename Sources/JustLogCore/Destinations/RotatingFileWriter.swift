@@ -119,18 +119,7 @@ struct RotatingFileWriter: Sendable {
 
     /// Writes all of `bytes`; on failure records and reports the error once, and returns `false`.
     private mutating func writeChunk(_ bytes: [UInt8]) -> Bool {
-        let failure: Int32? = bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
-            return nil
-        }
+        let failure = writeAll(descriptor, bytes)
         if let failure {
             let error = JustLogError(.fileSystem, "cannot write to the log file \(path): \(String(cString: strerror(failure)))")
             lastError = error
@@ -168,26 +157,4 @@ struct RotatingFileWriter: Sendable {
             diagnostics.reportOnce(key: "file.write.\(path)", "\(error.message); events are counted as lost until writing works again")
         }
     }
-}
-
-@inline(__always)
-private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
-    #if canImport(Darwin)
-    return Darwin.open(path, flags, mode)
-    #elseif canImport(Musl)
-    return Musl.open(path, flags, mode)
-    #else
-    return Glibc.open(path, flags, mode)
-    #endif
-}
-
-@inline(__always)
-private func systemClose(_ fd: Int32) {
-    #if canImport(Darwin)
-    _ = Darwin.close(fd)
-    #elseif canImport(Musl)
-    _ = Musl.close(fd)
-    #else
-    _ = Glibc.close(fd)
-    #endif
 }

@@ -41,7 +41,8 @@ public struct LineFormat: Sendable {
         out.append(UInt8(ascii: "\n"))
     }
 
-    static func color(_ level: LogLevel) -> String {
+    /// The ANSI color of a level's label on a terminal (shared with `justlog view` and `receive`).
+    package static func color(_ level: LogLevel) -> String {
         switch level {
         case .verbose: "\u{1B}[90m"
         case .debug: "\u{1B}[36m"

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Where JustLog reports its own problems (a file it cannot write, a full queue): standard error by
 /// default, a capture in tests. Reports are one line each, prefixed `JustLog:`.
 ///
@@ -23,16 +15,7 @@ public struct DiagnosticSink: Sendable {
 
     /// Writes to the process's standard error, unbuffered.
     public static let standardError = DiagnosticSink { line in
-        let text = line.hasSuffix("\n") ? line : line + "\n"
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = systemWrite(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { break }
-                offset += written
-            }
-        }
+        writeAll(2, Array((line.hasSuffix("\n") ? line : line + "\n").utf8))
     }
 
     /// Reports `message` every time.
@@ -51,15 +34,4 @@ public struct DiagnosticSink: Sendable {
     public func reset(key: String) {
         _ = reported.withLock { $0.remove(key) }
     }
-}
-
-@inline(__always)
-func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Darwin)
-    return Darwin.write(fd, buffer, count)
-    #elseif canImport(Musl)
-    return Musl.write(fd, buffer, count)
-    #else
-    return Glibc.write(fd, buffer, count)
-    #endif
 }

@@ -1,6 +1,7 @@
 public import NIOCore
 import NIOPosix
 import NIOSSL
+import JustLogCore
 
 /// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector as `json_lines` over one
 /// persistent TCP or TLS connection, carrying out the decisions of a ``ConnectionStateMachine``.
@@ -81,10 +82,7 @@ public final class LogstashClient: @unchecked Sendable {
         self.spool = spool
         self.eventLoop = (eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton).next()
         self.activity = activity
-        self.warning = warning ?? { message in
-            var standardError = StandardError()
-            print(message, to: &standardError)
-        }
+        self.warning = warning ?? { message in DiagnosticSink.standardError.report(message) }
         self.onDeliveryResumed = onDeliveryResumed
         self.tls = configuration.useTLS
             ? try LogstashTLS(
@@ -396,13 +394,5 @@ public final class LogstashClient: @unchecked Sendable {
     static func timeAmount(_ duration: Duration) -> TimeAmount {
         let (seconds, attoseconds) = duration.components
         return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}
-
-/// Standard error as a `TextOutputStream`, for the warning default.
-private struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) {
-        var bytes = Array(string.utf8)
-        _ = bytes.withUnsafeMutableBytes { systemWrite(2, $0.baseAddress, $0.count) }
     }
 }

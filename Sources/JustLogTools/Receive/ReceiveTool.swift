@@ -14,8 +14,9 @@ import Darwin
 /// every event readably — or appends each raw line to a file — until the task running it is cancelled
 /// (the command cancels it on Ctrl-C / SIGTERM), then prints how many events it received.
 ///
-/// - Events go to ``Options/output``: one readable, terminal-safe line each (time, level, message, then
-///   `key=value`), colored on a terminal; with ``Options/pretty``, the whole JSON indented.
+/// - Events go to ``Options/output``: each raw JSON line as received (for piping into `jq`; made
+///   terminal-safe only when the output is a terminal); with ``Options/pretty``, one readable line each
+///   (time, level, message, then `key=value`), terminal-safe, colored on a terminal.
 /// - With ``Options/outFile`` each valid line is appended, as received, to that file (created 0600).
 /// - Status lines and invalid lines (`connection N line M: reason`) go to ``Options/errors``.
 ///
@@ -190,7 +191,13 @@ extension ReceiveTool {
                     }
                     return
                 }
-                let text = options.pretty ? Self.pretty(value) : render(value)
+                let text: String
+                if options.pretty {
+                    text = render(value)
+                } else {
+                    let raw = String(decoding: line.raw, as: UTF8.self)
+                    text = (options.output.isTerminal ? TerminalSafeText.escape(raw) : raw) + "\n"
+                }
                 lock.withLock { _ in options.output.write(Array(text.utf8)) }
             }
         }
@@ -214,33 +221,6 @@ extension ReceiveTool {
                 excluding: [FlattenedFormat.timestampKey, AggregatedFormat.messageKey, UserInfoKey.logType]
             )
             return renderer.render(time: time, level: level, levelName: levelName, message: message, fields: fields)
-        }
-
-        /// The JSON indented by two spaces, keys in byte order, each line terminal-safe.
-        static func pretty(_ value: LogValue) -> String {
-            var lines: [String] = []
-            func emit(_ value: LogValue, indent: String, prefix: String, suffix: String) {
-                switch value {
-                case .object(let object) where !object.isEmpty:
-                    lines.append(indent + prefix + "{")
-                    let keys = object.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                    for (index, key) in keys.enumerated() {
-                        let keyText = String(decoding: JSONWriter.encode(.string(key)), as: UTF8.self)
-                        emit(object[key]!, indent: indent + "  ", prefix: keyText + ": ", suffix: index == keys.count - 1 ? "" : ",")
-                    }
-                    lines.append(indent + "}" + suffix)
-                case .array(let array) where !array.isEmpty:
-                    lines.append(indent + prefix + "[")
-                    for (index, element) in array.enumerated() {
-                        emit(element, indent: indent + "  ", prefix: "", suffix: index == array.count - 1 ? "" : ",")
-                    }
-                    lines.append(indent + "]" + suffix)
-                default:
-                    lines.append(indent + prefix + String(decoding: JSONWriter.encode(value), as: UTF8.self) + suffix)
-                }
-            }
-            emit(value, indent: "", prefix: "", suffix: "")
-            return lines.map(TerminalSafeText.escape).joined(separator: "\n") + "\n"
         }
     }
 }

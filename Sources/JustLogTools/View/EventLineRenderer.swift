@@ -64,13 +64,7 @@ struct EventLineRenderer: Sendable {
     }
 
     static func color(_ level: LogLevel) -> String {
-        switch level {
-        case .verbose: "\u{1B}[90m"
-        case .debug: "\u{1B}[36m"
-        case .info: "\u{1B}[32m"
-        case .warning: "\u{1B}[33m"
-        case .error: "\u{1B}[1;31m"
-        }
+        LineFormat.color(level)
     }
 
     private func paint(_ text: String, _ code: String) -> String {
