@@ -130,8 +130,10 @@ public struct DemoScenario: Sendable {
         ))
 
         let start = Date()
-        func log(_ level: LogLevel, _ message: String, error: (any Error)? = nil, userInfo: [String: Any]? = nil) {
-            logger.log(level, message, error: error, userInfo: userInfo)
+        // Passes the scenario's own call site through, as a wrapper around a logger should.
+        func log(_ level: LogLevel, _ message: String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+                 file: String = #fileID, function: String = #function, line: UInt = #line) {
+            logger.log(level, message, error: error, userInfo: userInfo, file: file, function: function, line: line)
             report.loggedPerLevel[level, default: 0] += 1
         }
         log(.verbose, "demo starting", userInfo: ["pid": ProcessInfo.processInfo.processIdentifier])
