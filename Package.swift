@@ -77,12 +77,20 @@ let package = Package(
             name: "JustLogLogstashTests",
             dependencies: [
                 "JustLogLogstash", "JustLogCore", "JustLogTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        .testTarget(name: "JustLogTests", dependencies: ["JustLog", "JustLogCore", "JustLogTestSupport", "JustLogTestChild"]),
+        .testTarget(
+            name: "JustLogTests",
+            dependencies: [
+                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogTestChild",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "JustLogToolsTests",
             dependencies: [

@@ -1,5 +1,6 @@
 import Foundation
 public import JustLogCore
+public import CoreMetrics
 public import NIOCore
 
 /// Sends every record, in the flattened form, to a Logstash-compatible collector (SPEC §3, §4).
@@ -58,19 +59,21 @@ public final class LogstashDestination: LogDestination {
     /// - Parameters:
     ///   - activity: receives connection activity lines (never a token or a record); `nil` shows none.
     ///   - diagnostics: where drops and failures are reported.
+    ///   - metrics: where counters go (see ``LogstashMetrics``); default: the bootstrapped `MetricsSystem`.
     /// - Throws: ``LogstashError`` if the spool folder cannot be used or the TLS settings are invalid.
     public init(
         configuration: Configuration,
         eventLoopGroup: (any EventLoopGroup)? = nil,
         activity: (@Sendable (String) -> Void)? = nil,
-        diagnostics: DiagnosticSink = .standardError
+        diagnostics: DiagnosticSink = .standardError,
+        metrics metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) throws {
         self.configuration = configuration
         self.diagnostics = diagnostics
         self.limiter = RecordSizeLimiter(maximumBytes: configuration.spool.maxRecordBytes)
         let spool = try LogstashSpool(configuration: configuration.spool)
         self.spool = spool
-        self.metrics = LogstashMetrics()
+        self.metrics = LogstashMetrics(factory: metricsFactory)
         let report = DropReporter(spool: spool, limiter: limiter, token: configuration.token)
         do {
             self.client = try LogstashClient(

@@ -1,8 +1,8 @@
 import CoreMetrics
 import JustLogCore
 
-/// Exports the Logstash destination's counters through swift-metrics, if the program bootstrapped a metrics
-/// backend (otherwise these are no-ops):
+/// Exports the Logstash destination's counters through swift-metrics — through the factory it is given,
+/// by default the one the program bootstrapped (`MetricsSystem.factory`; without a bootstrap, no-ops):
 ///
 /// | metric | kind | meaning |
 /// |---|---|---|
@@ -14,15 +14,25 @@ import JustLogCore
 /// | `justlog_logstash_queued` | gauge | events in the spool not yet proven delivered |
 /// | `justlog_logstash_spooled_bytes` | gauge | their size |
 final class LogstashMetrics: Sendable {
-    private let spooled = Counter(label: "justlog_logstash_spooled_total")
-    private let spoolFailures = Counter(label: "justlog_logstash_spool_failures_total")
-    private let sent = Counter(label: "justlog_logstash_sent_total")
-    private let resent = Counter(label: "justlog_logstash_resent_total")
-    private let droppedCounter = Counter(label: "justlog_logstash_dropped_total")
-    private let queued = Gauge(label: "justlog_logstash_queued")
-    private let spooledBytes = Gauge(label: "justlog_logstash_spooled_bytes")
+    private let spooled: Counter
+    private let spoolFailures: Counter
+    private let sent: Counter
+    private let resent: Counter
+    private let droppedCounter: Counter
+    private let queued: Gauge
+    private let spooledBytes: Gauge
     private let last = LockedValue(Last())
     private let poller = LockedValue<Task<Void, Never>?>(nil)
+
+    init(factory: any MetricsFactory = MetricsSystem.factory) {
+        spooled = Counter(label: "justlog_logstash_spooled_total", factory: factory)
+        spoolFailures = Counter(label: "justlog_logstash_spool_failures_total", factory: factory)
+        sent = Counter(label: "justlog_logstash_sent_total", factory: factory)
+        resent = Counter(label: "justlog_logstash_resent_total", factory: factory)
+        droppedCounter = Counter(label: "justlog_logstash_dropped_total", factory: factory)
+        queued = Gauge(label: "justlog_logstash_queued", factory: factory)
+        spooledBytes = Gauge(label: "justlog_logstash_spooled_bytes", factory: factory)
+    }
 
     private struct Last {
         var sent: UInt64 = 0
