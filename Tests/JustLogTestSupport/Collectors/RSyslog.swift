@@ -10,8 +10,7 @@ public final class RSyslog: @unchecked Sendable {
     public let plainPort: Int
     public let tlsPort: Int
     private let root: String
-    private let lock = NSLock()
-    private var process: Process?
+    private let daemon: CollectorProcess
 
     /// The extracted package root, unpacking it on first use; `nil` (see ``unavailableReason``) if that fails.
     public static let packageRoot: Result<String, ProcessRunner.Failure> = {
@@ -66,41 +65,21 @@ public final class RSyslog: @unchecked Sendable {
 
             """
         try config.write(toFile: dir + "/rsyslog.conf", atomically: true, encoding: .utf8)
+        daemon = CollectorProcess(
+            name: "rsyslogd", executable: root + "/usr/sbin/rsyslogd",
+            arguments: ["-n", "-f", dir + "/rsyslog.conf", "-i", dir + "/rsyslog.pid", "-M", root + "/usr/lib/x86_64-linux-gnu/rsyslog"],
+            ports: [plainPort, tlsPort], logPath: directory.file("rsyslog.log"), termGrace: .seconds(2)
+        )
         try start()
     }
 
     deinit { shutdown() }
 
     /// Starts rsyslogd (again) on the same ports and waits until both accept.
-    public func start() throws {
-        let dir = directory.path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: root + "/usr/sbin/rsyslogd")
-        process.arguments = ["-n", "-f", dir + "/rsyslog.conf", "-i", dir + "/rsyslog.pid", "-M", root + "/usr/lib/x86_64-linux-gnu/rsyslog"]
-        let logPath = directory.file("rsyslog.log")
-        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
-        let log = FileHandle(forWritingAtPath: logPath)
-        log?.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        lock.withLock { self.process = process }
-        guard FreePort.poll(timeout: .seconds(10), { process.isRunning && FreePort.isAccepting(plainPort) && FreePort.isAccepting(tlsPort) }) else {
-            shutdown()
-            let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            throw ProcessRunner.Failure(description: "rsyslogd did not start accepting on \(plainPort)/\(tlsPort): \(output)")
-        }
-    }
+    public func start() throws { try daemon.start() }
 
     /// Sends `signal` (default SIGKILL) and, for SIGKILL/SIGTERM, waits until rsyslogd is gone.
-    public func kill(signal: Int32 = 9) {
-        guard let process = lock.withLock({ self.process }) else { return }
-        Foundation.kill(process.processIdentifier, signal)
-        if signal == SIGKILL || signal == SIGTERM {
-            process.waitUntilExit()
-            lock.withLock { self.process = nil }
-        }
-    }
+    public func kill(signal: Int32 = 9) { daemon.kill(signal: signal) }
 
     /// Kills rsyslogd and starts it again on the same ports.
     public func restart() throws {
@@ -109,15 +88,7 @@ public final class RSyslog: @unchecked Sendable {
     }
 
     /// Stops rsyslogd by PID (SIGTERM, SIGKILL after 2 s). Safe to call twice.
-    public func shutdown() {
-        guard let process = lock.withLock({ () -> Process? in
-            defer { self.process = nil }
-            return self.process
-        }), process.isRunning else { return }
-        Foundation.kill(process.processIdentifier, SIGTERM)
-        if !FreePort.poll(timeout: .seconds(2), { !process.isRunning }) { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    public func shutdown() { daemon.shutdown() }
 
     /// Lines of `received.jsonl`, each as sent (rsyslog keeps a trailing `\r`).
     public func receivedLines() -> [String] {

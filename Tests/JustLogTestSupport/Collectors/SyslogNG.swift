@@ -12,9 +12,8 @@ public final class SyslogNG: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let plainPort: Int
     public let tlsPort: Int
-    private let lock = NSLock()
-    private var process: Process?
     private let serverCertificate: TestCertificates.Pair
+    private let daemon: CollectorProcess
 
     /// Writes the configuration and (unless `startImmediately` is `false`, for a collector that is down
     /// at first) starts syslog-ng, serving `certificate` on the TLS port; returns once both ports accept
@@ -26,6 +25,14 @@ public final class SyslogNG: @unchecked Sendable {
         plainPort = ports[0]
         tlsPort = ports[1]
         serverCertificate = certificate
+        let dir = directory.path
+        // syslog-ng 3.38 often lingers on SIGTERM while it has client connections; its files are flushed per line.
+        daemon = CollectorProcess(
+            name: "syslog-ng", executable: Self.executable!,
+            arguments: ["-F", "-e", "-f", "\(dir)/syslog-ng.conf", "-p", "\(dir)/syslog-ng.pid", "-c", "\(dir)/syslog-ng.ctl",
+                        "-R", "\(dir)/syslog-ng.persist"],
+            ports: [plainPort, tlsPort], logPath: directory.file("syslog-ng.log"), termGrace: .seconds(1)
+        )
         try writeConfiguration()
         if startImmediately { try start() }
     }
@@ -56,40 +63,10 @@ public final class SyslogNG: @unchecked Sendable {
     }
 
     /// Starts syslog-ng (again) on the same ports and waits until both accept.
-    public func start() throws {
-        let dir = directory.path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable!)
-        process.arguments = ["-F", "-e", "-f", "\(dir)/syslog-ng.conf", "-p", "\(dir)/syslog-ng.pid", "-c", "\(dir)/syslog-ng.ctl",
-                             "-R", "\(dir)/syslog-ng.persist"]
-        let log = FileHandle(forWritingAtPath: directory.file("syslog-ng.log")) ?? {
-            _ = FileManager.default.createFile(atPath: directory.file("syslog-ng.log"), contents: nil)
-            return FileHandle(forWritingAtPath: directory.file("syslog-ng.log"))!
-        }()
-        log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        lock.withLock { self.process = process }
-        let ready = FreePort.poll(timeout: .seconds(10)) {
-            process.isRunning && FreePort.isAccepting(plainPort) && FreePort.isAccepting(tlsPort)
-        }
-        guard ready else {
-            shutdown()
-            let output = (try? String(contentsOfFile: directory.file("syslog-ng.log"), encoding: .utf8)) ?? ""
-            throw ProcessRunner.Failure(description: "syslog-ng did not start accepting on \(plainPort)/\(tlsPort): \(output)")
-        }
-    }
+    public func start() throws { try daemon.start() }
 
     /// Sends `signal` to syslog-ng and, for a fatal one, waits until it is gone.
-    public func kill(signal: Int32 = 9) {
-        guard let process = lock.withLock({ self.process }) else { return }
-        Foundation.kill(process.processIdentifier, signal)
-        if signal == SIGKILL || signal == SIGTERM {
-            process.waitUntilExit()
-            lock.withLock { self.process = nil }
-        }
-    }
+    public func kill(signal: Int32 = 9) { daemon.kill(signal: signal) }
 
     /// Kills syslog-ng (SIGKILL) and starts it again on the same ports.
     public func restart() throws {
@@ -97,19 +74,8 @@ public final class SyslogNG: @unchecked Sendable {
         try start()
     }
 
-    /// Stops syslog-ng by PID (SIGTERM, then SIGKILL after 1 s: syslog-ng 3.38 often lingers on SIGTERM
-    /// while it has client connections, and its output files are flushed per line). Safe to call twice.
-    public func shutdown() {
-        guard let process = lock.withLock({ () -> Process? in
-            defer { self.process = nil }
-            return self.process
-        }) else { return }
-        guard process.isRunning else { return }
-        Foundation.kill(process.processIdentifier, SIGTERM)
-        let stopped = FreePort.poll(timeout: .seconds(1)) { !process.isRunning }
-        if !stopped { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    /// Stops syslog-ng by PID (SIGTERM, then SIGKILL after 1 s). Safe to call twice.
+    public func shutdown() { daemon.shutdown() }
 
     /// Lines written to `received.jsonl` (each exactly as sent).
     public func receivedLines() -> [String] { Self.lines(of: receivedFile) }

@@ -1,0 +1,68 @@
+import Foundation
+
+/// A collector daemon that a test runs in the foreground on fixed loopback ports: started and polled until
+/// every port accepts, killed (to simulate a crash) or stopped by PID, restarted on the same ports. Its
+/// output goes to a log file, quoted when it fails to start.
+final class CollectorProcess: @unchecked Sendable {
+    let name: String
+    let executable: String
+    let arguments: [String]
+    let ports: [Int]
+    let logPath: String
+    /// How long a SIGTERM may take before SIGKILL.
+    let termGrace: Duration
+    private let lock = NSLock()
+    private var process: Process?
+
+    init(name: String, executable: String, arguments: [String], ports: [Int], logPath: String, termGrace: Duration) {
+        self.name = name
+        self.executable = executable
+        self.arguments = arguments
+        self.ports = ports
+        self.logPath = logPath
+        self.termGrace = termGrace
+    }
+
+    deinit { shutdown() }
+
+    /// Starts the daemon and waits (at most 10 s) until every port accepts connections.
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = FileHandle(forWritingAtPath: logPath)
+        log?.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        lock.withLock { self.process = process }
+        let ready = FreePort.poll(timeout: .seconds(10)) { process.isRunning && ports.allSatisfy(FreePort.isAccepting) }
+        guard ready else {
+            shutdown()
+            let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw ProcessRunner.Failure(description: "\(name) did not start accepting on \(ports.map(String.init).joined(separator: "/")): \(output)")
+        }
+    }
+
+    /// Sends `signal` and, for SIGKILL or SIGTERM, waits until the process is gone.
+    func kill(signal: Int32) {
+        guard let process = lock.withLock({ self.process }) else { return }
+        Foundation.kill(process.processIdentifier, signal)
+        if signal == SIGKILL || signal == SIGTERM {
+            process.waitUntilExit()
+            lock.withLock { self.process = nil }
+        }
+    }
+
+    /// Stops the daemon by PID: SIGTERM, then SIGKILL after ``termGrace``. Safe to call twice.
+    func shutdown() {
+        guard let process = lock.withLock({ () -> Process? in
+            defer { self.process = nil }
+            return self.process
+        }), process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGTERM)
+        if !FreePort.poll(timeout: termGrace, { !process.isRunning }) { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
