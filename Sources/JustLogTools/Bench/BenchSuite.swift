@@ -89,7 +89,23 @@ public struct BenchSuite: Sendable {
                 }
             )
         })
+        results.append(try measureSpoolAppend())
         return results
+    }
+
+    /// The spool's part of the Logstash case: appending an already-encoded 400-byte record (a `memcpy`
+    /// into the mapped segment, with its length and CRC), five runs, the median.
+    private func measureSpoolAppend() throws -> Result {
+        var runs: [Double] = []
+        for run in 0..<5 {
+            let directory = folder.appendingPathComponent("spool-append-\(run)")
+            try? FileManager.default.removeItem(at: directory)
+            let measurement = try LogstashSpool.measureAppend(records: iterations, payloadBytes: 400, directory: directory.path)
+            runs.append(measurement.nanosecondsPerAppend)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let median = runs.sorted()[runs.count / 2]
+        return Result(name: "spool alone: append a 400-byte encoded record", nanosecondsPerCall: median, endToEndNanoseconds: median)
     }
 
     private func fileCase(_ url: URL, level: LogLevel, _ call: @escaping (StructuredLogger, Int) -> Void) throws -> Case {
