@@ -25,7 +25,9 @@ extension Logger.Configuration {
         public var logActivity: Bool
         /// Where activity lines go. Default: standard output.
         public var activityOutput: TextOutput
-        /// The spool folder. Default: `<log folder>/<log file name>.spool/`.
+        /// The spool folder. Default: `<log folder>/<log file name>.spool/` — next to the file destination's
+        /// file, or to the default log file when there is no file destination. One logger per folder: a
+        /// second logger on the same folder is refused (reported), as two would overwrite each other.
         public var spoolFolder: URL?
         /// The spool's size cap; past it the oldest events are dropped and counted. Default 64 MiB.
         public var spoolCapacity: Int
@@ -71,8 +73,14 @@ extension Logger {
         client.allowUntrustedServer = logstash.allowUntrustedServer
         client.caFile = logstash.caFile
         client.pinnedSPKISHA256 = logstash.pinnedPublicKeys
-        client.sendInterval = .milliseconds(Int64(max(0.05, logstash.sendInterval) * 1000))
-        let folder = logstash.spoolFolder ?? LogFolder.defaultFolder().appendingPathComponent("\(LogFolder.defaultFilename()).spool", isDirectory: true)
+        // Between 50 ms and a day; NaN or infinity must not trap converting to an integer.
+        let interval = logstash.sendInterval.isNaN ? 5 : min(max(0.05, logstash.sendInterval), 86_400)
+        client.sendInterval = .milliseconds(Int64(interval * 1000))
+        // Default: next to the log file (`<log folder>/<log file name>.spool/`), so a restarted program finds it.
+        let logFile = configuration.file?.destination.url
+            ?? LogFolder.defaultFolder().appendingPathComponent(LogFolder.defaultFilename())
+        let folder = logstash.spoolFolder
+            ?? logFile.deletingLastPathComponent().appendingPathComponent(logFile.lastPathComponent + ".spool", isDirectory: true)
         var destination = LogstashDestination.Configuration(client: client, spoolDirectory: folder.path, token: logstash.token)
         destination.spool.maxTotalBytes = logstash.spoolCapacity
         var activity: (@Sendable (String) -> Void)?

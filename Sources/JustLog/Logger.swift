@@ -23,7 +23,7 @@ public import JustLogCore
 /// ```
 ///
 /// Logging before ``setup()`` is kept (up to ``pendingCapacity`` events) and delivered when it runs; calling
-/// ``setup()`` again applies the current settings, after flushing what the previous setup had queued.
+/// ``setup()`` again flushes and closes the previous destinations, then applies the current settings.
 public final class Logger: @unchecked Sendable {
     /// The instance of the documented API.
     public static let shared = Logger()
@@ -144,23 +144,28 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Builds the destinations from the current settings and delivers what was logged before. Calling it
-    /// again applies changed settings: what the previous setup had queued is flushed through its destinations
-    /// first. Problems (a file that cannot be opened) are reported on standard error, never thrown.
+    /// again applies changed settings: the previous destinations are flushed and closed first (releasing the
+    /// spool folder), events logged meanwhile are kept and delivered in order. Problems (a file that cannot
+    /// be opened) are reported on standard error, never thrown.
     public func setup() {
-        let configuration = lock.withLock { settings.configuration(switches: switches) }
-        let running = Self.start(configuration, switches: switches)
-        let previous: Phase = lock.withLock {
-            defer { phase = .running(running) }
-            return phase
+        let (configuration, previous) = lock.withLock { () -> (Configuration, Phase) in
+            let previous = phase
+            if case .running = previous { phase = .pending(PendingEvents()) }
+            return (settings.configuration(switches: switches), previous)
         }
-        switch previous {
-        case .pending(let pending):
-            if pending.dropped > 0 {
-                running.logger.warning("JustLog dropped \(pending.dropped) event(s) logged before setup() (more than \(Self.pendingCapacity))")
-            }
-            for event in pending.events { running.logger.pipeline.submit(event) }
-        case .running(let old):
+        if case .running(let old) = previous {
             old.logger.pipeline.shutdown(timeout: configuration.pipeline.exitFlushTimeout)
+        }
+        let running = Self.start(configuration, switches: switches)
+        lock.withLock {
+            if case .pending(let pending) = phase {
+                if pending.dropped > 0 {
+                    running.logger.warning("JustLog dropped \(pending.dropped) event(s) logged before setup() (more than \(Self.pendingCapacity))")
+                }
+                // Replayed under the lock, so no event logged now can overtake an older one.
+                pending.forEach { running.logger.pipeline.submit($0) }
+            }
+            phase = .running(running)
         }
     }
 
@@ -169,22 +174,21 @@ public final class Logger: @unchecked Sendable {
     /// Logs `message` at `level`, with an optional error and `userInfo`.
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
                     file: String = #fileID, function: String = #function, line: UInt = #line) {
-        let current: Phase = lock.withLock { phase }
-        switch current {
-        case .running(let running):
-            running.logger.log(level, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
-        case .pending:
-            let event = LogEvent(
-                level: level, message: message(), error: error, userInfo: userInfo.map(LogValue.fields) ?? [:],
-                callSite: CallSite(file: file, function: function, line: line), timestamp: .now()
-            )
-            lock.withLock {
-                if case .pending(var pending) = phase {
-                    pending.append(event)
-                    phase = .pending(pending)
-                } else if case .running(let running) = phase {
-                    running.logger.pipeline.submit(event)
-                }
+        // The level check and the message (user code) run outside the lock; the event is then handed to
+        // whatever the logger is at that moment — the pipeline, or the buffer while `setup()` runs.
+        let minimum: LogLevel? = lock.withLock {
+            if case .running(let running) = phase { return running.logger.pipeline.minimumLevel }
+            return nil
+        }
+        if let minimum, level < minimum { return }
+        let event = LogEvent(
+            level: level, message: message(), error: error, userInfo: userInfo.map(LogValue.fields) ?? [:],
+            callSite: CallSite(file: file, function: function, line: line), timestamp: .now()
+        )
+        lock.withLock {
+            switch phase {
+            case .running(let running): running.logger.pipeline.submit(event)
+            case .pending(let pending): pending.append(event)
             }
         }
     }
@@ -229,7 +233,7 @@ public final class Logger: @unchecked Sendable {
         case .running(let running):
             running.logger.flush(completion: completion)
         case .pending(let pending):
-            completion(JustLogError(.invalidConfiguration, "the logger is not set up: call setup() first (\(pending.events.count) event(s) waiting)"))
+            completion(JustLogError(.invalidConfiguration, "the logger is not set up: call setup() first (\(pending.count) event(s) waiting)"))
         }
     }
 
@@ -268,16 +272,29 @@ public final class Logger: @unchecked Sendable {
         var logger: StructuredLogger
     }
 
-    private struct PendingEvents {
-        var events: [LogEvent] = []
-        var dropped = 0
+    /// Events logged before ``setup()`` (or while it runs): a ring of at most ``pendingCapacity``, oldest
+    /// dropped and counted. A class, so that appending under the lock copies nothing.
+    private final class PendingEvents {
+        private var events: [LogEvent] = []
+        private var start = 0
+        private(set) var dropped = 0
 
-        mutating func append(_ event: LogEvent) {
-            if events.count >= Logger.pendingCapacity {
-                events.removeFirst()
+        var count: Int { events.count - start }
+
+        func append(_ event: LogEvent) {
+            if count >= Logger.pendingCapacity {
+                start += 1
                 dropped += 1
+                if start >= Logger.pendingCapacity {
+                    events.removeFirst(start)
+                    start = 0
+                }
             }
             events.append(event)
+        }
+
+        func forEach(_ body: (LogEvent) -> Void) {
+            events[start...].forEach(body)
         }
     }
 }

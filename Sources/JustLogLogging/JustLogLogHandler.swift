@@ -67,7 +67,7 @@ public struct JustLogLogHandler: LogHandler {
                 userInfo: userInfo,
                 metadata: ["logger": .string(label), "source": .string(event.source)],
                 callSite: CallSite(file: event.file, function: event.function, line: event.line),
-                timestamp: .now()
+                timestamp: pipeline.now()
             )
         )
     }

@@ -159,4 +159,26 @@ import Testing
         blocking.release()
         #expect(logger.pipeline.flush(timeout: 5) == nil)
     }
+
+    @Test func aSanitizerThatShortensMessagesDoesNotShrinkTheQueue() async throws {
+        // The byte bound must count what was queued, not the sanitized message: otherwise the queue
+        // believes itself full forever and every call waits and drops.
+        let inline = CapturingDestination(delivery: .inline), background = CapturingDestination()
+        let logger = logger([.init(inline), .init(background)], pipeline: .init(maximumQueuedBytes: 10_000, fullQueueWait: 0.05),
+                            sanitizer: { $0.message = "x" })
+        let big = String(repeating: "m", count: 1000)
+        for round in 0..<20 {
+            for _ in 0..<50 { logger.info(big) }
+            try await logger.flush()
+            #expect(logger.pipeline.currentStatistics.dropped == 0, "round \(round)")
+        }
+        #expect(background.records.count == 1000)
+    }
+
+    @Test func infiniteTimeoutsDoNotTrap() {
+        let logger = logger([.init(CapturingDestination())], pipeline: .init(fullQueueWait: .infinity, exitFlushTimeout: .infinity))
+        logger.info("one")
+        #expect(logger.pipeline.flush(timeout: .infinity) == nil)
+        #expect(logger.pipeline.shutdown(timeout: .infinity) == nil)
+    }
 }

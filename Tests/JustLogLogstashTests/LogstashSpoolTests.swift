@@ -1,3 +1,4 @@
+import Foundation
 import JustLogLogstash
 import JustLogTestSupport
 import Testing
@@ -76,17 +77,18 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect(readAll(reopened).last == String(decoding: record(50), as: UTF8.self))
     }
 
-    @Test func aSecondInstanceOpenedWithoutClosingTheFirstFindsEveryRecord() throws {
-        // Simulates a crash: the first spool is never closed, its mapping never flushed explicitly.
+    @Test func recordsOnlyInThePageCacheAreFoundByTheNextSpool() throws {
+        // The first spool never syncs its mapping (close() only unmaps, no msync): what the next one finds
+        // is what a killed process leaves in the page cache. (A real SIGKILL is tested in JustLogTests.)
         let directory = try TemporaryDirectory(prefix: "spool")
         let configuration = LogstashSpool.Configuration(directory: directory.path, segmentBytes: 64 << 10, maxRecordBytes: 4 << 10)
         let crashed = try LogstashSpool(configuration: configuration)
         for index in 0..<2000 { try crashed.append(record(index)) }
+        crashed.close()  // releases the folder lock; a second open spool would be refused
         let recovered = try LogstashSpool(configuration: configuration)
         #expect(recovered.counterSnapshot.queuedRecords == 2000)
         #expect(recovered.counterSnapshot.segmentCount > 1)
         #expect(readAll(recovered) == (0..<2000).map { String(decoding: record($0), as: UTF8.self) })
-        withExtendedLifetime(crashed) {}
     }
 
     @Test func ignoresATornTailRecordAndAppendsOverIt() throws {
@@ -191,5 +193,36 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         let measurement = try LogstashSpool.measureAppend(records: 10_000, payloadBytes: 400, directory: directory.path)
         #expect(measurement.records == 10_000)
         print("spool append (debug build): \(measurement)")
+    }
+
+    @Test func aSecondSpoolOnTheSameFolderIsRefusedUntilTheFirstCloses() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-twice")
+        let first = try LogstashSpool(configuration: .init(directory: directory.path))
+        #expect {
+            _ = try LogstashSpool(configuration: .init(directory: directory.path))
+        } throws: { error in
+            (error as? LogstashError)?.code == .spoolUnavailable && "\(error)".contains("in use by another logger or process")
+        }
+        try first.append(Array("one".utf8))
+        first.close()
+        let second = try LogstashSpool(configuration: .init(directory: directory.path))
+        defer { second.close() }
+        #expect(second.counterSnapshot.queuedRecords == 1)
+    }
+
+    @Test func aZeroLengthSegmentLeftByACrashIsRemovedNotFatal() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-empty-segment")
+        let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+        try spool.append(Array("kept".utf8))
+        spool.close()
+        // A process killed between creating the next segment file and sizing it leaves 0 bytes behind.
+        let empty = directory.file("00000000000000000009.seg")
+        #expect(FileManager.default.createFile(atPath: empty, contents: nil))
+        let reopened = try LogstashSpool(configuration: .init(directory: directory.path))
+        defer { reopened.close() }
+        #expect(reopened.counterSnapshot.queuedRecords == 1)
+        #expect(!FileManager.default.fileExists(atPath: empty))
+        try reopened.append(Array("after".utf8))
+        #expect(reopened.counterSnapshot.queuedRecords == 2)
     }
 }

@@ -14,6 +14,8 @@ final class ChildProcess: @unchecked Sendable {
         var lines: [String] = []
         var buffer = Data()
         var stderr = Data()
+        /// End of file seen on stdout and stderr: every line the child wrote has been read.
+        var openPipes = 2
     }
 
     init(arguments: [String]) throws {
@@ -25,6 +27,11 @@ final class ChildProcess: @unchecked Sendable {
         let state = self.state
         output.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                state.withLock { $0.openPipes -= 1 }
+                return
+            }
             state.withLock { state in
                 state.buffer.append(data)
                 while let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) {
@@ -36,6 +43,11 @@ final class ChildProcess: @unchecked Sendable {
         }
         errors.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                state.withLock { $0.openPipes -= 1 }
+                return
+            }
             state.withLock { $0.stderr.append(data) }
         }
         try process.run()
@@ -65,8 +77,13 @@ final class ChildProcess: @unchecked Sendable {
         Foundation.kill(process.processIdentifier, SIGKILL)
         _ = await eventually(timeout: .seconds(10)) { !process.isRunning }
         process.waitUntilExit()
-        // Lines already in the pipe were written after a log call returned: let the reader take them.
-        try? await Task.sleep(for: .milliseconds(50))
+        // Lines already in the pipe were written after a log call returned: read them to the end.
+        await readToEnd()
+    }
+
+    /// Waits until both pipes reached end of file (the child and anything it started are gone).
+    private func readToEnd() async {
+        _ = await eventually(timeout: .seconds(10)) { state.current.openPipes == 0 }
     }
 
     /// The exit status, or `nil` (and the child killed) if it did not exit within `timeout`.
@@ -76,8 +93,7 @@ final class ChildProcess: @unchecked Sendable {
             return nil
         }
         process.waitUntilExit()
-        // Let the pipe readers take the last output.
-        try? await Task.sleep(for: .milliseconds(50))
+        await readToEnd()
         return process.terminationStatus
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import JustLog
 import JustLogCore
+import JustLogLogstash
 import JustLogTestSupport
 import Testing
 
@@ -161,5 +162,31 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
             #expect(folder.path.hasSuffix("/.cache/demo"))
         }
         #endif
+    }
+}
+
+@Suite struct SetupTwiceTests {
+    @Test func setupTwiceWithLogstashKeepsSpoolingToTheSameFolder() async throws {
+        // The second setup must close the first one's spool before opening it again (one spool per folder).
+        let folder = try TemporaryDirectory(prefix: "setup-twice")
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let logger = Logger()
+        logger.baseUrlForFileLogging = folder.url
+        logger.logFilename = "twice.log"
+        logger.enableConsoleLogging = false
+        logger.logstashHost = "127.0.0.1"
+        logger.logstashPort = UInt16(refusing.port)
+        logger.logstashUseTLS = false
+        logger.setup()
+        logger.info("first setup")
+        logger.setup()
+        logger.info("second setup")
+        logger.shutdown(timeout: 10)
+        let spool = try LogstashSpool(configuration: .init(directory: folder.appending("twice.log.spool").path))
+        defer { spool.close() }
+        #expect(spool.counterSnapshot.queuedRecords == 2, "both events are in the spool, neither overwritten")
+        let lines = try String(contentsOf: folder.appending("twice.log"), encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 2)
     }
 }

@@ -115,6 +115,7 @@ struct LogstashDeliveryTests {
                     client.useTLS = false
                     client.sendInterval = .milliseconds(200)
                     client.maxLineBytes = 64 << 10
+                    client.resendWindowBytes = 256 << 10  // the cap must hold the window plus two segments
                     return client
                 }(), spoolDirectory: folder.appending("cap.spool").path)
                 destination.spool.segmentBytes = 256 << 10

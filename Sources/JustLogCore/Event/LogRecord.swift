@@ -39,6 +39,10 @@ public struct LogRecord: Sendable {
 }
 
 /// A change applied to every record before any destination sees it, such as redacting personal data.
+///
+/// It runs under the pipeline's lock (in log order, on the caller's thread when an inline destination such
+/// as Logstash is configured): it must be quick and must not log through the same logger, which would wait
+/// for that lock forever.
 public typealias Sanitizer = @Sendable (inout LogRecord) -> Void
 
 /// The keys of the aggregated form's `metadata`.

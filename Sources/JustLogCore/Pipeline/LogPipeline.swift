@@ -61,7 +61,7 @@ public final class LogPipeline: Sendable {
         public var submitted: UInt64 = 0
         /// Events dropped because the queue made no progress (or the pipeline was shut down).
         public var dropped: UInt64 = 0
-        /// Events handed to the background destinations.
+        /// Records handed to the background destinations (including JustLog's own drop reports).
         public var delivered: UInt64 = 0
     }
 

@@ -4,16 +4,16 @@ import Foundation
 /// it. The worker holds this object, not the pipeline, so a released pipeline can stop its worker.
 final class PipelineQueue: @unchecked Sendable {
     private enum Item {
-        case event(LogEvent, sequence: UInt64)
-        case record(LogRecord)
+        case event(LogEvent, sequence: UInt64, bytes: Int)
+        case record(LogRecord, bytes: Int)
         case flush(FlushBarrier)
         case action(@Sendable () -> Void)
 
-        /// The message bytes the item counts against the queue's byte bound.
+        /// The message bytes the item counted against the queue's byte bound when it was queued (a
+        /// sanitizer may have changed the record's message since: the same number must come off).
         var bytes: Int {
             switch self {
-            case .event(let event, _): event.message.utf8.count
-            case .record(let record): record.message.utf8.count
+            case .event(_, _, let bytes), .record(_, let bytes): bytes
             case .flush, .action: 0
             }
         }
@@ -46,6 +46,7 @@ final class PipelineQueue: @unchecked Sendable {
     private var producersWaiting = 0
     private var batchesTaken: UInt64 = 0
     private var state: State = .running
+    private var workerFinished = false
 
     init(dispatcher: RecordDispatcher, configuration: LogPipeline.Configuration, diagnostics: DiagnosticSink,
          now: @escaping @Sendable () -> LogTimestamp) {
@@ -90,7 +91,7 @@ final class PipelineQueue: @unchecked Sendable {
         nextSequence += 1
         counters.submitted += 1
         if dispatcher.inlineRoutes.isEmpty {
-            items.append(.event(event, sequence: sequence))
+            items.append(.event(event, sequence: sequence, bytes: bytes))
         } else {
             let record = dispatcher.record(event, sequence: sequence)
             dispatcher.writeInline(record)
@@ -100,7 +101,7 @@ final class PipelineQueue: @unchecked Sendable {
                 lock.unlock()
                 return
             }
-            items.append(.record(record))
+            items.append(.record(record, bytes: bytes))
         }
         queuedBytes += bytes
         let wake = workerIsWaiting
@@ -181,6 +182,8 @@ final class PipelineQueue: @unchecked Sendable {
         }
     }
 
+    /// Flushes (at most `timeout`), then stops the worker, which shuts the destinations down after the
+    /// last item: a destination is never shut down while the worker may still write to it.
     func shutdown(timeout: Double) -> (any Error)? {
         let first = lock.withLock { () -> Bool in
             guard state == .running else { return false }
@@ -189,12 +192,21 @@ final class PipelineQueue: @unchecked Sendable {
             return true
         }
         guard first else { return nil }
-        let error = flush(timeout: timeout)
-        lock.withLock {
+        let deadline = Date().addingTimeInterval(timeout)
+        var error = flush(timeout: timeout)
+        let finished = lock.withLock { () -> Bool in
             state = .stopped
             lock.broadcast()
+            while !workerFinished {
+                let remaining = deadline.timeIntervalSinceNow
+                if remaining <= 0 { return false }
+                _ = lock.wait(seconds: remaining)
+            }
+            return true
         }
-        dispatcher.shutdownDestinations()
+        if !finished, error == nil {
+            error = JustLogError(.timeout, "shutdown did not finish within \(timeout) s; the destinations are closed when the worker finishes")
+        }
         ExitFlusher.shared.unregister(self)
         return error
     }
@@ -220,6 +232,11 @@ final class PipelineQueue: @unchecked Sendable {
             }
             if head == items.count && state == .stopped {
                 lock.unlock()
+                dispatcher.shutdownDestinations()
+                lock.withLock {
+                    workerFinished = true
+                    lock.broadcast()
+                }
                 return
             }
             let end = min(items.count, head + Self.batchLimit)
@@ -229,6 +246,7 @@ final class PipelineQueue: @unchecked Sendable {
             if head == items.count {
                 items.removeAll(keepingCapacity: true)
                 head = 0
+                queuedBytes = 0
             } else if head >= 4 * Self.batchLimit {
                 items.removeFirst(head)
                 head = 0
@@ -247,7 +265,12 @@ final class PipelineQueue: @unchecked Sendable {
     private func process(_ batch: [Item], reportingDrops drops: UInt64) {
         var records: [LogRecord] = []
         records.reserveCapacity(batch.count + 1)
-        if drops > 0 { records.append(dropReport(drops)) }
+        if drops > 0 {
+            let report = dropReport(drops)
+            // Inline destinations are written under the lock, in order with the callers' writes.
+            lock.withLock { dispatcher.writeInline(report) }
+            records.append(report)
+        }
         func deliver() {
             guard !records.isEmpty else { return }
             dispatcher.writeBackground(records)
@@ -257,9 +280,9 @@ final class PipelineQueue: @unchecked Sendable {
         }
         for item in batch {
             switch item {
-            case .event(let event, let sequence):
+            case .event(let event, let sequence, _):
                 records.append(dispatcher.record(event, sequence: sequence))
-            case .record(let record):
+            case .record(let record, _):
                 records.append(record)
             case .flush(let barrier):
                 deliver()

@@ -1,6 +1,9 @@
 /// Where JustLog reports its own problems (a file it cannot write, a full queue): standard error by
 /// default, a capture in tests. Reports are one line each, prefixed `JustLog:`.
 ///
+/// A sink may be called while a pipeline's lock is held: it must not log through JustLog itself (write to
+/// a file descriptor, a capture, another logging system).
+///
 /// ```swift
 /// let lines = LockedValue<[String]>([])
 /// let sink = DiagnosticSink { line in lines.withLock { $0.append(line) } }

@@ -48,7 +48,9 @@ package final class ConditionLock: @unchecked Sendable {
     package func wait(seconds: Double) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + max(0, seconds)
+        // At most a year at a time (callers loop): an infinite or huge wait must not trap converting to Int.
+        let bounded = seconds.isNaN ? 0 : min(max(0, seconds), 365 * 86_400)
+        let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + bounded
         var deadline = timespec()
         deadline.tv_sec = Int(total)
         deadline.tv_nsec = Int((total - Double(Int(total))) * 1e9)

@@ -53,6 +53,7 @@ public final class LogstashDestination: LogDestination {
     private let limiter: RecordSizeLimiter
     private let metrics: LogstashMetrics
     private let lastDropCount = LockedValue<UInt64>(0)
+    private let failedAppends = LockedValue<UInt64>(0)
 
     /// Opens (or recovers) the spool and starts the sender.
     ///
@@ -68,6 +69,15 @@ public final class LogstashDestination: LogDestination {
         diagnostics: DiagnosticSink = .standardError,
         metrics metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) throws {
+        let window = configuration.client.resendWindowBytes
+        guard configuration.spool.maxTotalBytes >= window + 2 * configuration.spool.segmentBytes else {
+            // Records are forgotten only after `window` more bytes were sent: a smaller spool would delete
+            // delivered records at its cap and report them as dropped.
+            throw LogstashError(
+                code: .invalidConfiguration,
+                message: "the spool cap (\(configuration.spool.maxTotalBytes) bytes) must be at least the resend window (\(window) bytes) plus two segments (\(2 * configuration.spool.segmentBytes) bytes); raise the spool capacity"
+            )
+        }
         self.configuration = configuration
         self.diagnostics = diagnostics
         self.limiter = RecordSizeLimiter(maximumBytes: configuration.spool.maxRecordBytes)
@@ -102,8 +112,10 @@ public final class LogstashDestination: LogDestination {
             do {
                 try spool.append(bytes)
                 appended += 1
+                if failedAppends.current > 0 { reportSpoolRecovered() }
             } catch {
                 metrics.failedAppend()
+                failedAppends.withLock { $0 += 1 }
                 diagnostics.reportOnce(key: "logstash.spool", "cannot spool events for Logstash: \(error); they are dropped and counted until the spool works again")
             }
         }
@@ -139,6 +151,28 @@ public final class LogstashDestination: LogDestination {
     /// The client's and spool's counters: queued, spooled bytes, sent, resent, dropped.
     public func counters() async -> LogstashClient.Counters {
         await client.counters()
+    }
+
+    /// The spool works again after failing (a disk that was full): say how many events were lost, on the
+    /// diagnostics sink and to the collector, and report the next failure again.
+    private func reportSpoolRecovered() {
+        let lost = failedAppends.withLock { count -> UInt64 in
+            defer { count = 0 }
+            return count
+        }
+        guard lost > 0 else { return }
+        diagnostics.reset(key: "logstash.spool")
+        diagnostics.report("spooling events for Logstash works again; \(lost) event(s) could not be spooled and were lost")
+        let event = LogEvent(
+            level: .warning,
+            message: "JustLog lost \(lost) event(s) for Logstash: they could not be written to the spool",
+            userInfo: ["lost_events": .uint(lost)],
+            callSite: CallSite(file: #fileID, function: #function, line: #line),
+            timestamp: .now()
+        )
+        if (try? spool.append(limiter.encode(RecordBuilder().record(for: event, sequence: 0), token: configuration.token))) != nil {
+            client.recordsAppended(1)
+        }
     }
 
     private func reportSpoolDrops() {

@@ -25,7 +25,8 @@ struct RecordSizeLimiter: Sendable {
             let messageBytes = Array(record.message.utf8)
             let keep = max(0, messageBytes.count - excess - 64)
             cut.message = Self.prefix(record.message, utf8Count: keep) + "…[truncated]"
-            cut.userInfo["truncated_bytes"] = .int(Int64(messageBytes.count - keep))
+            cut.userInfo = record.userInfo
+            KeyCollision.insert("truncated_bytes", .int(Int64(messageBytes.count - keep)), into: &cut.userInfo, displacedSuffix: "userInfo")
             let attempt = FlattenedFormat.encode(cut)
             if attempt.count <= maximumBytes { return attempt }
             excess = attempt.count - maximumBytes + excess

@@ -73,6 +73,9 @@ public final class LogstashSpool: @unchecked Sendable {
     private var segments: [SpoolSegment]
     private var cursorPosition: SpoolPosition
     private let cursorFD: CInt
+    /// Holds an exclusive `flock` on `<folder>/spool.lock` while open: one spool per folder, across
+    /// processes and within one (two spools on one folder would write over each other's records).
+    private let lockFD: CInt
     private var isClosed = false
     private var counters: SpoolCounters
     private var dropsToReport: UInt64 = 0
@@ -97,6 +100,18 @@ public final class LogstashSpool: @unchecked Sendable {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw spoolError("can't create spool folder \(directory)")
         }
+        let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lockFD >= 0 else { throw spoolError("can't open the spool lock in \(directory)") }
+        guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
+            closeDescriptor(lockFD)
+            throw LogstashError(
+                code: .spoolUnavailable,
+                message: "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
+            )
+        }
+        self.lockFD = lockFD
+        var opened = false
+        defer { if !opened { closeDescriptor(lockFD) } }
 
         // Segments, by sequence number.
         var sequences: [UInt64] = []
@@ -113,6 +128,13 @@ public final class LogstashSpool: @unchecked Sendable {
         var segments: [SpoolSegment] = []
         for sequence in sequences {
             let path = directory + "/" + SpoolSegment.fileName(sequence)
+            var info = stat()
+            if stat(path, &info) == 0, Int(info.st_size) <= SpoolSegment.headerSize {
+                // Killed between creating the file and sizing it: it can hold no record. Without this, one
+                // such file would make the spool (and so Logstash logging) unusable for every later run.
+                unlink(path)
+                continue
+            }
             segments.append(try SpoolSegment.recover(path: path, sequence: sequence, maxRecordBytes: configuration.maxRecordBytes))
         }
         if segments.isEmpty {
@@ -150,6 +172,7 @@ public final class LogstashSpool: @unchecked Sendable {
             counters.queuedBytes += segment.payloadBytes - skipped.bytes + segment.recordCount - skipped.records
         }
         persistCursor()
+        opened = true
     }
 
     deinit {
@@ -164,6 +187,7 @@ public final class LogstashSpool: @unchecked Sendable {
             isClosed = true
             segments.removeAll()
             closeDescriptor(cursorFD)
+            closeDescriptor(lockFD)
         }
     }
 

@@ -393,6 +393,8 @@ public final class LogstashClient: @unchecked Sendable {
 
     static func timeAmount(_ duration: Duration) -> TimeAmount {
         let (seconds, attoseconds) = duration.components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        // Capped at a year: longer would overflow nanoseconds in an Int64 (and means "never" anyway).
+        let cappedSeconds = min(max(seconds, 0), 365 * 86_400)
+        return .nanoseconds(cappedSeconds * 1_000_000_000 + (cappedSeconds == seconds ? attoseconds / 1_000_000_000 : 0))
     }
 }
