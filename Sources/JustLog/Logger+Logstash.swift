@@ -83,6 +83,7 @@ extension Logger {
             ?? logFile.deletingLastPathComponent().appendingPathComponent(logFile.lastPathComponent + ".spool", isDirectory: true)
         var destination = LogstashDestination.Configuration(client: client, spoolDirectory: folder.path, token: logstash.token)
         destination.spool.maxTotalBytes = logstash.spoolCapacity
+        destination.reportUserInfo = configuration.defaultUserInfo
         var activity: (@Sendable (String) -> Void)?
         if logstash.logActivity {
             let console = logstash.activityOutput

@@ -113,7 +113,7 @@ import Testing
         let dropped = logger.pipeline.currentStatistics.dropped
         #expect(dropped > 0)
         #expect(dropped <= 92)
-        #expect(diagnostics.text.contains("dropping events and counting them"))
+        #expect(diagnostics.text.contains("dropping events for the background destinations and counting them"))
         blocking.release()
         logger.info("after the stall")
         try await logger.flush()
@@ -180,5 +180,18 @@ import Testing
         logger.info("one")
         #expect(logger.pipeline.flush(timeout: .infinity) == nil)
         #expect(logger.pipeline.shutdown(timeout: .infinity) == nil)
+    }
+
+    @Test func aStalledBackgroundDestinationCostsTheInlineSpoolNothing() async throws {
+        let blocking = BlockingDestination()
+        let inline = CapturingDestination(delivery: .inline)
+        let logger = logger([.init(blocking), .init(inline)], pipeline: .init(capacity: 8, fullQueueWait: 0.01),
+                            diagnostics: LineCapture().diagnostics)
+        for index in 0..<100 { logger.info("event \(index)") }
+        #expect(logger.pipeline.currentStatistics.dropped > 0, "the stalled background destination missed events")
+        #expect(inline.records.map(\.message) == (0..<100).map { "event \($0)" }, "the inline destination got every one, in order")
+        blocking.release()
+        try await logger.flush()
+        #expect(inline.records.contains { $0.message.hasPrefix("JustLog dropped") }, "and the drop report")
     }
 }

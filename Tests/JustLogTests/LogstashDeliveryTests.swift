@@ -120,6 +120,7 @@ struct LogstashDeliveryTests {
                 }(), spoolDirectory: folder.appending("cap.spool").path)
                 destination.spool.segmentBytes = 256 << 10
                 destination.spool.maxTotalBytes = cap
+                destination.reportUserInfo = ["app": "cap-test"]
                 return destination
             }(),
             diagnostics: diagnostics.diagnostics
@@ -143,6 +144,7 @@ struct LogstashDeliveryTests {
         #expect(await eventually(timeout: .seconds(60)) { receivedMessages(syslog).contains { $0.hasPrefix("JustLog dropped") } })
         let report = try receivedObjects(syslog).first { ($0["message"]?.text ?? "").hasPrefix("JustLog dropped") }
         #expect(report?["dropped_events"] == .uint(UInt64(counters.dropped)) || report?["dropped_events"] == .int(Int64(counters.dropped)))
+        #expect(report?["app"] == "cap-test", "report events carry the logger's default userInfo")
         #expect(await eventually(timeout: .seconds(60)) { receivedMessages(syslog).contains("capped \(total - 1) \(payload)") }, "the newest events survive")
         logger.shutdown()
     }

@@ -15,7 +15,8 @@ import Foundation
 ///   messages wait in the queue, and at most as many more are in the batch the worker is writing.
 /// - **Full queue.** The caller waits while the destinations make progress (back-pressure from a slow disk
 ///   loses nothing); if they make none for ``Configuration/fullQueueWait`` — a stuck terminal, a hung network
-///   file system — the event is dropped *and counted*: a program must not hang because logging stalls.
+///   file system — the event is dropped for the background destinations *and counted* (inline ones, such as
+///   the Logstash spool, still get it): a program must not hang because logging stalls.
 ///   The count is reported once on the diagnostics sink and then as a warning record sent to every
 ///   destination when the queue moves again.
 /// - **Flush.** ``flush(completion:)`` completes once every event submitted before it has been written and
@@ -59,7 +60,8 @@ public final class LogPipeline: Sendable {
     public struct Statistics: Hashable, Sendable {
         /// Events accepted by ``submit(_:)``.
         public var submitted: UInt64 = 0
-        /// Events dropped because the queue made no progress (or the pipeline was shut down).
+        /// Events that missed destinations: the queue made no progress (they still reached the inline
+        /// destinations, such as the Logstash spool), or the pipeline was shut down (they reached none).
         public var dropped: UInt64 = 0
         /// Records handed to the background destinations (including JustLog's own drop reports).
         public var delivered: UInt64 = 0

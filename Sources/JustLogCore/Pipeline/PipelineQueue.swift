@@ -70,6 +70,8 @@ final class PipelineQueue: @unchecked Sendable {
 
     func submit(_ event: LogEvent) {
         let bytes = event.message.utf8.count
+        let hasInline = !dispatcher.inlineRoutes.isEmpty
+        let hasBackground = !dispatcher.backgroundRoutes.isEmpty
         lock.lock()
         guard state == .running else {
             counters.dropped += 1
@@ -77,27 +79,38 @@ final class PipelineQueue: @unchecked Sendable {
             diagnostics.reportOnce(key: "pipeline.stopped", "an event was logged after shutdown and dropped; log before shutting the logger down")
             return
         }
-        if !hasRoom(for: bytes) && !waitForRoom(bytes: bytes) {
+        // Only the background destinations wait in the queue. When it stays full (a stuck terminal), the
+        // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
+        var queued = hasBackground
+        if hasBackground, !hasRoom(for: bytes), !waitForRoom(bytes: bytes) {
+            queued = false
             counters.dropped += 1
             unreportedDrops += 1
+            let stopped = state != .running
+            if !hasInline || stopped {
+                lock.unlock()
+                reportFullQueue()
+                return
+            }
             lock.unlock()
-            diagnostics.reportOnce(
-                key: "pipeline.full",
-                "the log queue made no progress for \(configuration.fullQueueWait) s (a destination is stalled); dropping events and counting them"
-            )
-            return
+            reportFullQueue()
+            lock.lock()
+            guard state == .running else {
+                lock.unlock()
+                return
+            }
         }
         let sequence = nextSequence
         nextSequence += 1
         counters.submitted += 1
-        if dispatcher.inlineRoutes.isEmpty {
+        if !hasInline {
             items.append(.event(event, sequence: sequence, bytes: bytes))
         } else {
             let record = dispatcher.record(event, sequence: sequence)
             dispatcher.writeInline(record)
-            guard !dispatcher.backgroundRoutes.isEmpty else {
-                // Nothing left to do in the background: don't hold the record in memory.
-                counters.delivered += 1
+            guard queued else {
+                // Nothing (more) to do in the background: don't hold the record in memory.
+                if !hasBackground { counters.delivered += 1 }
                 lock.unlock()
                 return
             }
@@ -107,6 +120,13 @@ final class PipelineQueue: @unchecked Sendable {
         let wake = workerIsWaiting
         lock.unlock()
         if wake { lock.broadcast() }
+    }
+
+    private func reportFullQueue() {
+        diagnostics.reportOnce(
+            key: "pipeline.full",
+            "the log queue made no progress for \(configuration.fullQueueWait) s (a destination is stalled); dropping events for the background destinations and counting them"
+        )
     }
 
     private func hasRoom(for bytes: Int) -> Bool {

@@ -34,6 +34,9 @@ public final class LogstashDestination: LogDestination {
         public var token: String?
         /// The longest a flush (`forceSend`) waits before it completes with a timeout error. Default 30 s.
         public var flushTimeout: Double
+        /// Added to JustLog's own report events (drops, losses), so that dashboards filtered by, say, `app`
+        /// show them. The facade sets it to the logger's `defaultUserInfo`. Default empty.
+        public var reportUserInfo: [String: LogValue] = [:]
 
         public init(client: LogstashClient.Configuration, spoolDirectory: String, token: String? = nil, flushTimeout: Double = 30) {
             self.client = client
@@ -84,7 +87,8 @@ public final class LogstashDestination: LogDestination {
         let spool = try LogstashSpool(configuration: configuration.spool)
         self.spool = spool
         self.metrics = LogstashMetrics(factory: metricsFactory)
-        let report = DropReporter(spool: spool, limiter: limiter, token: configuration.token)
+        let report = DropReporter(spool: spool, limiter: limiter, token: configuration.token,
+                                  builder: RecordBuilder(defaultUserInfo: configuration.reportUserInfo))
         do {
             self.client = try LogstashClient(
                 configuration: configuration.client,
@@ -170,7 +174,8 @@ public final class LogstashDestination: LogDestination {
             callSite: CallSite(file: #fileID, function: #function, line: #line),
             timestamp: .now()
         )
-        if (try? spool.append(limiter.encode(RecordBuilder().record(for: event, sequence: 0), token: configuration.token))) != nil {
+        let record = RecordBuilder(defaultUserInfo: configuration.reportUserInfo).record(for: event, sequence: 0)
+        if (try? spool.append(limiter.encode(record, token: configuration.token))) != nil {
             client.recordsAppended(1)
         }
     }
@@ -215,12 +220,14 @@ final class DropReporter: @unchecked Sendable {
     let spool: LogstashSpool
     let limiter: RecordSizeLimiter
     let token: String?
+    let builder: RecordBuilder
     weak var client: LogstashClient?
 
-    init(spool: LogstashSpool, limiter: RecordSizeLimiter, token: String?) {
+    init(spool: LogstashSpool, limiter: RecordSizeLimiter, token: String?, builder: RecordBuilder) {
         self.spool = spool
         self.limiter = limiter
         self.token = token
+        self.builder = builder
     }
 
     func append(_ count: UInt64) {
@@ -231,7 +238,7 @@ final class DropReporter: @unchecked Sendable {
             callSite: CallSite(file: #fileID, function: #function, line: #line),
             timestamp: .now()
         )
-        let record = RecordBuilder().record(for: event, sequence: 0)
+        let record = builder.record(for: event, sequence: 0)
         if (try? spool.append(limiter.encode(record, token: token))) != nil {
             client?.recordsAppended(1)
         }
