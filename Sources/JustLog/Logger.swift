@@ -254,6 +254,12 @@ public final class Logger: @unchecked Sendable {
         return running.logger.pipeline.shutdown(timeout: timeout)
     }
 
+    /// ``shutdown(timeout:)`` for async code: waits on a dispatch queue, not on a concurrency-pool thread.
+    @discardableResult
+    public func shutdown(timeout: TimeInterval = 5) async -> (any Error)? {
+        await offThePool { self.shutdown(timeout: timeout) as (any Error)? }
+    }
+
     /// The pipeline behind this logger once set up (for statistics and the swift-log bridge).
     public var pipeline: LogPipeline? {
         let current: Phase = lock.withLock { phase }

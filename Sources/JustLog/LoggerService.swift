@@ -22,7 +22,7 @@ public struct LoggerService: Service {
 
     public func run() async throws {
         try? await gracefulShutdown()
-        if let error = logger.shutdown(timeout: shutdownTimeout) {
+        if let error = await logger.shutdown(timeout: shutdownTimeout) {
             throw error
         }
     }

@@ -79,7 +79,7 @@ func makeClient(
         // The flush reconnects at once (instead of waiting out the backoff) and completes once written.
         try await client.flush()
         let expected = Set((0..<1000).map { String(decoding: jsonRecord($0), as: UTF8.self) })
-        #expect(await eventually(timeout: .seconds(20)) { Set(receiver.lines).isSuperset(of: expected) })
+        #expect(await eventually(timeout: .seconds(60)) { Set(receiver.lines).isSuperset(of: expected) })
         #expect(receiver.connections == 2)
         // Records 0..<500 were not proven (window 16 MiB): they were sent again.
         #expect(receiver.lines.count >= 1500)

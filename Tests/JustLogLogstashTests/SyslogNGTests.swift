@@ -162,7 +162,7 @@ struct SyslogNGTests {
             if round < 5 {
                 // Let some of it flow, then kill syslog-ng mid-stream and bring it back on the same ports.
                 let before = syslog.receivedLines().count
-                _ = await eventually(timeout: .seconds(10)) { syslog.receivedLines().count > before + 1000 }
+                _ = await eventually(timeout: .seconds(60)) { syslog.receivedLines().count > before + 1000 }
                 try syslog.restart()
             }
         }

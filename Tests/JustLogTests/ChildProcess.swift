@@ -75,7 +75,7 @@ final class ChildProcess: @unchecked Sendable {
     /// SIGKILL, then wait for the process to be gone.
     func kill() async {
         Foundation.kill(process.processIdentifier, SIGKILL)
-        _ = await eventually(timeout: .seconds(10)) { !process.isRunning }
+        _ = await eventually(timeout: .seconds(60)) { !process.isRunning }
         process.waitUntilExit()
         // Lines already in the pipe were written after a log call returned: read them to the end.
         await readToEnd()
@@ -83,7 +83,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Waits until both pipes reached end of file (the child and anything it started are gone).
     private func readToEnd() async {
-        _ = await eventually(timeout: .seconds(10)) { state.current.openPipes == 0 }
+        _ = await eventually(timeout: .seconds(60)) { state.current.openPipes == 0 }
     }
 
     /// The exit status, or `nil` (and the child killed) if it did not exit within `timeout`.

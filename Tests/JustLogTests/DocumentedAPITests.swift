@@ -149,7 +149,7 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         #expect(messages == ["in the file", "everywhere"])
         #expect(capture.records.map(\.message) == ["everywhere"])
         #expect(capture.records.first?.userInfo["app"] == "overridden")
-        logger.shutdown()
+        await logger.shutdown()
     }
 
     @Test func defaultLogFolderFollowsXDGOnLinux() {
@@ -182,7 +182,7 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         logger.info("first setup")
         logger.setup()
         logger.info("second setup")
-        logger.shutdown(timeout: 10)
+        await logger.shutdown(timeout: 10)
         let spool = try LogstashSpool(configuration: .init(directory: folder.appending("twice.log.spool").path))
         defer { spool.close() }
         #expect(spool.counterSnapshot.queuedRecords == 2, "both events are in the spool, neither overwritten")

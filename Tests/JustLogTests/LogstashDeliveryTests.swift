@@ -55,12 +55,13 @@ struct LogstashDeliveryTests {
         let start = Date()
         for index in 0..<count {
             logger.info("event \(index)", userInfo: ["index": index, "order": ["id": index % 97]])
+            if index % 1000 == 0 { await Task.yield() }  // long CPU-bound loop on the shared test pool
         }
         try await logger.forceSend()
         #expect(await eventually(timeout: .seconds(120)) { syslog.parsedLines().count >= count })
         let elapsed = Date().timeIntervalSince(start)
         print("delivery: \(count) events (\(mode)) logged and parsed by syslog-ng in \(String(format: "%.2f", elapsed)) s")
-        logger.shutdown()
+        await logger.shutdown()
 
         let objects = try receivedObjects(syslog)
         let ids = Set(objects.compactMap { object -> String? in if case .string(let id)? = object["event_id"] { return id } else { return nil } })
@@ -85,13 +86,13 @@ struct LogstashDeliveryTests {
         let diagnostics = LineCapture()
         let logger = logstashLogger(port: syslog.plainPort, folder: folder, diagnostics: diagnostics.diagnostics)
         for index in 0..<2000 { logger.warning("while down \(index)") }
-        let failure = logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+        let failure = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
         #expect(failure?.contains("stay spooled") == true, "forceSend says why not: \(failure ?? "nil")")
         try syslog.start()
         try await logger.forceSend()
         #expect(await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).count >= 2000 })
         #expect(Set(receivedMessages(syslog)) == Set((0..<2000).map { "while down \($0)" }))
-        logger.shutdown()
+        await logger.shutdown()
     }
 
     @Test func spoolCapDropsOldestCountsAndReportsWhenDeliveryResumes() async throws {
@@ -132,7 +133,10 @@ struct LogstashDeliveryTests {
         // ~35 MiB of events into a 2 MiB spool while the collector is away.
         let payload = String(repeating: "x", count: 1000)
         let total = 30_000
-        for index in 0..<total { logger.info("capped \(index) \(payload)") }
+        for index in 0..<total {
+            logger.info("capped \(index) \(payload)")
+            if index % 1000 == 0 { await Task.yield() }
+        }
         let counters = await destination.counters()
         print("spool cap: \(counters.dropped) of \(total) events dropped at a \(cap)-byte cap")
         #expect(counters.spooledBytes <= cap)
@@ -146,7 +150,7 @@ struct LogstashDeliveryTests {
         #expect(report?["dropped_events"] == .uint(UInt64(counters.dropped)) || report?["dropped_events"] == .int(Int64(counters.dropped)))
         #expect(report?["app"] == "cap-test", "report events carry the logger's default userInfo")
         #expect(await eventually(timeout: .seconds(60)) { receivedMessages(syslog).contains("capped \(total - 1) \(payload)") }, "the newest events survive")
-        logger.shutdown()
+        await logger.shutdown()
     }
 
     @Test func memoryStaysFlatWhileTheCollectorIsAwayPastTheSpoolCap() async throws {

@@ -155,7 +155,7 @@ func withReceiver<T>(
             }
             client.recordsAppended(200)
             try await client.flush()
-            #expect(await tally.waitUntil(uniqueEventIDs: 200, timeout: .seconds(20)))
+            #expect(await tally.waitUntil(uniqueEventIDs: 200, timeout: .seconds(60)))
             await client.shutdown()
             let snapshot = tally.snapshot
             #expect(snapshot.uniqueEventIDs == 200)

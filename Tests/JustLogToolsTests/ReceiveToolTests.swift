@@ -18,7 +18,7 @@ func withReceiveTool(
     let tool = ReceiveTool(options: options)
     let task = Task { try await tool.run { bound in port.withLock { $0 = bound } } }
     defer { task.cancel() }
-    guard await eventually(timeout: .seconds(10), { port.withLock { $0 } != nil }), let bound = port.withLock({ $0 }) else {
+    guard await eventually(timeout: .seconds(60), { port.withLock { $0 } != nil }), let bound = port.withLock({ $0 }) else {
         task.cancel()
         _ = try await task.value
         throw ToolError("the receive tool did not start: \(errors.text)")

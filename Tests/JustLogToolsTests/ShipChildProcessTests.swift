@@ -79,7 +79,7 @@ struct ShipChildProcessTests {
         #expect(second.terminationStatus == 0)
 
         let expected = Set(records.map(\.eventID))
-        #expect(await eventually(timeout: .seconds(20)) { Set(Self.eventIDs(syslog.receivedLines())).isSuperset(of: expected) })
+        #expect(await eventually(timeout: .seconds(60)) { Set(Self.eventIDs(syslog.receivedLines())).isSuperset(of: expected) })
         let received = syslog.receivedLines()
         let ids = Self.eventIDs(received)
         #expect(Set(ids) == expected)

@@ -63,7 +63,7 @@ struct ShipToolTests {
         #expect(summary.progress.eventsSpooled == 1000)
         #expect(summary.leftInSpool == 0)
 
-        #expect(await eventually(timeout: .seconds(20)) { syslog.receivedLines().count >= 1000 })
+        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= 1000 })
         let received = syslog.receivedLines()
         #expect(received.count == 1000)
         // Exactly the flattened form of each file line, in order, with the event's own id and time.
@@ -120,7 +120,7 @@ struct ShipToolTests {
         let summary = try await ShipTool(options: shipOptions(files, port: syslog.plainPort, spool: spool)).run()
         #expect(summary.resumedBytes > 0)
         #expect(summary.leftInSpool == 0)
-        #expect(await eventually(timeout: .seconds(20)) { syslog.receivedLines().count >= 6000 })
+        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= 6000 })
         let received = syslog.receivedLines()
         let ids = eventIDs(received)
         #expect(received.count == 6000, "first run delivered \(afterFirst)")
@@ -186,7 +186,7 @@ struct ShipToolTests {
         let summary = try await ShipTool(options: shipOptions(files, port: port, spool: folder.file("spool"), errors: errors)).run()
         #expect(summary.progress.skipped == 1)
         #expect(errors.lines == ["\(files[0]):4: no JSON object on the line, skipped"])
-        #expect(await tally.waitUntil(uniqueEventIDs: 3, timeout: .seconds(10)))
+        #expect(await tally.waitUntil(uniqueEventIDs: 3, timeout: .seconds(60)))
         await receiver.stop()
     }
 

@@ -159,7 +159,7 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         // One event at a time, each shown before the next is written: at most one rotation between polls.
         for index in 1..<20 {
             LogFiles.write([LogFiles.record(index % 2 == 0 ? .info : .warning, "event \(index)")], to: file)
-            let shown = await eventually(timeout: .seconds(10)) { output.lines.count == index + 1 }
+            let shown = await eventually(timeout: .seconds(60)) { output.lines.count == index + 1 }
             #expect(shown, "event \(index) was not shown: \(output.text)")
             if !shown { break }
         }

@@ -136,6 +136,19 @@ public final class LogPipeline: Sendable {
         queue.shutdown(timeout: timeout)
     }
 
+    /// ``shutdown(timeout:)`` for async code: the waiting happens on a dispatch queue, not on a thread of
+    /// the concurrency pool (which has one thread per core, and which a blocking wait would starve).
+    @discardableResult
+    public func shutdown(timeout: Double = 5) async -> (any Error)? {
+        await offThePool { [queue] in queue.shutdown(timeout: timeout) }
+    }
+
+    /// ``flush(timeout:)`` for async code, waiting off the concurrency pool.
+    @discardableResult
+    public func flush(timeout: Double) async -> (any Error)? {
+        await offThePool { [queue] in queue.flush(timeout: timeout) }
+    }
+
     /// Counts since the pipeline started.
     public var currentStatistics: Statistics { queue.statistics }
 }
@@ -220,3 +233,12 @@ final class FlushBarrier: @unchecked Sendable {
         if let (completion, error) = finish { completion(error) }
     }
 }
+
+/// Runs blocking `work` on a dispatch queue and resumes with its result, so that async callers never block a
+/// thread of Swift's concurrency pool.
+package func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: work()) }
+    }
+}
+

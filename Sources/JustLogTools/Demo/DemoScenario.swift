@@ -154,7 +154,7 @@ public struct DemoScenario: Sendable {
         if receiver != nil {
             _ = await tally.waitUntil(uniqueEventIDs: report.logged, timeout: .seconds(30))
         }
-        logger.shutdown(timeout: 10)
+        await logger.shutdown(timeout: 10)
         report.elapsed = Date().timeIntervalSince(start)
         await receiver?.stop()
 
