@@ -82,13 +82,7 @@ public final class FileDestination: LogDestination {
     }
 
     private func lossLine(lost: UInt64, error: String) -> [UInt8] {
-        let event = LogEvent(
-            level: .warning,
-            message: "JustLog could not write \(lost) event(s) to this file: \(error)",
-            userInfo: ["lost_events": .uint(lost)],
-            callSite: CallSite(file: #fileID, function: #function, line: #line),
-            timestamp: .now()
-        )
+        let event = LogEvent.report("JustLog could not write \(lost) event(s) to this file: \(error)", userInfo: ["lost_events": .uint(lost)])
         let record = RecordBuilder(runtime: .current).record(for: event, sequence: 0)
         var line: [UInt8] = []
         format.writeFileLine(for: record, into: &line)

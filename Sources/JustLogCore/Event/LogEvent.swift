@@ -33,6 +33,22 @@ public struct LogEvent: Sendable {
     }
 }
 
+extension LogEvent {
+    /// An event JustLog logs about itself (events dropped or lost): a warning whose call site is the
+    /// JustLog code that reports it.
+    package static func report(
+        _ message: String,
+        userInfo: [String: LogValue],
+        timestamp: LogTimestamp = .now(),
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) -> LogEvent {
+        LogEvent(level: .warning, message: message, userInfo: userInfo,
+                 callSite: CallSite(file: file, function: function, line: line), timestamp: timestamp)
+    }
+}
+
 /// Where a log call was made.
 public struct CallSite: Hashable, Sendable {
     /// `#fileID` or `#filePath` of the call; ``fileName`` is its last path component.

@@ -87,13 +87,9 @@ final class PipelineQueue: @unchecked Sendable {
             counters.dropped += 1
             unreportedDrops += 1
             let stopped = state != .running
-            if !hasInline || stopped {
-                lock.unlock()
-                reportFullQueue()
-                return
-            }
             lock.unlock()
             reportFullQueue()
+            guard hasInline, !stopped else { return }
             lock.lock()
             guard state == .running else {
                 lock.unlock()
@@ -316,11 +312,9 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     private func dropReport(_ count: UInt64) -> LogRecord {
-        let event = LogEvent(
-            level: .warning,
-            message: "JustLog dropped \(count) event(s): the log queue made no progress for \(configuration.fullQueueWait) s",
+        let event = LogEvent.report(
+            "JustLog dropped \(count) event(s): the log queue made no progress for \(configuration.fullQueueWait) s",
             userInfo: ["dropped_events": .uint(count)],
-            callSite: CallSite(file: #fileID, function: #function, line: #line),
             timestamp: now()
         )
         let sequence = lock.withLock { () -> UInt64 in

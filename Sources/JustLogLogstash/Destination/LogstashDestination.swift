@@ -57,6 +57,7 @@ public final class LogstashDestination: LogDestination {
     private let metrics: LogstashMetrics
     private let lastDropCount = LockedValue<UInt64>(0)
     private let failedAppends = LockedValue<UInt64>(0)
+    private let reports: ReportAppender
 
     /// Opens (or recovers) the spool and starts the sender.
     ///
@@ -87,8 +88,9 @@ public final class LogstashDestination: LogDestination {
         let spool = try LogstashSpool(configuration: configuration.spool)
         self.spool = spool
         self.metrics = LogstashMetrics(factory: metricsFactory)
-        let report = DropReporter(spool: spool, limiter: limiter, token: configuration.token,
-                                  builder: RecordBuilder(defaultUserInfo: configuration.reportUserInfo))
+        let reports = ReportAppender(spool: spool, limiter: limiter, token: configuration.token,
+                                     builder: RecordBuilder(defaultUserInfo: configuration.reportUserInfo))
+        self.reports = reports
         do {
             self.client = try LogstashClient(
                 configuration: configuration.client,
@@ -96,13 +98,18 @@ public final class LogstashDestination: LogDestination {
                 eventLoopGroup: eventLoopGroup,
                 activity: activity,
                 warning: { line in diagnostics.report(line) },
-                onDeliveryResumed: { count in report.append(count) }
+                onDeliveryResumed: { count in
+                    reports.append(
+                        "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away",
+                        userInfo: ["dropped_events": .uint(count)]
+                    )
+                }
             )
         } catch {
             spool.close()
             throw error
         }
-        report.client = client
+        reports.client = client
         client.start()
         metrics.start(client: client, interval: configuration.client.sendInterval)
     }
@@ -167,17 +174,10 @@ public final class LogstashDestination: LogDestination {
         guard lost > 0 else { return }
         diagnostics.reset(key: "logstash.spool")
         diagnostics.report("spooling events for Logstash works again; \(lost) event(s) could not be spooled and were lost")
-        let event = LogEvent(
-            level: .warning,
-            message: "JustLog lost \(lost) event(s) for Logstash: they could not be written to the spool",
-            userInfo: ["lost_events": .uint(lost)],
-            callSite: CallSite(file: #fileID, function: #function, line: #line),
-            timestamp: .now()
+        reports.append(
+            "JustLog lost \(lost) event(s) for Logstash: they could not be written to the spool",
+            userInfo: ["lost_events": .uint(lost)]
         )
-        let record = RecordBuilder(defaultUserInfo: configuration.reportUserInfo).record(for: event, sequence: 0)
-        if (try? spool.append(limiter.encode(record, token: configuration.token))) != nil {
-            client.recordsAppended(1)
-        }
     }
 
     private func reportSpoolDrops() {
@@ -215,8 +215,8 @@ final class CompletionOnce: Sendable {
     }
 }
 
-/// Appends the "events were dropped" event when delivery resumes after the spool dropped records.
-final class DropReporter: @unchecked Sendable {
+/// Appends JustLog's own report events (drops, losses) to the spool and wakes the sender.
+final class ReportAppender: @unchecked Sendable {
     let spool: LogstashSpool
     let limiter: RecordSizeLimiter
     let token: String?
@@ -230,15 +230,8 @@ final class DropReporter: @unchecked Sendable {
         self.builder = builder
     }
 
-    func append(_ count: UInt64) {
-        let event = LogEvent(
-            level: .warning,
-            message: "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away",
-            userInfo: ["dropped_events": .uint(count)],
-            callSite: CallSite(file: #fileID, function: #function, line: #line),
-            timestamp: .now()
-        )
-        let record = builder.record(for: event, sequence: 0)
+    func append(_ message: String, userInfo: [String: LogValue]) {
+        let record = builder.record(for: .report(message, userInfo: userInfo), sequence: 0)
         if (try? spool.append(limiter.encode(record, token: token))) != nil {
             client?.recordsAppended(1)
         }

@@ -25,7 +25,7 @@ struct EventLineRenderer: Sendable {
         line += dim(timeText)
         line += "  "
         if let level {
-            line += level.emoji + " " + paint(Self.pad(level.label), Self.color(level))
+            line += level.emoji + " " + paint(Self.pad(level.label), LineFormat.color(level))
         } else {
             let name = TerminalSafeText.escape((levelName ?? "-").uppercased())
             line += "• " + Self.pad(name)
@@ -61,10 +61,6 @@ struct EventLineRenderer: Sendable {
         if text.isEmpty { return "\"\"" }
         guard text.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-    }
-
-    static func color(_ level: LogLevel) -> String {
-        LineFormat.color(level)
     }
 
     private func paint(_ text: String, _ code: String) -> String {
