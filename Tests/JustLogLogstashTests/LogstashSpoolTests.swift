@@ -225,4 +225,17 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         try reopened.append(Array("after".utf8))
         #expect(reopened.counterSnapshot.queuedRecords == 2)
     }
+
+    @Test func aLockHeldForAMomentIsWaitedForNotRefused() throws {
+        // A subprocess being spawned holds a copy of the lock's descriptor until it execs: a spool closed
+        // a moment ago may still look locked. Stand-in: another descriptor holds the lock for 100 ms.
+        let directory = try TemporaryDirectory(prefix: "spool-transient-lock")
+        try LogstashSpool(configuration: .init(directory: directory.path)).close()
+        let holder = open(directory.file("spool.lock"), O_RDWR | O_CLOEXEC)
+        #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { close(holder) }
+        let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+        spool.close()
+    }
 }
+

@@ -102,7 +102,7 @@ public final class LogstashSpool: @unchecked Sendable {
         }
         let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockFD >= 0 else { throw spoolError("can't open the spool lock in \(directory)") }
-        guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
+        guard Self.lockExclusively(lockFD) else {
             closeDescriptor(lockFD)
             throw LogstashError(
                 code: .spoolUnavailable,
@@ -177,6 +177,20 @@ public final class LogstashSpool: @unchecked Sendable {
 
     deinit {
         close()
+    }
+
+    /// Takes the folder's exclusive `flock`, waiting up to a second for a holder that is about to let go.
+    ///
+    /// A lock belongs to the open file: a child process being spawned holds a copy of the descriptor from
+    /// `fork` until `exec` closes it (`O_CLOEXEC`), so a spool closed a moment ago can still look locked
+    /// while the program starts a subprocess. A second logger really using the folder holds it for good.
+    private static func lockExclusively(_ descriptor: CInt) -> Bool {
+        for _ in 0..<100 {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK || errno == EINTR else { return false }
+            usleep(10_000)
+        }
+        return false
     }
 
     /// Unmaps and closes the files. Records stay on disk for the next ``LogstashSpool`` opened on the folder.
