@@ -18,9 +18,16 @@ final class ChildProcess: @unchecked Sendable {
         var openPipes = 2
     }
 
-    init(arguments: [String]) throws {
-        process.executableURL = try childProgram()
-        process.arguments = arguments
+    /// - Parameter unprivileged: run the child as user and group 65534 (nobody) when the tests run as root, as
+    ///   a production program is not root (needs `setpriv`, util-linux); as another user it runs as that user.
+    init(arguments: [String], unprivileged: Bool = false) throws {
+        if unprivileged && geteuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", try childProgram().path] + arguments
+        } else {
+            process.executableURL = try childProgram()
+            process.arguments = arguments
+        }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = errors

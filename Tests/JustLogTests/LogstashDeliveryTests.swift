@@ -199,6 +199,22 @@ struct LogstashDeliveryTests {
         print("child kills: \(expected.count) acknowledged events over 5 SIGKILLs, \(received.count) lines received, \(duplicates) duplicates")
     }
 
+    /// Production programs are not root. Until NIO's `socketOption(.tcp_nodelay)` (really SO_DEBUG, which needs
+    /// CAP_NET_ADMIN) was removed, every connect of a non-root program failed with EACCES and nothing was sent.
+    @Test func programRunByAnOrdinaryUserDeliversEveryEvent() async throws {
+        guard Collectors.requireSyslogNG() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "nonroot")
+        chmod(folder.path, 0o777)  // the unprivileged child writes its spool here
+        let child = try ChildProcess(arguments: ["logstash-count", folder.path, "\(syslog.plainPort)", "1000"], unprivileged: true)
+        #expect(await child.waitForExit(timeout: .seconds(60)) == 0, "stderr: \(child.errorOutput)")
+        let expected = (0..<1000).map { "count-\($0)" }
+        #expect(await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).isSuperset(of: expected) },
+                "\(Set(expected).subtracting(receivedMessages(syslog)).count) of 1000 events missing; stderr: \(child.errorOutput)")
+    }
+
     @Test func unresolvableHostNeitherCrashesNorHangsExitNorLosesEvents() async throws {
         let folder = try TemporaryDirectory(prefix: "unresolvable")
         let child = try ChildProcess(arguments: ["unresolvable", folder.path, "500"])

@@ -187,7 +187,6 @@ public final class JSONLinesReceiver: Sendable {
             let server = try await ServerBootstrap(group: group)
                 .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelOption(ChannelOptions.backlog, value: 256)
-                .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
                 .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
                 .childChannelInitializer { channel in
                     let number = shared.state.withLock { state -> Int in

@@ -244,7 +244,9 @@ public final class LogstashClient: @unchecked Sendable {
         connectInProgress = true
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(Self.timeAmount(configuration.connectTimeout))
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            // TCP_NODELAY is on by default in NIO's bootstraps (set at IPPROTO_TCP). Never spell it
+            // `socketOption(.tcp_nodelay)`: that sets option 1 at SOL_SOCKET, which is SO_DEBUG — it needs
+            // CAP_NET_ADMIN, so every connect of a non-root program failed with EACCES.
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {

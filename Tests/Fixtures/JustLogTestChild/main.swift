@@ -6,6 +6,7 @@
 //                                                      forever, printing i on stdout after each call returns
 //   JustLogTestChild logstash-drain FOLDER PORT        sets up the same destination, forceSends what the
 //                                                      spool holds, exits 0 (or 1 with the error)
+//   JustLogTestChild logstash-count FOLDER PORT COUNT  logs COUNT events to Logstash, forceSends, exits 0 (or 1)
 //   JustLogTestChild unresolvable FOLDER COUNT         the documented snippet's unresolvable host: logs COUNT
 //                                                      events and returns from main
 //   JustLogTestChild spool-cap FOLDER PORT             with nothing listening on PORT, logs three rounds of
@@ -60,6 +61,9 @@ case "logstash-loop", "logstash-drain":
             exit(1)
         }
     }
+
+case "logstash-count":
+    logstashCount(logger, folder: arguments[2], port: arguments[3], count: arguments.count > 4 ? arguments[4] : "0")
 
 case "spool-cap":
     logger.enableFileLogging = false

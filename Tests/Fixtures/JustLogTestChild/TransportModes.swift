@@ -1,0 +1,29 @@
+import Foundation
+import JustLog
+
+/// `logstash-count FOLDER PORT COUNT`: logs COUNT events ("count-<i>") to Logstash (plain TCP, 127.0.0.1:PORT),
+/// file logging off, then `forceSend`s; exits 0, or 1 with the error on stderr. The non-root delivery test runs it
+/// as an unprivileged user.
+func logstashCount(_ logger: Logger, folder: String, port: String, count: String) -> Never {
+    logger.enableFileLogging = false
+    logger.logstashHost = "127.0.0.1"
+    logger.logstashPort = UInt16(port) ?? 0
+    logger.logstashUseTLS = false
+    logger.logstashTimeout = 0.2
+    logger.setup()
+    for index in 0..<(Int(count) ?? 0) {
+        logger.info("count-\(index)")
+    }
+    let done = DispatchSemaphore(value: 0)
+    let failure = LockedFailure()
+    logger.forceSend { error in
+        failure.set(error.map { "\($0)" })
+        done.signal()
+    }
+    done.wait()
+    if let message = failure.get() {
+        FileHandle.standardError.write(Data("forceSend failed: \(message)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
