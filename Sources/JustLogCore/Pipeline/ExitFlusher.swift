@@ -37,10 +37,21 @@ final class ExitFlusher: @unchecked Sendable {
         _ = lock.withLock { entries.removeValue(forKey: ObjectIdentifier(queue)) }
     }
 
+    /// Asks every live pipeline to flush at once, then waits for each while its destinations make progress:
+    /// ``LogPipeline/Configuration/exitFlushTimeout`` is how long a pipeline may go *without progress*, not a
+    /// bound on the whole flush, so a loaded machine or a slow disk loses nothing at exit. A pipeline whose
+    /// destinations stalled is given up on, and a line on its diagnostics sink says how many events it lost.
     func flushAll() {
         let queues = lock.withLock { entries.values.compactMap(\.queue) }
-        for queue in queues {
-            _ = queue.flush(timeout: queue.configuration.exitFlushTimeout)
+        let flushes = queues.map { ($0, $0.requestFlush()) }
+        for (queue, flush) in flushes {
+            let patience = queue.configuration.exitFlushTimeout
+            let error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
+            guard let error, error.code == .timeout else { continue }
+            let waiting = queue.waitingEvents
+            queue.diagnostics.report(
+                "at exit, the log destinations made no progress for \(patience) s; \(waiting) queued event(s) were not written to the console and file destinations"
+            )
         }
     }
 }

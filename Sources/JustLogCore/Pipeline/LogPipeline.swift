@@ -21,7 +21,8 @@ import Foundation
 ///   destination when the queue moves again.
 /// - **Flush.** ``flush(completion:)`` completes once every event submitted before it has been written and
 ///   every destination has flushed. At process exit (returning from `main`, or `exit()`), every live
-///   pipeline is flushed, with ``Configuration/exitFlushTimeout``.
+///   pipeline is flushed; the exit handler waits while the destinations make progress and gives up only on
+///   one that made none for ``Configuration/exitFlushTimeout`` (saying how many events it lost).
 /// - **Lifetime.** ``shutdown(timeout:)`` flushes, shuts the destinations down and ends the worker thread;
 ///   a pipeline that is released without it does the same in `deinit`.
 public final class LogPipeline: Sendable {
@@ -34,7 +35,9 @@ public final class LogPipeline: Sendable {
         /// How long a log call waits in a full queue for the destinations to make progress before its event is
         /// dropped and counted. The wait restarts whenever they do. Default 1 s.
         public var fullQueueWait: Double
-        /// How long the exit handler (and `deinit`) waits for destinations to flush. Default 5 s.
+        /// At process exit, how long the destinations may go *without progress* before the exit handler stops
+        /// waiting for them (it waits as long as they keep writing); also the bound on the flush in `deinit`.
+        /// Default 5 s.
         public var exitFlushTimeout: Double
 
         public init(capacity: Int = 16_384, maximumQueuedBytes: Int = 32 << 20, fullQueueWait: Double = 1, exitFlushTimeout: Double = 5) {

@@ -17,6 +17,13 @@ final class PipelineQueue: @unchecked Sendable {
             case .flush, .action: 0
             }
         }
+
+        var isEvent: Bool {
+            switch self {
+            case .event, .record: true
+            case .flush, .action: false
+            }
+        }
     }
 
     /// Items the worker takes at a time: small enough that progress (which restarts a waiting caller's
@@ -179,23 +186,23 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     func flush(timeout: Double) -> (any Error)? {
-        let outcome = LockedValue<FlushOutcome>(.pending)
-        let done = ConditionLock()
-        flush { error in
-            done.withLock {
-                outcome.withLock { $0 = .finished(error) }
-                done.broadcast()
-            }
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        return done.withLock {
-            while true {
-                if case .finished(let error) = outcome.current { return error }
-                let remaining = deadline.timeIntervalSinceNow
-                if remaining <= 0 { return JustLogError(.timeout, "flush did not complete within \(timeout) s") }
-                _ = done.wait(seconds: remaining)
-            }
-        }
+        requestFlush().wait(timeout: timeout, restartingOnProgress: false)
+    }
+
+    /// Queues a flush now and returns the handle to wait for it: the exit handler requests every pipeline's
+    /// flush first, then waits for them together.
+    func requestFlush() -> PendingFlush {
+        let pending = PendingFlush(queue: self)
+        flush { error in pending.finish(error) }
+        return pending
+    }
+
+    /// Counts the worker's batches: it moves whenever the destinations make progress.
+    var progress: UInt64 { lock.withLock { batchesTaken } }
+
+    /// Events waiting in the queue (not yet taken by the worker).
+    var waitingEvents: Int {
+        lock.withLock { items[head...].reduce(0) { count, item in item.bytes > 0 || item.isEvent ? count + 1 : count } }
     }
 
     /// Flushes (at most `timeout`), then stops the worker, which shuts the destinations down after the
@@ -325,7 +332,60 @@ final class PipelineQueue: @unchecked Sendable {
     }
 }
 
-private enum FlushOutcome: Sendable {
-    case pending
-    case finished((any Error)?)
+/// A flush that was queued, and the means to wait for it.
+final class PendingFlush: @unchecked Sendable {
+    private let queue: PipelineQueue
+    private let done = ConditionLock()
+    private var finished = false
+    private var error: (any Error)?
+
+    init(queue: PipelineQueue) {
+        self.queue = queue
+    }
+
+    func finish(_ error: (any Error)?) {
+        done.withLock {
+            finished = true
+            self.error = error
+            done.broadcast()
+        }
+    }
+
+    /// Waits for the flush. With `restartingOnProgress`, `timeout` is how long the destinations may go without
+    /// progress: the wait restarts whenever the worker takes a batch, so a slow but moving destination (a loaded
+    /// machine, a slow disk) is waited for, and only a stalled one is given up on. Without it, `timeout` is a
+    /// fixed bound. Returns the flush's error, or a timeout error.
+    func wait(timeout: Double, restartingOnProgress: Bool) -> (any Error)? {
+        var seen = restartingOnProgress ? queue.progress : 0
+        var deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let outcome: (any Error)?? = done.withLock {
+                while !finished {
+                    // Look at the worker's progress at least every 100 ms.
+                    let remaining = min(deadline.timeIntervalSinceNow, 0.1)
+                    if remaining <= 0 { return .none }
+                    _ = done.wait(seconds: remaining)
+                    if !finished && restartingOnProgress { return .none }
+                }
+                return .some(error)
+            }
+            if let outcome { return outcome }
+            if restartingOnProgress {
+                let now = queue.progress
+                if now != seen {
+                    seen = now
+                    deadline = Date().addingTimeInterval(timeout)
+                    continue
+                }
+            }
+            if deadline.timeIntervalSinceNow <= 0 {
+                return JustLogError(
+                    .timeout,
+                    restartingOnProgress
+                        ? "flush made no progress for \(timeout) s"
+                        : "flush did not complete within \(timeout) s"
+                )
+            }
+        }
+    }
 }
