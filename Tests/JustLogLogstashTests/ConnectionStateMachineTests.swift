@@ -208,4 +208,81 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(machine.shutdownRequested().contains(.shutdownComplete))
         #expect(flushes(machine.flushRequested(id: 1, upTo: position(16))).first?.1?.code == .shutDown)
     }
+
+    // MARK: - Hardening (issue #7)
+
+    /// Fault 5: a collector that accepts and closes (or half-closes) at once made the client reconnect every
+    /// 0.5 s forever, resending the whole window each time (374 reconnects, 2 GB in 100 s).
+    @Test func connectionsThatCloseRightAwayBackOffLikeRefusedConnects() {
+        let clock = TestClock()
+        var machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
+        _ = machine.start(at: position(0))
+        var delays: [Duration] = []
+        var lastActivity: [String] = []
+        for _ in 0..<6 {
+            _ = machine.connected()
+            clock.advance(by: .milliseconds(20))
+            let actions = machine.connectionClosed(error: nil)
+            lastActivity = actions.compactMap { if case .reportActivity(let line) = $0 { line } else { nil } }
+            let until = try! #require(timers(actions).last)
+            delays.append(clock.now.duration(to: until))
+            clock.advance(by: clock.now.duration(to: until))
+            _ = machine.timerFired()
+        }
+        #expect(delays == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16)])
+        #expect(lastActivity.contains { $0.contains("closed 6 connections in a row right after connecting") }, "\(lastActivity)")
+    }
+
+    @Test func aConnectionThatLivedLongEnoughResetsTheBackoff() {
+        let clock = TestClock()
+        var machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
+        _ = machine.start(at: position(0))
+        for _ in 0..<3 {
+            _ = machine.connected()
+            let until = try! #require(timers(machine.connectionClosed(error: nil)).last)
+            clock.advance(by: clock.now.duration(to: until))
+            _ = machine.timerFired()
+        }
+        _ = machine.connected()
+        clock.advance(by: .seconds(11))
+        let until = try! #require(timers(machine.connectionClosed(error: nil)).last)
+        #expect(clock.now.duration(to: until) == .milliseconds(500))
+    }
+
+    /// Fault 4: the window grows to the measured buffers, so a collector with a large receive buffer never makes
+    /// the spool forget what it may still hold unread.
+    @Test func theResendWindowGrowsToTheMeasuredBuffers() {
+        var machine = Machine(configuration: configuration(), clock: TestClock())
+        _ = machine.start(at: position(0))
+        _ = machine.connected()
+        var acknowledged: [SpoolPosition] = []
+        var offset = 0
+        for _ in 0..<30 {
+            _ = machine.recordsAvailable()
+            _ = machine.batchRead(batch(from: offset, records: 3))
+            offset += 30
+            acknowledged += acks(machine.writeCompleted(bufferBound: 600))
+        }
+        #expect(machine.connectionWindow == 600)
+        // 900 bytes were written; only what 600 more bytes followed is proven.
+        #expect(acknowledged.last == position(300))
+    }
+
+    /// Fault 3: a collector that half-closes without reading while we close sends the same FIN as one that read
+    /// everything; the close proves delivery only when the transport saw it come after ours.
+    @Test(arguments: [true, false])
+    func aCleanCloseAcknowledgesOnlyWhenThePeerClosedAfterUs(peerClosedAfterUs: Bool) {
+        var machine = Machine(configuration: configuration { $0.resendWindowBytes = 1 << 20 }, clock: TestClock())
+        _ = machine.start(at: position(0))
+        _ = machine.connected()
+        _ = machine.recordsAvailable()
+        _ = machine.batchRead(batch(from: 0, records: 3))
+        _ = machine.writeCompleted()
+        _ = machine.flushRequested(id: 1, upTo: position(30))
+        _ = machine.shutdownRequested()
+        _ = machine.batchRead(batch(from: 30, records: 0))
+        let actions = machine.connectionClosed(error: nil, peerClosedAfterUs: peerClosedAfterUs)
+        #expect(acks(actions) == (peerClosedAfterUs ? [position(30)] : []))
+        #expect(actions.contains(.shutdownComplete))
+    }
 }

@@ -15,20 +15,40 @@
 ///
 /// ## At-least-once over plain TCP: the resend window
 /// A completed write only proves the bytes reached *our* kernel. This machine acknowledges the spool
-/// (lets it forget records) only for bytes that were followed, on the same connection, by at least
-/// ``Configuration/resendWindowBytes`` more completed bytes. Bytes still unread by the peer application
-/// can only sit in our send buffer or in the peer's receive buffer (plus the network in between), and a
-/// write completes only once its bytes are in our send buffer; so when `N ≥ our sndbuf + peer rcvbuf`
-/// bytes were written after a record, the peer application has read that record. Linux autotuning caps
-/// those buffers at 4 MiB (`tcp_wmem`) and 6 MiB (`tcp_rmem`) by default, hence the 16 MiB default.
-/// After a connection error, everything from the last acknowledged position is resent (duplicates carry
-/// the same `event_id`). On a graceful close — we half-close, and the peer then closes cleanly, so it read
-/// up to our FIN — everything sent is acknowledged.
+/// (lets it forget records) only for bytes that were followed, on the same connection, by at least the
+/// connection's resend window of more completed bytes. Bytes still unread by the peer application can only
+/// sit in our send buffer or in the peer's receive buffer (plus the network in between), and a write
+/// completes only once its bytes are in our send buffer; so when `N ≥ our sndbuf + peer rcvbuf` bytes were
+/// written after a record, the peer application has read that record.
 ///
-/// A collector that reads bytes and then loses them itself (killed with events in its own memory queue)
-/// is outside what TCP can prove; the window also covers such a queue up to its size in bytes.
-/// `SIOCOUTQ` would make the window tighter on Linux, but not sounder: it proves only what the peer's
-/// kernel received, not what its application read. We keep the simpler, portable byte rule.
+/// The window is sized from the real buffers: after each write the transport reports
+/// (``writeCompleted(bufferBound:)``) our send buffer plus twice the largest receive window the peer has
+/// advertised on this connection (Linux `TCP_INFO`; a peer that stops reading holds 1.1–1.4× its largest
+/// advertised window, measured on this project's machines). The window is the larger of that and
+/// ``Configuration/resendWindowBytes`` (16 MiB by default, which also covers a proxy or collector queue that
+/// reads ahead up to that size), and it only grows during a connection. A peer with a 64 MiB receive buffer
+/// thus raises the window past 128 MiB: nothing is forgotten that it may still hold, and if the spool's cap
+/// is smaller, the oldest unconfirmed records are dropped *and counted* at the cap instead of being forgotten
+/// silently. After a connection error, everything from the last acknowledged position is resent (duplicates
+/// carry the same `event_id`).
+///
+/// ## Graceful close
+/// We half-close; a collector that reads to the end of the stream and then closes its side has read
+/// everything. But a collector that half-closes on its own, without reading, sends the same FIN. So a clean
+/// close acknowledges everything sent only when the transport says the peer's close came *after* it had
+/// acknowledged all our bytes and our FIN (``connectionClosed(error:peerClosedAfterUs:)``); otherwise only
+/// what the window proves is acknowledged, and the shutdown reports that the rest stays spooled.
+///
+/// ## What plain json_lines cannot prove
+/// A collector that reads bytes and then loses them itself (killed with events in its own memory queue), or
+/// one that receives our FIN, does not read, and then closes its side cleanly, is indistinguishable over TCP
+/// from one that processed everything. Such events are lost unless the window still covers them; Logstash's
+/// Beats protocol, whose server acknowledges what it queued, closes that gap.
+///
+/// ## Connections that fail right away
+/// A connection that ends within ``Configuration/healthyConnectionTime`` of connecting without acknowledging
+/// anything counts as a failure for the backoff, like a refused connect: a collector that accepts and then
+/// closes or half-closes at once is retried with growing delays, not resent to in a loop.
 package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Duration {
     /// The policies.
     package struct Configuration: Sendable {
@@ -48,6 +68,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         package var backoffJitter: Double = 0.2
         /// How long a graceful shutdown may take to drain and close before the connection is dropped. Default 5 s.
         package var shutdownTimeout: Duration = .seconds(5)
+        /// A connection that ends sooner than this after connecting, having acknowledged nothing, counts as a
+        /// failure for the backoff. Default 10 s.
+        package var healthyConnectionTime: Duration = .seconds(10)
         /// How activity lines name the collector, e.g. `logstash.example.com:5052 (TLS)`.
         package var endpoint: String = "collector"
 
@@ -83,7 +106,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package enum State: Sendable, Equatable {
         case idle
         case connecting(failures: Int)
-        case connected
+        case connected(since: C.Instant, failures: Int)
         case backingOff(until: C.Instant, failures: Int)
         case closing(deadline: C.Instant)
         case closed
@@ -121,6 +144,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private var pendingFlushes: [(id: Int, upTo: SpoolPosition)] = []
     private var shutdownDeadline: C.Instant?
     private var lastError: String?
+    /// The resend window of the current connection: the configured one, raised to the measured buffers.
+    package private(set) var connectionWindow = 0
+    /// Whether the current connection acknowledged anything.
+    private var progressSinceConnect = false
 
     /// - Parameters:
     ///   - random: a source of numbers in `0..<1` for the jitter (inject a fixed one in tests).
@@ -144,8 +171,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
 
     /// The connection is up (TCP connected; TLS handshake and certificate checks passed).
     package mutating func connected() -> [Action] {
-        guard case .connecting = state else { return [.close(graceful: false)] }
-        state = .connected
+        guard case .connecting(let failures) = state else { return [.close(graceful: false)] }
+        state = .connected(since: clock.now, failures: failures)
+        connectionWindow = configuration.resendWindowBytes
+        progressSinceConnect = false
         counters.connects += 1
         connectionBytes = 0
         window.removeAll()
@@ -205,7 +234,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     }
 
     /// The write of the batch in flight completed: its bytes are in our kernel's send buffer.
-    package mutating func writeCompleted() -> [Action] {
+    ///
+    /// - Parameter bufferBound: the most bytes our send buffer and the peer's receive buffer can hold now, as
+    ///   measured by the transport (`nil`: not measurable here). Raises this connection's resend window.
+    package mutating func writeCompleted(bufferBound: Int? = nil) -> [Action] {
         guard case .connected = state, let batch = inFlight else { return [] }
         inFlight = nil
         counters.sentRecords += UInt64(batch.recordCount)
@@ -219,9 +251,18 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         window.append((batch.end, connectionBytes))
 
         var actions: [Action] = [.reportActivity("sent \(batch.recordCount) event\(batch.recordCount == 1 ? "" : "s") (\(batch.bytes.count) bytes) to \(configuration.endpoint)")]
-        // Acknowledge what at least resendWindowBytes more bytes have followed.
+        if let bufferBound, bufferBound > connectionWindow {
+            // Report only real growth (by a quarter), not every small step of TCP autotuning.
+            if bufferBound > connectionWindow + connectionWindow / 4 || connectionWindow == configuration.resendWindowBytes {
+                actions.append(.reportActivity(
+                    "the connection to \(configuration.endpoint) can hold \(bufferBound >> 20) MiB unread: events are kept until that much more was sent after them"
+                ))
+            }
+            connectionWindow = bufferBound
+        }
+        // Acknowledge what at least a window of more bytes have followed.
         var proven: SpoolPosition?
-        while windowStart < window.count, connectionBytes - window[windowStart].bytesAfter >= configuration.resendWindowBytes {
+        while windowStart < window.count, connectionBytes - window[windowStart].bytesAfter >= connectionWindow {
             proven = window[windowStart].end
             windowStart += 1
         }
@@ -230,6 +271,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             windowStart = 0
         }
         if let proven, proven > acknowledgedPosition {
+            progressSinceConnect = true
             acknowledgedPosition = proven
             actions.append(.acknowledge(upTo: proven))
         }
@@ -242,10 +284,14 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     }
 
     /// The connection closed: `error` is `nil` for a clean end of stream.
-    package mutating func connectionClosed(error: LogstashError?) -> [Action] {
+    ///
+    /// - Parameter peerClosedAfterUs: for a clean end during a graceful close, whether the peer's close came after
+    ///   it had acknowledged every byte we sent and our FIN (the transport checks; pass `true` where it can't).
+    ///   Only then does the close prove that everything sent was read.
+    package mutating func connectionClosed(error: LogstashError?, peerClosedAfterUs: Bool = true) -> [Action] {
         switch state {
         case .closing:
-            if error == nil {
+            if error == nil && peerClosedAfterUs {
                 // We half-closed and the peer closed after reading up to our FIN: all of it was read.
                 var actions: [Action] = []
                 if sendPosition > acknowledgedPosition {
@@ -254,8 +300,15 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                 }
                 return actions + finishShutdown(error: nil)
             }
+            if error == nil, sendPosition > acknowledgedPosition {
+                let error = LogstashError(
+                    code: .connectionLost,
+                    message: "the collector at \(configuration.endpoint) closed its side before confirming it read the last events; they stay spooled and will be resent"
+                )
+                return [.reportActivity(error.message)] + finishShutdown(error: error)
+            }
             return finishShutdown(error: error)
-        case .connected:
+        case .connected(let since, let failures):
             counters.connectionErrors += 1
             let reason = error ?? LogstashError(code: .connectionLost, message: "the collector closed the connection")
             lastError = reason.description
@@ -268,17 +321,24 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             if shutdownDeadline != nil {
                 return finishShutdown(error: reason)
             }
-            let delay = backoffDelay(failures: 0)
+            // A connection that acknowledged nothing and ended soon after connecting is a failure, like a
+            // refused connect: the backoff grows instead of resending the whole window in a tight loop.
+            let productive = progressSinceConnect || since.duration(to: clock.now) >= configuration.healthyConnectionTime
+            let failures = productive ? 0 : failures
+            let delay = backoffDelay(failures: failures)
             let until = clock.now.advanced(by: delay)
-            state = .backingOff(until: until, failures: 1)
+            state = .backingOff(until: until, failures: failures + 1)
+            let churn = failures + 1 >= 3
+                ? "; it closed \(failures + 1) connections in a row right after connecting without confirming anything (overloaded, or not reading?)"
+                : ""
             var actions: [Action] = [
                 .reportActivity(
-                    "connection to \(configuration.endpoint) lost: \(reason)\(unproven ? "; unconfirmed events will be resent" : ""); reconnecting in \(seconds(delay))"
+                    "connection to \(configuration.endpoint) lost: \(reason)\(unproven ? "; unconfirmed events will be resent" : "")\(churn); reconnecting in \(seconds(delay))"
                 )
             ]
             actions += failFlushes(LogstashError(
                 code: .connectionLost,
-                message: "not delivered: the connection to \(configuration.endpoint) was lost; records stay spooled and will be resent",
+                message: "not delivered: the connection to \(configuration.endpoint) was lost\(churn); records stay spooled and will be resent in \(seconds(delay))",
                 cause: reason.description
             ))
             actions.append(.scheduleTimer(at: until))

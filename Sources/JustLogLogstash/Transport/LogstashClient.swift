@@ -58,6 +58,10 @@ public final class LogstashClient: @unchecked Sendable {
     private var isShutDown = false
     private var started = false
     private var connectInProgress = false
+    private var handshakeTimedOut = false
+    /// The current connection's largest advertised peer window, and its state when it was closed.
+    private var largestPeerWindow: UInt32 = 0
+    private var closeInfo: TCPConnectionInfo?
 
     // MARK: - Init
 
@@ -242,6 +246,9 @@ public final class LogstashClient: @unchecked Sendable {
         let generation = generation
         let tls = tls
         connectInProgress = true
+        handshakeTimedOut = false
+        largestPeerWindow = 0
+        closeInfo = nil
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(Self.timeAmount(configuration.connectTimeout))
             // TCP_NODELAY is on by default in NIO's bootstraps (set at IPPROTO_TCP). Never spell it
@@ -249,6 +256,9 @@ public final class LogstashClient: @unchecked Sendable {
             // CAP_NET_ADMIN, so every connect of a non-root program failed with EACCES.
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(CloseObserver { [weak self] info in
+                        self?.connectionClosing(generation: generation, info: info)
+                    })
                     if let tls {
                         let sslHandler = try NIOSSLClientHandler(context: tls.context, serverHostname: tls.serverHostname)
                         try channel.pipeline.syncOperations.addHandler(sslHandler)
@@ -272,6 +282,7 @@ public final class LogstashClient: @unchecked Sendable {
                 } else {
                     self.handshakeTimeout = self.eventLoop.scheduleTask(in: Self.timeAmount(self.configuration.connectTimeout)) {
                         guard generation == self.generation, self.connectInProgress else { return }
+                        self.handshakeTimedOut = true
                         channel.close(promise: nil)
                     }
                 }
@@ -292,6 +303,13 @@ public final class LogstashClient: @unchecked Sendable {
         run(machine.connected())
     }
 
+    /// Connection `generation` is being closed; `info` is what the kernel said about it just before.
+    private func connectionClosing(generation: Int, info: TCPConnectionInfo?) {
+        eventLoop.assertInEventLoop()
+        guard generation == self.generation else { return }
+        closeInfo = info
+    }
+
     /// Connection `generation` is closed; `error` is the first error seen on it.
     func channelClosed(generation: Int, error: (any Error)?) {
         eventLoop.assertInEventLoop()
@@ -300,11 +318,24 @@ public final class LogstashClient: @unchecked Sendable {
         handshakeTimeout?.cancel()
         if connectInProgress {
             connectInProgress = false
-            run(machine.connectFailed(describeConnectError(error ?? ChannelError.eof)))
+            let failure = handshakeTimedOut
+                ? LogstashError(
+                    code: .timedOut,
+                    message: "the TLS handshake with \(configuration.endpoint) did not finish within \(configuration.connectTimeout); check that the collector speaks TLS on this port"
+                )
+                : describeConnectError(error ?? ChannelError.eof)
+            run(machine.connectFailed(failure))
             return
         }
         if case .closing = machine.state, Self.isCleanEnd(error) {
-            run(machine.connectionClosed(error: nil))
+            // Where the kernel can't say (not Linux), a clean close is taken as the end of a collector that read
+            // everything, as json_lines servers do; on Linux only a close that came after ours counts.
+            #if os(Linux)
+            let peerClosedAfterUs = closeInfo?.peerClosedAfterUs ?? false
+            #else
+            let peerClosedAfterUs = true
+            #endif
+            run(machine.connectionClosed(error: nil, peerClosedAfterUs: peerClosedAfterUs))
         } else {
             run(machine.connectionClosed(error: error.map {
                 LogstashError(code: .connectionLost, message: "connection error", cause: "\($0)")
@@ -322,7 +353,7 @@ public final class LogstashClient: @unchecked Sendable {
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation, case .success = result else { return }
             // A failed write closes the channel: channelClosed reports it.
-            self.run(self.machine.writeCompleted())
+            self.run(self.machine.writeCompleted(bufferBound: self.measuredBufferBound(channel)))
         }
     }
 
@@ -371,6 +402,14 @@ public final class LogstashClient: @unchecked Sendable {
     }
 
     // MARK: - Helpers
+
+    /// Our send buffer plus twice the largest window the peer advertised on this connection: the most bytes
+    /// that can sit between a completed write and the collector's application (see ConnectionStateMachine).
+    private func measuredBufferBound(_ channel: any Channel) -> Int? {
+        guard let info = TCPConnectionInfo.read(channel), info.peerWindow > 0 || largestPeerWindow > 0 else { return nil }
+        largestPeerWindow = max(largestPeerWindow, info.peerWindow)
+        return info.sendBuffer + 2 * Int(largestPeerWindow)
+    }
 
     private func describeConnectError(_ error: any Error) -> LogstashError {
         if let error = error as? LogstashError { return error }

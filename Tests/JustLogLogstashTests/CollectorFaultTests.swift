@@ -1,0 +1,77 @@
+import Foundation
+import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+/// Collectors that misbehave (issue #7, faults 3 and 4): the client must never let the spool forget what the
+/// collector may not have read.
+@Suite(.serialized) struct CollectorFaultTests {
+    /// Appends `count` records of about 400 bytes and tells the client.
+    private func append(_ count: Int, to client: LogstashClient) async throws {
+        for index in 0..<count {
+            try client.spool.append(jsonRecord(index, padding: 350))
+            client.recordsAppended()
+            if index % 2000 == 0 { await Task.yield() }
+        }
+    }
+
+    /// Fault 3: the collector never reads and half-closes while we close. Its FIN used to count as proof that it
+    /// read everything: shutdown said ok, the cursor moved, and the next run delivered 0 of 2,000.
+    @Test func aCollectorThatHalfClosesWithoutReadingConfirmsNothing() async throws {
+        let hostile = try await HostileCollector(.init(halfCloseAfter: .milliseconds(300)))
+        let directory = try TemporaryDirectory(prefix: "halfclose")
+        let activity = ActivityLog()
+        let client = try makeClient(port: hostile.port, directory: directory, activity: activity) {
+            $0.sendInterval = .seconds(60)
+            $0.shutdownTimeout = .seconds(5)
+        }
+        client.start()
+        try await append(2000, to: client)
+        #expect(await activity.wait(for: "connected to"))
+        await client.shutdown()
+        #expect(client.spool.counterSnapshot.queuedRecords == 2000, "nothing the collector did not read may be forgotten")
+        await hostile.stop()
+        client.spool.close()
+
+        // The next run, against a collector that reads, delivers every event.
+        let receiver = try await LineReceiver()
+        let next = try makeClient(port: receiver.port, directory: directory, activity: activity)
+        next.start()
+        try await next.flush()
+        #expect(await receiver.waitForLines(2000), "received \(receiver.lines.count) of 2000")
+        await next.shutdown()
+        await receiver.stop()
+    }
+
+    /// Fault 4: a collector whose receive buffer is larger than the fixed resend window held what the client had
+    /// already forgotten; killed, it lost 143,536 of 200,000 events. Run as root the buffer is 64 MiB
+    /// (SO_RCVBUFFORCE); otherwise the largest an ordinary user may ask for (4 MiB, doubled by the kernel).
+    @Test func aCollectorWithALargeReceiveBufferNeverHoldsWhatTheSpoolForgot() async throws {
+        let root = geteuid() == 0
+        let hostile = try await HostileCollector(.init(receiveBuffer: root ? 64 << 20 : 4 << 20))
+        let directory = try TemporaryDirectory(prefix: "rcvbuf")
+        let activity = ActivityLog()
+        let client = try makeClient(port: hostile.port, directory: directory, activity: activity) {
+            $0.resendWindowBytes = 1 << 20  // far below the collector's buffer: the measured one must win
+        }
+        client.start()
+        let count = root ? 150_000 : 30_000  // 60 MB or 12 MB: more than the collector's buffer can take
+        try await append(count, to: client)
+        // Wait until the collector's buffer is full: the client's sent count stops moving.
+        var lastSent: UInt64 = 0
+        var stableSince = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let sent = await client.counters().sent
+            if sent != lastSent { lastSent = sent; stableSince = .now }
+            if sent > 0, ContinuousClock.now - stableSince > .milliseconds(800) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        print("large receive buffer: \(lastSent) of \(count) records written before the collector's buffer filled; \(client.spool.counterSnapshot.queuedRecords) still spooled")
+        #expect(activity.contains("can hold"), "the window was raised to the measured buffers")
+        await hostile.killConnections()
+        #expect(client.spool.counterSnapshot.queuedRecords == count, "the collector read nothing, so nothing may be forgotten")
+        await client.shutdown()
+        await hostile.stop()
+    }
+}
