@@ -13,6 +13,7 @@ struct RotatingFileWriter: Sendable {
     let path: String
     let maximumFileSize: Int
     let retainedFileCount: Int
+    let retryInterval: Duration
     let diagnostics: DiagnosticSink
 
     private var descriptor: Int32 = -1
@@ -21,10 +22,11 @@ struct RotatingFileWriter: Sendable {
     private(set) var lostEvents: UInt64 = 0
     private(set) var lastError: JustLogError?
 
-    init(path: String, maximumFileSize: Int, retainedFileCount: Int, diagnostics: DiagnosticSink) {
+    init(path: String, maximumFileSize: Int, retainedFileCount: Int, retryInterval: Duration, diagnostics: DiagnosticSink) {
         self.path = path
         self.maximumFileSize = maximumFileSize
         self.retainedFileCount = retainedFileCount
+        self.retryInterval = retryInterval
         self.diagnostics = diagnostics
     }
 
@@ -74,7 +76,7 @@ struct RotatingFileWriter: Sendable {
 
     /// Appends whole lines, rotating between lines when the file would pass its size limit.
     /// `lossLine` makes the line that reports events lost to an earlier failure, once writing works again.
-    mutating func append(lines: [[UInt8]], lossLine: (UInt64, String) -> [UInt8]) {
+    mutating func append(lines: [[UInt8]], now: Duration, lossLine: (UInt64, String) -> [UInt8]) {
         if !isStillAtPath() {
             do {
                 try open()
@@ -115,6 +117,14 @@ struct RotatingFileWriter: Sendable {
         if !chunk.isEmpty, !writeChunk(chunk) {
             lostEvents += UInt64(linesInChunk)
         }
+    }
+
+    mutating func retryAfterFailure(now: Duration, lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
+        lastError
+    }
+
+    mutating func finish() {
+        close()
     }
 
     /// Writes all of `bytes`; on failure records and reports the error once, and returns `false`.
