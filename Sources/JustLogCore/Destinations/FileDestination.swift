@@ -12,8 +12,13 @@ public import Foundation
 ///   and a new one is started; ``Configuration/retainedFileCount`` rotated files are kept.
 /// - If the file or its folder is deleted or moved away, the next batch recreates it.
 /// - An I/O error (a full disk, a read-only folder, a file-size limit) never reaches the caller: it is
-///   reported once on the diagnostics sink, the events are counted as lost, and when writing works again a
-///   warning line in the file says how many were lost.
+///   reported once on the diagnostics sink and the events whose line is not in the file are counted as lost,
+///   exactly. Writing is tried again at the first batch after ``Configuration/retryInterval`` (and at every
+///   flush); when it works, a warning line in the file says how many were lost. A flush that still cannot
+///   write reports the count on the diagnostics sink instead.
+/// - The file only holds whole lines: a write that a full disk or the size limit stops part-way is cut back
+///   to its last whole line. A file-size limit (`ulimit -f`) fails writes with `EFBIG` rather than killing the
+///   program with `SIGXFSZ` (see `FileSizeLimit`).
 ///
 /// ```swift
 /// let file = try FileDestination(configuration: .init(url: folder.appendingPathComponent("app.log")))
@@ -69,6 +74,9 @@ public final class FileDestination: LogDestination {
             retryInterval: .milliseconds(Int64(max(0, min(configuration.retryInterval, 86_400)) * 1000)),
             diagnostics: diagnostics
         )
+        // Past a file-size limit (`ulimit -f`) a write must fail with EFBIG, handled like a full disk, rather
+        // than kill the program with SIGXFSZ.
+        FileSizeLimit.failWritesInsteadOfKilling()
         try writer.open()
         self.writer = LockedValue(writer)
     }
