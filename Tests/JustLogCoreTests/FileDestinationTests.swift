@@ -84,7 +84,8 @@ import Testing
         let url = folder.appending("full.log")
         try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
         let diagnostics = LineCapture()
-        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics)
+        let clock = ManualClock()
+        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics, clock: clock)
         for start in stride(from: 0, to: 50, by: 10) { file.write(LogBatch(records: records(10, from: start))) }
         #expect(diagnostics.writes.count == 1, "one report, not one per event: \(diagnostics.writes)")
         #expect(diagnostics.text.contains("No space left on device"))
@@ -93,13 +94,75 @@ import Testing
         file.flush { error in flushError.withLock { $0 = error.map { "\($0)" } } }
         #expect(flushError.current?.contains("No space left on device") == true)
 
-        // The disk "frees up": the next write succeeds and says how many events were lost.
+        // The disk "frees up": the next write after the retry interval succeeds and says how many events were lost.
         try FileManager.default.removeItem(at: url)
+        clock.advance(by: .seconds(1))
         file.write(LogBatch(records: records(1, from: 50)))
         let lines = try messages(in: url)
         #expect(lines.first == "JustLog could not write 50 event(s) to this file: cannot write to the log file \(url.path): No space left on device")
         #expect(lines.last == "event 50 ")
         #expect(diagnostics.text.contains("works again; 50 event(s) were lost"))
+    }
+
+    @Test func whileWritingFailsBatchesAreCountedWithoutTryingAgainUntilTheRetryInterval() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("full.log")
+        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
+        let clock = ManualClock()
+        let file = try FileDestination(configuration: .init(url: url, retryInterval: 1), diagnostics: LineCapture().diagnostics, clock: clock)
+        file.write(LogBatch(records: records(10)))
+        // Space returns, but within the retry interval nothing is tried: not even the file is recreated.
+        try FileManager.default.removeItem(at: url)
+        clock.advance(by: .milliseconds(900))
+        for start in 10..<15 { file.write(LogBatch(records: records(1, from: start))) }
+        #expect(!FileManager.default.fileExists(atPath: url.path), "a batch within the retry interval tried to write")
+        clock.advance(by: .milliseconds(100))
+        file.write(LogBatch(records: records(5, from: 15)))
+        let lines = try messages(in: url)
+        #expect(lines == [
+            "JustLog could not write 15 event(s) to this file: cannot write to the log file \(url.path): No space left on device",
+            "event 15 ", "event 16 ", "event 17 ", "event 18 ", "event 19 ",
+        ])
+    }
+
+    @Test func flushWritesTheLossReportOnceSpaceReturnsAndOtherwiseReportsTheCount() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("full.log")
+        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
+        let diagnostics = LineCapture()
+        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics, clock: ManualClock())
+        file.write(LogBatch(records: records(20)))
+        let flushError = LockedValue<String?>(nil)
+        file.flush { error in flushError.withLock { $0 = error.map { "\($0)" } } }
+        #expect(flushError.current?.contains("No space left on device") == true)
+        #expect(diagnostics.text.contains("20 event(s) lost writing to \(url.path) so far"), "\(diagnostics.writes)")
+
+        // Space returns; no event is logged any more, but the flush (at exit, say) still writes the report.
+        try FileManager.default.removeItem(at: url)
+        file.flush { error in flushError.withLock { $0 = error.map { "\($0)" } } }
+        #expect(flushError.current == nil)
+        #expect(try messages(in: url) == [
+            "JustLog could not write 20 event(s) to this file: cannot write to the log file \(url.path): No space left on device",
+        ])
+        #expect(diagnostics.text.contains("works again; 20 event(s) were lost"))
+    }
+
+    @Test func aFileThatEndsMidLineGetsTheNextEventOnALineOfItsOwn() throws {
+        // What a program killed in the middle of a write (or an older JustLog on a full disk) leaves behind.
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        try Data(#"2016-12-24 12:31:38.475  ℹ️ INFO: {"message":"torn"#.utf8).write(to: url)
+        let file = try FileDestination(configuration: .init(url: url))
+        file.write(LogBatch(records: records(2)))
+        let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.first?.hasSuffix(#""message":"torn"#) == true)
+        #expect(try lines.dropFirst().map { try FileLine(parsing: $0).record.message } == ["event 0 ", "event 1 "])
     }
 
     @Test func unwritableLocationThrowsAClearErrorAtCreation() {

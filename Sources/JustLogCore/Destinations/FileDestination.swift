@@ -11,9 +11,14 @@ public import Foundation
 /// - Past ``Configuration/maximumFileSize`` the file is renamed `name.1` (older ones shift to `name.2`, …)
 ///   and a new one is started; ``Configuration/retainedFileCount`` rotated files are kept.
 /// - If the file or its folder is deleted or moved away, the next batch recreates it.
-/// - An I/O error (a full disk, a read-only folder) never reaches the caller: it is reported once on the
-///   diagnostics sink, the events are counted as lost, and when writing works again a warning line in the
-///   file says how many were lost.
+/// - An I/O error (a full disk, a read-only folder, a file-size limit) never reaches the caller: it is
+///   reported once on the diagnostics sink and the events whose line is not in the file are counted as lost,
+///   exactly. Writing is tried again at the first batch after ``Configuration/retryInterval`` (and at every
+///   flush); when it works, a warning line in the file says how many were lost. A flush that still cannot
+///   write reports the count on the diagnostics sink instead.
+/// - The file only holds whole lines: a write that a full disk or the size limit stops part-way is cut back
+///   to its last whole line. A file-size limit (`ulimit -f`) fails writes with `EFBIG` rather than killing the
+///   program with `SIGXFSZ` (see `FileSizeLimit`).
 ///
 /// ```swift
 /// let file = try FileDestination(configuration: .init(url: folder.appendingPathComponent("app.log")))
@@ -29,29 +34,49 @@ public final class FileDestination: LogDestination {
         public var retainedFileCount: Int
         /// The zone of line times. Default: the local zone.
         public var timeZone: TimeZone
+        /// After a write failed, how long (in seconds) batches are counted as lost without trying to write, so
+        /// that a full disk costs no system call per event. A flush always tries. Default 1 s.
+        public var retryInterval: Double
 
-        public init(url: URL, maximumFileSize: Int = 10 << 20, retainedFileCount: Int = 5, timeZone: TimeZone = .current) {
+        public init(url: URL, maximumFileSize: Int = 10 << 20, retainedFileCount: Int = 5, timeZone: TimeZone = .current,
+                    retryInterval: Double = 1) {
             self.url = url
             self.maximumFileSize = max(1, maximumFileSize)
             self.retainedFileCount = max(0, retainedFileCount)
             self.timeZone = timeZone
+            self.retryInterval = max(0, retryInterval)
         }
     }
 
     public let configuration: Configuration
     private let format: LineFormat
     private let writer: LockedValue<RotatingFileWriter>
+    /// Time since the destination was created, on its clock (for the retry interval).
+    private let elapsed: @Sendable () -> Duration
 
     /// Opens (or creates) the log file; throws if that is impossible now.
-    public init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
+    public convenience init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
+        try self.init(configuration: configuration, diagnostics: diagnostics, clock: ContinuousClock())
+    }
+
+    /// Opens (or creates) the log file, timing retries after a failed write on `clock`; throws if opening is
+    /// impossible now.
+    public init<C: Clock>(configuration: Configuration, diagnostics: DiagnosticSink = .standardError, clock: C) throws
+    where C.Duration == Duration {
         self.configuration = configuration
         self.format = LineFormat(timeZone: configuration.timeZone, colors: false)
+        let start = clock.now
+        self.elapsed = { start.duration(to: clock.now) }
         var writer = RotatingFileWriter(
             path: configuration.url.path,
             maximumFileSize: configuration.maximumFileSize,
             retainedFileCount: configuration.retainedFileCount,
+            retryInterval: .milliseconds(Int64(max(0, min(configuration.retryInterval, 86_400)) * 1000)),
             diagnostics: diagnostics
         )
+        // Past a file-size limit (`ulimit -f`) a write must fail with EFBIG, handled like a full disk, rather
+        // than kill the program with SIGXFSZ.
+        FileSizeLimit.failWritesInsteadOfKilling()
         try writer.open()
         self.writer = LockedValue(writer)
     }
@@ -65,20 +90,29 @@ public final class FileDestination: LogDestination {
             format.writeFileLine(for: record, into: &line)
             lines.append(line)
         }
+        let now = elapsed()
         writer.withLock { writer in
-            writer.append(lines: lines) { lost, error in
+            writer.append(lines: lines, now: now) { lost, error in
                 self.lossLine(lost: lost, error: error)
             }
         }
     }
 
+    /// Lines go to the kernel with write(2) as they are written; nothing is buffered here. After a failed write,
+    /// a flush tries again to write the line that reports the loss, and otherwise reports the count on the
+    /// diagnostics sink; it completes with the error that is still in the way.
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        // Lines go to the kernel with write(2) as they are written; nothing is buffered here.
-        completion(writer.withLock { $0.lastError })
+        let now = elapsed()
+        let error = writer.withLock { writer in
+            writer.retryAfterFailure(now: now) { lost, error in
+                self.lossLine(lost: lost, error: error)
+            }
+        }
+        completion(error)
     }
 
     public func shutdown() {
-        writer.withLock { $0.close() }
+        writer.withLock { $0.finish() }
     }
 
     private func lossLine(lost: UInt64, error: String) -> [UInt8] {

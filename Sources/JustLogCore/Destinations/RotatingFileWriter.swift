@@ -9,24 +9,50 @@ import Darwin
 
 /// The file under a ``FileDestination``: an append-only descriptor, size rotation, and recovery when the
 /// file disappears or a write fails. Not thread-safe on its own; its owner guards it with a lock.
+///
+/// The file only ever holds whole lines. A write that a full disk (`ENOSPC`) or a file-size limit (`EFBIG`)
+/// stops part-way is cut back to its last whole line; should even that fail, the next write starts with a
+/// newline, so that only the torn line is damaged. Events whose line is not in the file are counted exactly,
+/// and the count is written as a line of its own once writing works again.
 struct RotatingFileWriter: Sendable {
     let path: String
     let maximumFileSize: Int
     let retainedFileCount: Int
+    /// After a failure, how long batches are counted as lost without a write being tried.
+    let retryInterval: Duration
     let diagnostics: DiagnosticSink
+
+    /// Writing failed, and events were lost since it last worked.
+    struct Failure: Sendable {
+        /// The latest error.
+        var error: JustLogError
+        /// Events whose line is not in the file and that no line of the file reports yet.
+        var lostEvents: UInt64
+        /// Before this time (on the owner's clock) a batch is counted as lost without trying to write.
+        var retryAt: Duration
+    }
 
     private var descriptor: Int32 = -1
     private var size = 0
     private var identity: (device: UInt64, inode: UInt64)?
-    private(set) var lostEvents: UInt64 = 0
-    private(set) var lastError: JustLogError?
+    /// The file does not end with a newline (a torn line could not be cut away): the next write starts with one.
+    private var endsMidLine = false
+    private(set) var failure: Failure?
+    /// Every event lost since the writer was created, reported in the file or not.
+    private(set) var totalLostEvents: UInt64 = 0
+    /// ``totalLostEvents`` when the diagnostics sink was last told the count, so that it is told only news.
+    private var lastReportedTotal: UInt64 = 0
 
-    init(path: String, maximumFileSize: Int, retainedFileCount: Int, diagnostics: DiagnosticSink) {
+    init(path: String, maximumFileSize: Int, retainedFileCount: Int, retryInterval: Duration, diagnostics: DiagnosticSink) {
         self.path = path
         self.maximumFileSize = maximumFileSize
         self.retainedFileCount = retainedFileCount
+        self.retryInterval = retryInterval
         self.diagnostics = diagnostics
     }
+
+    /// The error that keeps events from the file, if any.
+    var lastError: JustLogError? { failure?.error }
 
     // MARK: - Opening
 
@@ -54,6 +80,7 @@ struct RotatingFileWriter: Sendable {
         descriptor = fd
         size = Int(info.st_size)
         identity = (UInt64(info.st_dev), UInt64(info.st_ino))
+        endsMidLine = size > 0 && !lastByteIsNewline()
     }
 
     mutating func close() {
@@ -70,76 +97,177 @@ struct RotatingFileWriter: Sendable {
         return UInt64(info.st_dev) == identity.device && UInt64(info.st_ino) == identity.inode
     }
 
+    /// Whether the file at `path` ends with a newline (or cannot be read, which is taken as yes): a file left
+    /// with a torn last line by a program killed mid-write, or by a full disk, gets its next line on its own.
+    private func lastByteIsNewline() -> Bool {
+        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC, 0)
+        guard reader >= 0 else { return true }
+        defer { systemClose(reader) }
+        var last: UInt8 = 0
+        guard size > 0, pread(reader, &last, 1, off_t(size - 1)) == 1 else { return true }
+        return last == UInt8(ascii: "\n")
+    }
+
     // MARK: - Writing
 
-    /// Appends whole lines, rotating between lines when the file would pass its size limit.
-    /// `lossLine` makes the line that reports events lost to an earlier failure, once writing works again.
-    mutating func append(lines: [[UInt8]], lossLine: (UInt64, String) -> [UInt8]) {
+    /// Appends whole lines, rotating between lines when the file would pass its size limit. `now` is the
+    /// owner's clock, for the retry interval after a failure. `lossLine` makes the line that reports events lost
+    /// to an earlier failure; it is written before the batch once writing works again.
+    mutating func append(lines: [[UInt8]], now: Duration, lossLine: (UInt64, String) -> [UInt8]) {
+        guard !lines.isEmpty else { return }
+        if let failure, now < failure.retryAt {
+            // Still failing, as far as we know: count without a system call.
+            lose(UInt64(lines.count))
+            return
+        }
+        if let error = prepare(lossLine) {
+            fail(error, losing: lines.count, now: now)
+            return
+        }
+        var start = 0
+        while start < lines.count {
+            if size > 0, size + lines[start].count > maximumFileSize {
+                if let error = rotate() {
+                    fail(error, losing: lines.count - start, now: now)
+                    return
+                }
+            }
+            // The lines that fit in the current file, in one write.
+            var end = start + 1
+            var pending = size + lines[start].count
+            while end < lines.count, pending + lines[end].count <= maximumFileSize {
+                pending += lines[end].count
+                end += 1
+            }
+            let (whole, error) = write(lines[start..<end])
+            if let error {
+                fail(error, losing: lines.count - start - whole, now: now)
+                return
+            }
+            start = end
+        }
+    }
+
+    /// After a failure, tries now (whatever the retry interval) to write the line that reports the loss, and
+    /// tells the diagnostics sink about losses it has not heard of yet if that fails too. Returns the error that
+    /// is still in the way.
+    mutating func retryAfterFailure(now: Duration, lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
+        guard failure != nil else { return nil }
+        if let error = prepare(lossLine) {
+            fail(error, losing: 0, now: now)
+            reportPendingLoss()
+        }
+        return lastError
+    }
+
+    /// Closes the file for good, first telling the diagnostics sink about losses no line of the file reports.
+    mutating func finish() {
+        if failure != nil { reportPendingLoss() }
+        close()
+    }
+
+    /// Before writing: opens the file again if it is not open or no longer at `path`, then writes the line that
+    /// reports an earlier loss; returns the error if either fails.
+    private mutating func prepare(_ lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
         if !isStillAtPath() {
             do {
                 try open()
             } catch {
-                fail(error, events: UInt64(lines.count))
-                return
+                return error
             }
         }
-        if lostEvents > 0, let lastError {
-            let report = lossLine(lostEvents, lastError.description)
-            if writeChunk(report) {
-                diagnostics.report("writing to \(path) works again; \(lostEvents) event(s) were lost")
-                diagnostics.reset(key: "file.write.\(path)")
-                lostEvents = 0
-                self.lastError = nil
-            } else {
-                lostEvents += UInt64(lines.count)
-                return
-            }
+        return writeLossReport(lossLine)
+    }
+
+    /// Writes the line that reports the pending loss, if any, and clears the failure; returns the error if the
+    /// line could not be written.
+    private mutating func writeLossReport(_ lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
+        guard let failure else { return nil }
+        if failure.lostEvents > 0 {
+            if let error = write([lossLine(failure.lostEvents, failure.error.description)][...]).error { return error }
+            diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
         }
+        diagnostics.reset(key: "file.write.\(path)")
+        lastReportedTotal = totalLostEvents
+        self.failure = nil
+        return nil
+    }
+
+    /// Writes `lines` in one go. Returns how many of them are whole in the file and, if not all, the error: the
+    /// part of a line that a full disk or a file-size limit let through is cut away again.
+    private mutating func write(_ lines: ArraySlice<[UInt8]>) -> (whole: Int, error: JustLogError?) {
         var chunk: [UInt8] = []
-        chunk.reserveCapacity(min(1 << 20, lines.reduce(0) { $0 + $1.count }))
-        var linesInChunk = 0
-        for (index, line) in lines.enumerated() {
-            let pending = size + chunk.count
-            if pending > 0, pending + line.count > maximumFileSize {
-                if !chunk.isEmpty {
-                    if !writeChunk(chunk) { lostEvents += UInt64(lines.count - index + linesInChunk); return }
-                    chunk.removeAll(keepingCapacity: true)
-                    linesInChunk = 0
-                }
-                rotate()
-                if descriptor < 0 { lostEvents += UInt64(lines.count - index); return }
-            }
+        chunk.reserveCapacity((endsMidLine ? 1 : 0) + lines.reduce(0) { $0 + $1.count })
+        if endsMidLine { chunk.append(UInt8(ascii: "\n")) }
+        let start = chunk.count
+        var ends: [Int] = []
+        ends.reserveCapacity(lines.count)
+        for line in lines {
             chunk.append(contentsOf: line)
-            linesInChunk += 1
+            ends.append(chunk.count)
         }
-        if !chunk.isEmpty, !writeChunk(chunk) {
-            lostEvents += UInt64(linesInChunk)
+        let (written, errorNumber) = writePrefix(descriptor, chunk)
+        guard let errorNumber else {
+            size += written
+            endsMidLine = false
+            return (lines.count, nil)
         }
+        let whole = ends.prefix { $0 <= written }.count
+        let kept = whole > 0 ? ends[whole - 1] : min(written, start)
+        if written > kept, !cutBack(written - kept) {
+            // The torn line stays; its event is counted as lost, and the next write starts a new line.
+            size += written
+            endsMidLine = true
+        } else {
+            size += kept
+            if kept > 0 { endsMidLine = false }
+        }
+        let error = JustLogError(.fileSystem, "cannot write to the log file \(path): \(String(cString: strerror(errorNumber)))")
+        return (whole, error)
     }
 
-    /// Writes all of `bytes`; on failure records and reports the error once, and returns `false`.
-    private mutating func writeChunk(_ bytes: [UInt8]) -> Bool {
-        let failure = writeAll(descriptor, bytes)
-        if let failure {
-            let error = JustLogError(.fileSystem, "cannot write to the log file \(path): \(String(cString: strerror(failure)))")
-            lastError = error
-            diagnostics.reportOnce(key: "file.write.\(path)", "\(error.message); events are counted as lost until writing works again")
-            return false
-        }
-        size += bytes.count
-        return true
+    /// Truncates the file by the `count` bytes just written at its end; returns whether that worked.
+    private func cutBack(_ count: Int) -> Bool {
+        // With O_APPEND the offset after a write is the end of what it wrote.
+        let end = lseek(descriptor, 0, SEEK_CUR)
+        guard end >= off_t(count) else { return false }
+        return ftruncate(descriptor, end - off_t(count)) == 0
     }
 
-    private mutating func fail(_ error: JustLogError, events: UInt64) {
-        lastError = error
-        lostEvents += events
+    /// Records a failed attempt: `count` more events lost, no new attempt before the retry interval, the
+    /// error reported once on the diagnostics sink (until writing works again).
+    private mutating func fail(_ error: JustLogError, losing count: Int, now: Duration) {
+        let retryAt = now + retryInterval
+        if failure == nil {
+            failure = Failure(error: error, lostEvents: 0, retryAt: retryAt)
+        } else {
+            failure?.error = error
+            failure?.retryAt = retryAt
+        }
+        lose(UInt64(max(0, count)))
         diagnostics.reportOnce(key: "file.write.\(path)", "\(error.message); events are counted as lost until writing works again")
+    }
+
+    private mutating func lose(_ count: UInt64) {
+        failure?.lostEvents += count
+        totalLostEvents += count
+    }
+
+    /// Tells the diagnostics sink how many events are missing from the file, if that changed since it was last
+    /// told: while the file cannot be written, no line in it can say so.
+    private mutating func reportPendingLoss() {
+        guard let failure, totalLostEvents != lastReportedTotal else { return }
+        lastReportedTotal = totalLostEvents
+        diagnostics.report(
+            "\(totalLostEvents) event(s) lost writing to \(path) so far, \(failure.lostEvents) of them not yet reported in the file: \(failure.error.message)"
+        )
     }
 
     // MARK: - Rotation
 
-    /// `name` → `name.1`, `name.1` → `name.2`, …; the oldest past the retention count is deleted.
-    private mutating func rotate() {
+    /// `name` → `name.1`, `name.1` → `name.2`, …; the oldest past the retention count is deleted. Returns the
+    /// error if the new file cannot be opened.
+    private mutating func rotate() -> JustLogError? {
         close()
         if retainedFileCount == 0 {
             unlink(path)
@@ -152,9 +280,9 @@ struct RotatingFileWriter: Sendable {
         }
         do {
             try open()
+            return nil
         } catch {
-            lastError = error
-            diagnostics.reportOnce(key: "file.write.\(path)", "\(error.message); events are counted as lost until writing works again")
+            return error
         }
     }
 }

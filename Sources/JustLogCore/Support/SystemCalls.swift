@@ -13,18 +13,25 @@ import Darwin
 /// `errno` of the write that failed.
 @discardableResult
 package func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32? {
+    writePrefix(descriptor, bytes).error
+}
+
+/// Writes as much of `bytes` to `descriptor` as it takes, retrying partial writes and `EINTR`; returns how
+/// many bytes were written and, when that is not all of them, the `errno` of the write that failed (a full
+/// disk or a file-size limit can take the first part of a buffer and refuse the rest).
+package func writePrefix(_ descriptor: Int32, _ bytes: [UInt8]) -> (written: Int, error: Int32?) {
     bytes.withUnsafeBytes { buffer in
         var offset = 0
         while offset < buffer.count {
             let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                return errno
+                return (offset, errno)
             }
-            if written == 0 { return EIO }
+            if written == 0 { return (offset, EIO) }
             offset += written
         }
-        return nil
+        return (offset, nil)
     }
 }
 

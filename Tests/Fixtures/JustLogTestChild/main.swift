@@ -91,6 +91,10 @@ case "unresolvable":
         logger.info("unresolvable \(index)")
     }
 
+case "file-size-limit": fileSizeLimitMode(arguments)
+case "file-size-limit-rotating": fileSizeLimitRotatingMode(arguments)
+case "file-size-limit-raised": fileSizeLimitRaisedMode(arguments)
+
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
     exit(2)

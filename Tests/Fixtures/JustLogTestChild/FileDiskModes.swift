@@ -1,0 +1,90 @@
+// Child modes for the file destination under a file-size limit (`ulimit -f`), which applies to this process only.
+//
+//   JustLogTestChild file-size-limit FOLDER COUNT LIMIT
+//       sets RLIMIT_FSIZE to LIMIT bytes, logs COUNT events through `Logger.shared` to FOLDER/child.log (the
+//       default 10 MiB rotation: past the limit) and returns from main
+//   JustLogTestChild file-size-limit-rotating FOLDER COUNT LIMIT ROTATE
+//       the same, through a `Logger` whose file rotates at ROTATE bytes (below the limit), keeping 1,000 files,
+//       shut down before returning
+//   JustLogTestChild file-size-limit-raised FOLDER COUNT LIMIT
+//       like file-size-limit for the first half of the events, then flushes, raises the limit again (as far as
+//       the hard limit: any user may), flushes, logs the second half and returns from main
+import Foundation
+import JustLog
+import JustLogCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+func fileSizeLimitMode(_ arguments: [String]) {
+    limitFileSize(arguments)
+    let logger = Logger.shared
+    logger.setup()
+    for index in 0..<(Int(arguments[3]) ?? 0) {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+}
+
+func fileSizeLimitRotatingMode(_ arguments: [String]) {
+    limitFileSize(arguments)
+    let rotateAt = arguments.count > 5 ? Int(arguments[5]) ?? 0 : 0
+    let url = URL(fileURLWithPath: arguments[2], isDirectory: true).appendingPathComponent("child.log")
+    let logger = Logger(configuration: .init(
+        console: nil,
+        file: .init(.init(url: url, maximumFileSize: rotateAt, retainedFileCount: 1_000))
+    ))
+    for index in 0..<(Int(arguments[3]) ?? 0) {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+    logger.shutdown(timeout: 30)
+}
+
+func fileSizeLimitRaisedMode(_ arguments: [String]) {
+    limitFileSize(arguments)
+    let logger = Logger.shared
+    logger.setup()
+    let count = Int(arguments[3]) ?? 0
+    for index in 0..<count / 2 {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+    logger.pipeline?.flush(timeout: 30)
+    var current = rlimit()
+    getrlimit(resourceFileSize, &current)
+    var raised = rlimit(rlim_cur: current.rlim_max, rlim_max: current.rlim_max)
+    setrlimit(resourceFileSize, &raised)
+    // "Space returns": the flush writes the loss report, with nothing new to log.
+    logger.pipeline?.flush(timeout: 30)
+    for index in count / 2..<count {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+}
+
+/// Sets the soft RLIMIT_FSIZE to the LIMIT argument (any user may lower it), or exits 3. First SIGXFSZ is put back
+/// to its default action and unblocked, as in a program started from a shell (the test runner starts its children
+/// with most signals blocked, SIGXFSZ among them), before any thread that writes the log is started.
+private func limitFileSize(_ arguments: [String]) {
+    signal(SIGXFSZ, SIG_DFL)
+    var xfsz = sigset_t()
+    sigemptyset(&xfsz)
+    sigaddset(&xfsz, SIGXFSZ)
+    sigprocmask(SIG_UNBLOCK, &xfsz, nil)
+    guard arguments.count > 4, let limit = rlim_t(arguments[4]) else {
+        FileHandle.standardError.write(Data("usage: JustLogTestChild \(arguments[1]) FOLDER COUNT LIMIT [ROTATE]\n".utf8))
+        exit(2)
+    }
+    var current = rlimit()
+    getrlimit(resourceFileSize, &current)
+    var limited = rlimit(rlim_cur: limit, rlim_max: current.rlim_max)
+    guard setrlimit(resourceFileSize, &limited) == 0 else {
+        FileHandle.standardError.write(Data("setrlimit(RLIMIT_FSIZE): \(String(cString: strerror(errno)))\n".utf8))
+        exit(3)
+    }
+}
+
+#if canImport(Glibc)
+private let resourceFileSize = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+#else
+private let resourceFileSize = RLIMIT_FSIZE
+#endif

@@ -1,0 +1,137 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The file destination on a real full disk: a 1 MiB tmpfs. Mounting one needs root; as any other user these
+/// tests are skipped, and `FileSizeLimitTests` (a file-size limit in a child process, where a write also stops
+/// part-way) covers the same ground.
+@Suite struct FileDiskFullTests {
+    static let isRoot = getuid() == 0
+
+    func records(_ count: Int, from start: Int) -> [LogRecord] {
+        let builder = Fixtures.builder()
+        let padding = String(repeating: "p", count: 400)
+        return (start..<start + count).map { index in
+            builder.record(for: Fixtures.event(.info, "event \(index) \(padding)"), sequence: UInt64(index))
+        }
+    }
+
+    @Test(.enabled(if: isRoot, "mounting a tmpfs needs root; FileSizeLimitTests covers a full file as any user"))
+    func fullDiskLeavesNoTornLineCountsTheLossExactlyAndResumesWhenSpaceReturns() throws {
+        let folder = try TemporaryDirectory(prefix: "tmpfs")
+        defer { folder.remove() }
+        let disk = try TmpfsMount(at: folder.path, size: "1m")
+        defer { disk.unmount() }
+        // Another file takes 400 KiB of the disk; the log fills the rest.
+        let blocker = folder.appending("blocker")
+        try Data(repeating: 0x42, count: 400 << 10).write(to: blocker)
+        let url = folder.appending("app.log")
+        let diagnostics = LineCapture()
+        let clock = ManualClock()
+        let file = try FileDestination(
+            configuration: .init(url: url, maximumFileSize: 64 << 20, retryInterval: 1),
+            diagnostics: diagnostics.diagnostics,
+            clock: clock
+        )
+        defer { file.shutdown() }
+
+        // Uneven batches of ~700-byte lines until a write fails: the failing one stops part-way through a line.
+        var logged = 0
+        let sizes = [1, 5, 23, 64, 7, 41]
+        for round in 0..<500 where !diagnostics.text.contains("No space left on device") {
+            let count = sizes[round % sizes.count]
+            file.write(LogBatch(records: records(count, from: logged)))
+            logged += count
+        }
+        #expect(diagnostics.text.contains("No space left on device"), "the disk never filled up: \(diagnostics.writes)")
+        // Still full: batches within the retry interval, then one retry after it.
+        for _ in 0..<3 {
+            file.write(LogBatch(records: records(10, from: logged)))
+            logged += 10
+        }
+        clock.advance(by: .seconds(1))
+        file.write(LogBatch(records: records(10, from: logged)))
+        logged += 10
+
+        // Space returns.
+        try FileManager.default.removeItem(at: blocker)
+        clock.advance(by: .seconds(1))
+        let firstAfterSpaceReturned = logged
+        for _ in 0..<5 {
+            file.write(LogBatch(records: records(20, from: logged)))
+            logged += 20
+        }
+        let flushError = LockedValue<String?>("not called")
+        file.flush { error in flushError.withLock { $0 = error.map { "\($0)" } } }
+        #expect(flushError.current == nil)
+
+        let text = try String(contentsOf: url, encoding: .utf8)
+        #expect(text.hasSuffix("\n"), "the file ends in the middle of a line")
+        var present: [Int] = []
+        var reportedInFile = 0
+        for (number, line) in text.split(separator: "\n").enumerated() {
+            let record: LogRecord
+            do {
+                record = try FileLine(parsing: line).record
+            } catch {
+                Issue.record("line \(number + 1) is not a whole line (\(error)): \(line.prefix(60))…\(line.suffix(60))")
+                continue
+            }
+            if record.message.hasPrefix("JustLog could not write") {
+                reportedInFile += lostEvents(in: record)
+            } else {
+                present.append(Int(record.message.split(separator: " ")[1]) ?? -1)
+            }
+        }
+        #expect(present == present.sorted() && Set(present).count == present.count, "events out of order or repeated")
+        #expect(reportedInFile == logged - present.count, "\(logged) logged, \(present.count) in the file, \(reportedInFile) reported lost")
+        #expect(reportedInFile > 0)
+        #expect(Array(present.suffix(logged - firstAfterSpaceReturned)) == Array(firstAfterSpaceReturned..<logged),
+                "an event logged after space returned is missing")
+        #expect(reportedOnDiagnostics(diagnostics.lines) == reportedInFile, "\(diagnostics.writes)")
+    }
+
+    private func lostEvents(in record: LogRecord) -> Int {
+        switch record.userInfo["lost_events"] {
+        case .int(let count)?: Int(count)
+        case .uint(let count)?: Int(count)
+        default: 0
+        }
+    }
+
+    /// The sum of the "works again; N event(s) were lost" reports.
+    private func reportedOnDiagnostics(_ lines: [String]) -> Int {
+        lines.compactMap { line -> Int? in
+            guard let range = line.range(of: "works again; ") else { return nil }
+            return Int(line[range.upperBound...].prefix { $0.isNumber })
+        }.reduce(0, +)
+    }
+}
+
+/// A tmpfs mounted on an existing folder (root only), unmounted by ``unmount()``.
+private struct TmpfsMount {
+    let path: String
+
+    init(at path: String, size: String) throws {
+        let result = "size=\(size),mode=0700".withCString { options in
+            mount("tmpfs", path, "tmpfs", 0, options)
+        }
+        guard result == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mount tmpfs on \(path): \(String(cString: strerror(errno)))"])
+        }
+        self.path = path
+    }
+
+    func unmount() {
+        if umount(path) != 0 {
+            // Something still holds a file open: detach now, the kernel frees it when the last one closes.
+            _ = umount2(path, Int32(MNT_DETACH))
+        }
+    }
+}
