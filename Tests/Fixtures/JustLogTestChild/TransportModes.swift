@@ -14,6 +14,12 @@ func logstashCount(_ logger: Logger, folder: String, port: String, count: String
     for index in 0..<(Int(count) ?? 0) {
         logger.info("count-\(index)")
     }
+    forceSendOrExit(logger, failure: "forceSend failed")
+    exit(0)
+}
+
+/// Waits for `forceSend`; on an error, writes "`failure`: error" to stderr and exits 1.
+func forceSendOrExit(_ logger: Logger, failure prefix: String) {
     let done = DispatchSemaphore(value: 0)
     let failure = LockedFailure()
     logger.forceSend { error in
@@ -22,8 +28,7 @@ func logstashCount(_ logger: Logger, folder: String, port: String, count: String
     }
     done.wait()
     if let message = failure.get() {
-        FileHandle.standardError.write(Data("forceSend failed: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("\(prefix): \(message)\n".utf8))
         exit(1)
     }
-    exit(0)
 }

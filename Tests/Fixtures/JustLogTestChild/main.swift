@@ -50,17 +50,7 @@ case "logstash-loop", "logstash-drain":
             FileHandle.standardOutput.write(Data("\(index)\n".utf8))
         }
     } else {
-        let done = DispatchSemaphore(value: 0)
-        let failure = LockedFailure()
-        logger.forceSend { error in
-            failure.set(error.map { "\($0)" })
-            done.signal()
-        }
-        done.wait()
-        if let message = failure.get() {
-            FileHandle.standardError.write(Data("drain failed: \(message)\n".utf8))
-            exit(1)
-        }
+        forceSendOrExit(logger, failure: "drain failed")
     }
 
 case "exit-slow-destination":
