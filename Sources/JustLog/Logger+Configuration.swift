@@ -194,6 +194,8 @@ final class SwitchedDestination: LogDestination {
         base.flush(completion: completion)
     }
 
+    var shutdownFailure: (any Error)? { base.shutdownFailure }
+
     func shutdown() {
         base.shutdown()
     }

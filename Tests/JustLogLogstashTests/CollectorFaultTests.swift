@@ -1,4 +1,5 @@
 import Foundation
+import JustLogCore
 import JustLogLogstash
 import JustLogTestSupport
 import Testing
@@ -72,6 +73,31 @@ import Testing
         await hostile.killConnections()
         #expect(client.spool.counterSnapshot.queuedRecords == count, "the collector read nothing, so nothing may be forgotten")
         await client.shutdown()
+        await hostile.stop()
+    }
+
+    /// "Also seen": `Logger.shutdown()` returned ok after its Logstash close had timed out. A collector that never
+    /// reads and never closes makes the graceful close time out; the pipeline's shutdown must say so.
+    @Test func aShutdownWhoseCloseTimesOutReportsItAndKeepsTheEventsSpooled() async throws {
+        let hostile = try await HostileCollector(.init())
+        let directory = try TemporaryDirectory(prefix: "closetimeout")
+        var client = LogstashClient.Configuration(host: "127.0.0.1", port: hostile.port)
+        client.useTLS = false
+        client.sendInterval = .milliseconds(100)
+        client.shutdownTimeout = .milliseconds(500)
+        let diagnostics = LockedValue<[String]>([])
+        let destination = try LogstashDestination(
+            configuration: .init(client: client, spoolDirectory: directory.file("spool")),
+            diagnostics: DiagnosticSink { line in diagnostics.withLock { $0.append(line) } }
+        )
+        let pipeline = LogPipeline(routes: [.init(destination)])
+        for index in 0..<100 {
+            pipeline.submit(LogEvent(level: .info, message: "close-\(index)", callSite: .init(file: #fileID, function: #function, line: #line), timestamp: pipeline.now()))
+        }
+        let error = await pipeline.shutdown(timeout: 10)
+        #expect(error != nil, "the close timed out, so the shutdown is not ok")
+        #expect("\(error.map { "\($0)" } ?? "")".contains("in time"), "\(String(describing: error))")
+        #expect(diagnostics.withLock { $0 }.contains { $0.contains("100 event(s) stay spooled") }, "\(diagnostics.withLock { $0 })")
         await hostile.stop()
     }
 }

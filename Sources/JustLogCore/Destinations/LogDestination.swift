@@ -25,12 +25,17 @@ public protocol LogDestination: AnyObject, Sendable {
 
     /// Releases the destination's resources. Called once, after a final ``flush(completion:)``.
     func shutdown()
+
+    /// After ``shutdown()``, why it did not end cleanly (a connection that did not close in time, events left
+    /// behind), or `nil`. ``LogPipeline/shutdown(timeout:)`` returns it. Default `nil`.
+    var shutdownFailure: (any Error)? { get }
 }
 
 extension LogDestination {
     public var delivery: DestinationDelivery { .background }
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { completion(nil) }
     public func shutdown() {}
+    public var shutdownFailure: (any Error)? { nil }
 }
 
 /// Where a destination receives its records.

@@ -133,7 +133,8 @@ public final class LogPipeline: Sendable {
     }
 
     /// Flushes (waiting at most `timeout` seconds), shuts every destination down and ends the worker thread.
-    /// Events logged afterwards are dropped and counted. Calling it again does nothing.
+    /// Events logged afterwards are dropped and counted. Calling it again does nothing. Returns the flush's
+    /// error, a timeout, or the first destination's ``LogDestination/shutdownFailure``.
     @discardableResult
     public func shutdown(timeout: Double = 5) -> (any Error)? {
         queue.shutdown(timeout: timeout)
@@ -199,8 +200,10 @@ struct RecordDispatcher: Sendable {
         }
     }
 
-    func shutdownDestinations() {
+    /// Shuts every destination down; returns the first one's ``LogDestination/shutdownFailure``.
+    func shutdownDestinations() -> (any Error)? {
         for route in routes { route.destination.shutdown() }
+        return routes.lazy.compactMap { $0.destination.shutdownFailure }.first
     }
 }
 

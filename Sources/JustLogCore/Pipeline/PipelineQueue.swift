@@ -54,6 +54,7 @@ final class PipelineQueue: @unchecked Sendable {
     private var batchesTaken: UInt64 = 0
     private var state: State = .running
     private var workerFinished = false
+    private var destinationFailure: (any Error)?
 
     init(dispatcher: RecordDispatcher, configuration: LogPipeline.Configuration, diagnostics: DiagnosticSink,
          now: @escaping @Sendable () -> LogTimestamp) {
@@ -217,19 +218,20 @@ final class PipelineQueue: @unchecked Sendable {
         guard first else { return nil }
         let deadline = Date().addingTimeInterval(timeout)
         var error = flush(timeout: timeout)
-        let finished = lock.withLock { () -> Bool in
+        let (finished, failure) = lock.withLock { () -> (Bool, (any Error)?) in
             state = .stopped
             lock.broadcast()
             while !workerFinished {
                 let remaining = deadline.timeIntervalSinceNow
-                if remaining <= 0 { return false }
+                if remaining <= 0 { return (false, nil) }
                 _ = lock.wait(seconds: remaining)
             }
-            return true
+            return (true, destinationFailure)
         }
         if !finished, error == nil {
             error = JustLogError(.timeout, "shutdown did not finish within \(timeout) s; the destinations are closed when the worker finishes")
         }
+        if error == nil { error = failure }
         ExitFlusher.shared.unregister(self)
         return error
     }
@@ -255,8 +257,9 @@ final class PipelineQueue: @unchecked Sendable {
             }
             if head == items.count && state == .stopped {
                 lock.unlock()
-                dispatcher.shutdownDestinations()
+                let failure = dispatcher.shutdownDestinations()
                 lock.withLock {
+                    destinationFailure = failure
                     workerFinished = true
                     lock.broadcast()
                 }

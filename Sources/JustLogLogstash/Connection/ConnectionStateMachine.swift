@@ -146,6 +146,8 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private var lastError: String?
     /// The resend window of the current connection: the configured one, raised to the measured buffers.
     package private(set) var connectionWindow = 0
+    /// Why the shutdown did not end cleanly (records left in the spool), once it is complete; `nil` if it did.
+    package private(set) var shutdownFailure: LogstashError?
     /// Whether the current connection acknowledged anything.
     private var progressSinceConnect = false
 
@@ -476,6 +478,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
 
     private mutating func finishShutdown(error: LogstashError?) -> [Action] {
         state = .closed
+        shutdownFailure = error
         shutdownDeadline = nil
         inFlight = nil
         readPending = false

@@ -57,6 +57,7 @@ public final class LogstashDestination: LogDestination {
     private let metrics: LogstashMetrics
     private let lastDropCount = LockedValue<UInt64>(0)
     private let failedAppends = LockedValue<UInt64>(0)
+    private let shutdownError = LockedValue<LogstashError?>(nil)
     private let reports: ReportAppender
 
     /// Opens (or recovers) the spool and starts the sender.
@@ -152,12 +153,31 @@ public final class LogstashDestination: LogDestination {
     /// was not sent stays in the spool for the next run.
     public func shutdown() {
         let done = DispatchSemaphore(value: 0)
-        client.shutdown { done.signal() }
+        let outcome = LockedValue<LogstashError?>(nil)
+        client.shutdown(reporting: { error in
+            outcome.withLock { $0 = error }
+            done.signal()
+        })
         let seconds = Double(configuration.client.shutdownTimeout.components.seconds) + 1
-        _ = done.wait(timeout: .now() + seconds)
+        var failure: LogstashError?
+        if done.wait(timeout: .now() + seconds) == .timedOut {
+            failure = LogstashError(code: .timedOut, message: "the Logstash client did not shut down within \(seconds) s; unconfirmed events stay spooled")
+        } else {
+            failure = outcome.withLock { $0 }
+        }
+        // A shutdown that could not confirm anything it had left to confirm lost nothing: not a failure.
+        let queued = spool.counterSnapshot.queuedRecords
+        if queued == 0 { failure = nil }
+        if let failure {
+            diagnostics.report("Logstash: \(failure)\(queued > 0 ? " (\(queued) event(s) stay spooled for the next run)" : "")")
+        }
+        shutdownError.withLock { $0 = failure }
         metrics.stop()
         spool.close()
     }
+
+    /// After ``shutdown()``: why the connection did not end cleanly, or `nil`.
+    public var shutdownFailure: (any Error)? { shutdownError.withLock { $0 } }
 
     /// The client's and spool's counters: queued, spooled bytes, sent, resent, dropped.
     public func counters() async -> LogstashClient.Counters {

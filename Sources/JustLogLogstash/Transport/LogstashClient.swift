@@ -54,7 +54,7 @@ public final class LogstashClient: @unchecked Sendable {
     private var handshakeTimeout: Scheduled<Void>?
     private var flushCallbacks: [Int: @Sendable ((any Error)?) -> Void] = [:]
     private var nextFlushID = 0
-    private var shutdownCallbacks: [@Sendable () -> Void] = []
+    private var shutdownCallbacks: [@Sendable (LogstashError?) -> Void] = []
     private var isShutDown = false
     private var started = false
     private var connectInProgress = false
@@ -168,9 +168,15 @@ public final class LogstashClient: @unchecked Sendable {
     /// Sends what is queued (within ``Configuration/shutdownTimeout``), closes the connection gracefully
     /// and stops. What could not be sent stays in the spool for the next run. Calls `completion` once.
     public func shutdown(completion: @escaping @Sendable () -> Void) {
+        shutdown(reporting: { _ in completion() })
+    }
+
+    /// ``shutdown(completion:)``, and says why it did not end cleanly: `nil`, or a ``LogstashError`` such as a
+    /// timeout, a close the collector did not confirm, or no connection — the records not confirmed stay spooled.
+    public func shutdown(reporting completion: @escaping @Sendable (LogstashError?) -> Void) {
         eventLoop.execute {
             if self.isShutDown {
-                completion()
+                completion(self.machine.shutdownFailure)
                 return
             }
             self.shutdownCallbacks.append(completion)
@@ -184,10 +190,12 @@ public final class LogstashClient: @unchecked Sendable {
         }
     }
 
-    /// Sends what is queued, closes gracefully and stops; see ``shutdown(completion:)``.
-    public func shutdown() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            shutdown { continuation.resume() }
+    /// Sends what is queued, closes gracefully and stops; see ``shutdown(reporting:)``. Returns why it did not
+    /// end cleanly, or `nil`.
+    @discardableResult
+    public func shutdown() async -> LogstashError? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<LogstashError?, Never>) in
+            shutdown(reporting: { continuation.resume(returning: $0) })
         }
     }
 
@@ -398,7 +406,8 @@ public final class LogstashClient: @unchecked Sendable {
         flushCallbacks.removeAll()
         let callbacks = shutdownCallbacks
         shutdownCallbacks.removeAll()
-        for callback in callbacks { callback() }
+        let failure = machine.shutdownFailure
+        for callback in callbacks { callback(failure) }
     }
 
     // MARK: - Helpers

@@ -8,6 +8,7 @@
 //   JustLogTestChild logstash-drain FOLDER PORT        sets up the same destination, forceSends what the
 //                                                      spool holds, exits 0 (or 1 with the error)
 //   JustLogTestChild logstash-count FOLDER PORT COUNT  logs COUNT events to Logstash, forceSends, exits 0 (or 1)
+//   JustLogTestChild soak FOLDER PORT RATE SECONDS     file + Logstash at RATE events/s for SECONDS (the soak)
 //   JustLogTestChild unresolvable FOLDER COUNT         the documented snippet's unresolvable host: logs COUNT
 //                                                      events and returns from main
 //   JustLogTestChild spool-cap FOLDER PORT             with nothing listening on PORT, logs three rounds of
@@ -55,6 +56,9 @@ case "logstash-loop", "logstash-drain":
 
 case "exit-slow-destination":
     exitWithSlowDestination(folder: arguments[2], count: arguments[3])
+
+case "soak":
+    soak(folder: arguments[2], port: arguments[3], rate: arguments.count > 4 ? arguments[4] : "1000", seconds: arguments.count > 5 ? arguments[5] : "60")
 
 case "logstash-count":
     logstashCount(logger, folder: arguments[2], port: arguments[3], count: arguments.count > 4 ? arguments[4] : "0")
