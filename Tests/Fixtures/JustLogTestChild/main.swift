@@ -83,6 +83,8 @@ case "unresolvable":
         logger.info("unresolvable \(index)")
     }
 
+case "hostile-value": logHostileValue(arguments)
+
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
     exit(2)
