@@ -182,7 +182,7 @@ public final class Logger: @unchecked Sendable {
         }
         if let minimum, level < minimum { return }
         let event = LogEvent(
-            level: level, message: message(), error: error, userInfo: userInfo.map(LogValue.fields) ?? [:],
+            level: level, message: message(), error: error, capturing: userInfo,
             callSite: CallSite(file: file, function: function, line: line), timestamp: .now()
         )
         lock.withLock {

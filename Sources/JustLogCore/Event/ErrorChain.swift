@@ -9,7 +9,11 @@ import Foundation
 ///   `String(describing:)` of it (more useful than "The operation could not be completed");
 /// - `NSLocalizedFailureReason`, `NSLocalizedRecoverySuggestion`: where present;
 /// - the underlying error: `NSUnderlyingErrorKey` in the user info, or else the first stored property
-///   of a Swift error that is itself an `Error` (such as `underlyingError`), followed to a depth of 16.
+///   of a Swift error that is itself an `Error` (such as `underlyingError`), followed to a depth of 16 and
+///   never to an error already in the chain;
+/// - the remaining user info: captured like a call's `userInfo` (see ``ValueCapture``), all links together
+///   within one set of ``CaptureLimits``; an error found inside its own user info becomes `"<cycle: NSError>"`.
+///   What was cut is in ``truncations``.
 ///
 /// ```swift
 /// let chain = ErrorChain(error)
@@ -30,26 +34,31 @@ public struct ErrorChain: Sendable {
 
     /// The error first, then each underlying error in turn.
     public var links: [Link]
+    /// What capturing the user infos cut, one line per cut (`errors[0].user_info: kept 1000 of 5000 keys (limit
+    /// 1000)`); empty when everything fitted.
+    public var truncations: [String]
 
     static let maximumDepth = 16
 
-    public init(_ error: any Error) {
+    public init(_ error: any Error, limits: CaptureLimits = CaptureLimits()) {
         var links: [Link] = []
         var next: (any Error)? = error
         var seenObjects = Set<ObjectIdentifier>()
+        var capture = ValueCapture(limits: limits)
         while let current = next, links.count < Self.maximumDepth {
             if type(of: current) is AnyClass {
                 let identity = ObjectIdentifier(current as AnyObject)
                 if !seenObjects.insert(identity).inserted { break }
             }
-            let (link, underlying) = Self.describe(current)
+            let (link, underlying) = Self.describe(current, index: links.count, capture: &capture)
             links.append(link)
             next = underlying
         }
         self.links = links
+        self.truncations = capture.truncations
     }
 
-    private static func describe(_ error: any Error) -> (Link, (any Error)?) {
+    private static func describe(_ error: any Error, index: Int, capture: inout ValueCapture) -> (Link, (any Error)?) {
         let bridged = error as NSError
         var userInfo = bridged.userInfo
         let isNSError = type(of: error) is NSError.Type || error is any CustomNSError
@@ -88,7 +97,11 @@ public struct ErrorChain: Sendable {
             localizedDescription: description,
             failureReason: reason,
             recoverySuggestion: suggestion,
-            otherUserInfo: userInfo.mapValues { LogValue(any: $0) }
+            otherUserInfo: userInfo.isEmpty ? [:] : capture.fields(
+                userInfo,
+                of: type(of: error) is AnyClass ? error as AnyObject : nil,
+                at: "\(UserInfoKey.errors)[\(index)].user_info"
+            )
         )
         return (link, underlying)
     }

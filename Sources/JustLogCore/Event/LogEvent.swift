@@ -13,6 +13,10 @@ public struct LogEvent: Sendable {
     public var metadata: [String: LogValue]
     public var callSite: CallSite
     public var timestamp: LogTimestamp
+    /// What capturing ``userInfo`` cut to stay within its ``CaptureLimits``, one line per cut
+    /// (`userInfo.ids: kept 1000 of 5000 elements (limit 1000)`); the record reports them as
+    /// ``UserInfoKey/truncated``. Empty for almost every event.
+    public var truncations: [String]
 
     public init(
         level: LogLevel,
@@ -21,7 +25,8 @@ public struct LogEvent: Sendable {
         userInfo: [String: LogValue] = [:],
         metadata: [String: LogValue] = [:],
         callSite: CallSite,
-        timestamp: LogTimestamp
+        timestamp: LogTimestamp,
+        truncations: [String] = []
     ) {
         self.level = level
         self.message = message
@@ -30,6 +35,37 @@ public struct LogEvent: Sendable {
         self.metadata = metadata
         self.callSite = callSite
         self.timestamp = timestamp
+        self.truncations = truncations
+    }
+}
+
+extension LogEvent {
+    /// The event of a log call, its `userInfo` captured from the caller's values within `limits` (see
+    /// ``ValueCapture``): what a front end calls on the caller's thread. The message and the error are kept as
+    /// they are; the ``RecordBuilder`` applies the message limit and captures the error chain.
+    ///
+    /// ```swift
+    /// let event = LogEvent(level: .info, message: "checkout", capturing: ["basket": ["pizza", "chips"]],
+    ///                      callSite: CallSite(file: #fileID, function: #function, line: #line), timestamp: .now())
+    /// ```
+    public init(
+        level: LogLevel,
+        message: String,
+        error: (any Error)? = nil,
+        capturing userInfo: [String: Any]?,
+        limits: CaptureLimits = CaptureLimits(),
+        callSite: CallSite,
+        timestamp: LogTimestamp
+    ) {
+        var userInfoValues: [String: LogValue] = [:]
+        var truncations: [String] = []
+        if let userInfo, !userInfo.isEmpty {
+            var capture = ValueCapture(limits: limits)
+            userInfoValues = capture.fields(userInfo)
+            truncations = capture.truncations
+        }
+        self.init(level: level, message: message, error: error, userInfo: userInfoValues, callSite: callSite,
+                  timestamp: timestamp, truncations: truncations)
     }
 }
 

@@ -66,4 +66,8 @@ public enum UserInfoKey {
     public static let localizedFailureReason = "NSLocalizedFailureReason"
     public static let localizedRecoverySuggestion = "NSLocalizedRecoverySuggestion"
     public static let errors = "errors"
+    /// What was cut from the event to keep it within its ``CaptureLimits``, one cut per `; `-separated part:
+    /// `"message: kept 1048576 of 10485760 bytes (limit 1048576); userInfo: kept 1000 of 100000 keys (limit 1000)"`.
+    /// Present only when something was cut.
+    public static let truncated = "truncated"
 }

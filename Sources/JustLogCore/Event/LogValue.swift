@@ -59,81 +59,30 @@ extension LogValue {
     /// | `Date` | RFC 3339 UTC with milliseconds |
     /// | `Data` | `"<N bytes: base64>"` |
     /// | `URL`, `UUID`, `Decimal` | their string form |
-    /// | arrays, sets, dictionaries | `.array` / `.object` (non-string keys described), nesting capped at 32 |
+    /// | arrays, sets, dictionaries, and their Foundation kinds | `.array` / `.object` (non-string keys described) |
+    /// | a collection inside itself | `"<cycle: NSMutableArray>"` |
     /// | `nil`, `NSNull` | `.null` |
-    /// | an `Error` | its description |
+    /// | an `Error` | its description (an `NSError`'s with its user info as JSON) |
     /// | anything else | `String(describing:)` |
+    ///
+    /// Within the default ``CaptureLimits``: nesting deeper than 32 becomes `"<nested deeper than 32: TYPE>"`, a
+    /// string past the size limit ends in `…[truncated]`, long arrays and big objects keep their first elements
+    /// and keys. To learn what was cut, capture through ``fields(_:)`` or a ``ValueCapture``.
     public init(any value: Any) {
-        self = LogValue.capture(value, depth: 0)
+        var capture = ValueCapture()
+        self = capture.value(value)
     }
 
-    static let maximumDepth = 32
-
-    private static func capture(_ value: Any, depth: Int) -> LogValue {
-        // The common types first: each failed cast of an `Any` costs tens of nanoseconds on the caller's thread.
-        switch value {
-        case let value as String: return .string(value)
-        case let value as Int: return .int(Int64(value))
-        case let value as Double: return finite(value)
-        case let value as Bool: return .bool(value)
-        case let value as LogValue: return value
-        case let value as Substring: return .string(String(value))
-        case let value as Character: return .string(String(value))
-        case let value as Int8: return .int(Int64(value))
-        case let value as Int16: return .int(Int64(value))
-        case let value as Int32: return .int(Int64(value))
-        case let value as Int64: return .int(value)
-        case let value as UInt: return .uint(UInt64(value))
-        case let value as UInt8: return .uint(UInt64(value))
-        case let value as UInt16: return .uint(UInt64(value))
-        case let value as UInt32: return .uint(UInt64(value))
-        case let value as UInt64: return .uint(value)
-        case let value as Float: return finite(Double(value))
-        case let value as Date: return .string(LogTimestamp(value).rfc3339)
-        case let value as Data: return .string("<\(value.count) bytes: \(value.base64EncodedString())>")
-        case let value as URL: return .string(value.absoluteString)
-        case let value as UUID: return .string(value.uuidString)
-        case let value as Decimal: return .string(value.description)
-        case is NSNull: return .null
-        case let value as any Error: return .string(String(describing: value))
-        default: break
-        }
-        if depth >= maximumDepth { return .string(String(describing: value)) }
-        switch value {
-        case let value as [String: Any]:
-            return .object(value.mapValues { capture($0, depth: depth + 1) })
-        case let value as [AnyHashable: Any]:
-            var object: [String: LogValue] = [:]
-            for (key, element) in value {
-                object[String(describing: key.base)] = capture(element, depth: depth + 1)
-            }
-            return .object(object)
-        case let value as [Any]:
-            return .array(value.map { capture($0, depth: depth + 1) })
-        default:
-            break
-        }
-        // Optionals, sets and other collections are reached through reflection.
-        let mirror = Mirror(reflecting: value)
-        switch mirror.displayStyle {
-        case .optional:
-            guard let wrapped = mirror.children.first?.value else { return .null }
-            return capture(wrapped, depth: depth + 1)
-        case .set, .collection:
-            return .array(mirror.children.map { capture($0.value, depth: depth + 1) })
-        default:
-            return .string(String(describing: value))
-        }
-    }
-
-    private static func finite(_ value: Double) -> LogValue {
-        if value.isNaN { return .string("NaN") }
-        if value.isInfinite { return .string(value < 0 ? "-Infinity" : "Infinity") }
-        return .double(value)
-    }
-
-    /// Captures a `userInfo` dictionary.
+    /// Captures a `userInfo` dictionary, as ``init(any:)`` captures each value, within the default
+    /// ``CaptureLimits``. If something was cut, the result also says what under ``UserInfoKey/truncated`` (a
+    /// caller's own `truncated` moves to `truncated_userInfo`).
     public static func fields(_ userInfo: [String: Any]) -> [String: LogValue] {
-        userInfo.mapValues { LogValue(any: $0) }
+        var capture = ValueCapture()
+        var fields = capture.fields(userInfo)
+        let truncations = capture.truncations
+        if !truncations.isEmpty {
+            KeyCollision.insert(UserInfoKey.truncated, .string(truncations.joined(separator: "; ")), into: &fields, displacedSuffix: "userInfo")
+        }
+        return fields
     }
 }

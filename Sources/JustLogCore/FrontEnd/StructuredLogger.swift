@@ -30,6 +30,9 @@ public struct StructuredLogger: Sendable {
         public var pipeline: LogPipeline.Configuration
         /// Where JustLog reports its own problems. Default: standard error.
         public var diagnostics: DiagnosticSink
+        /// What one call may carry (depth, keys, elements, bytes, message length); past it the record keeps
+        /// what fits and says what was cut. Default: `CaptureLimits()`, each limit as documented there.
+        public var captureLimits: CaptureLimits
 
         public init(
             destinations: [LogPipeline.Route],
@@ -37,7 +40,8 @@ public struct StructuredLogger: Sendable {
             runtime: RuntimeInfo = .current,
             sanitizer: Sanitizer? = nil,
             pipeline: LogPipeline.Configuration = .init(),
-            diagnostics: DiagnosticSink = .standardError
+            diagnostics: DiagnosticSink = .standardError,
+            captureLimits: CaptureLimits = CaptureLimits()
         ) {
             self.destinations = destinations
             self.defaultUserInfo = defaultUserInfo
@@ -45,26 +49,33 @@ public struct StructuredLogger: Sendable {
             self.sanitizer = sanitizer
             self.pipeline = pipeline
             self.diagnostics = diagnostics
+            self.captureLimits = captureLimits
         }
     }
 
     /// The pipeline this logger submits to.
     public let pipeline: LogPipeline
+    /// What one call may carry; applied to `userInfo` on the caller's thread.
+    public let captureLimits: CaptureLimits
 
     /// A logger with its own pipeline, started now.
     public init(configuration: Configuration) {
         self.pipeline = LogPipeline(
             routes: configuration.destinations,
-            builder: RecordBuilder(defaultUserInfo: configuration.defaultUserInfo, runtime: configuration.runtime),
+            builder: RecordBuilder(defaultUserInfo: configuration.defaultUserInfo, runtime: configuration.runtime,
+                                   limits: configuration.captureLimits),
             sanitizer: configuration.sanitizer,
             configuration: configuration.pipeline,
             diagnostics: configuration.diagnostics
         )
+        self.captureLimits = configuration.captureLimits
     }
 
     /// A logger over an existing pipeline (several front ends — this one, a swift-log handler — can share one).
-    public init(pipeline: LogPipeline) {
+    /// The pipeline's record builder applies its own limits to the message and the error chain.
+    public init(pipeline: LogPipeline, captureLimits: CaptureLimits = CaptureLimits()) {
         self.pipeline = pipeline
+        self.captureLimits = captureLimits
     }
 
     // MARK: - Logging
@@ -91,7 +102,8 @@ public struct StructuredLogger: Sendable {
                 level: level,
                 message: message,
                 error: error,
-                userInfo: userInfo.map(LogValue.fields) ?? [:],
+                capturing: userInfo,
+                limits: captureLimits,
                 callSite: callSite,
                 timestamp: pipeline.now()
             )

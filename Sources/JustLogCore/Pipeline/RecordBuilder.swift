@@ -5,9 +5,12 @@
 /// 2. the call's `userInfo` — a per-call key *replaces* a default key, as documented;
 /// 3. `log_type`;
 /// 4. the error's fields: `error_domain`, `error_code`, `NSLocalizedDescription`, `NSLocalizedFailureReason`,
-///    `NSLocalizedRecoverySuggestion`, and the whole chain as `errors`.
+///    `NSLocalizedRecoverySuggestion`, and the whole chain as `errors`;
+/// 5. `truncated`, only when something was cut to keep the event within ``limits``: the message (cut here to
+///    ``CaptureLimits/maximumMessageBytes``), the call's `userInfo` (cut when it was captured, see
+///    ``LogEvent/truncations``) or the error chain's user infos.
 ///
-/// Keys of steps 3–4 are JustLog's own. When the caller already used one of them, JustLog's value takes the
+/// Keys of steps 3–5 are JustLog's own. When the caller already used one of them, JustLog's value takes the
 /// key and the caller's value is kept under `<key>_userInfo` (see ``KeyCollision``): nothing is dropped.
 ///
 /// `metadata` holds the call's extra metadata, then `file`, `function`, `line`, `app_version`, `version`,
@@ -16,11 +19,19 @@ public struct RecordBuilder: Sendable {
     public var defaultUserInfo: [String: LogValue]
     public var runtime: RuntimeInfo
     public var eventIDs: EventIDGenerator
+    /// The message limit, and the limits of capturing an error chain's user infos.
+    public var limits: CaptureLimits
 
-    public init(defaultUserInfo: [String: LogValue] = [:], runtime: RuntimeInfo = .current, eventIDs: EventIDGenerator = EventIDGenerator()) {
+    public init(
+        defaultUserInfo: [String: LogValue] = [:],
+        runtime: RuntimeInfo = .current,
+        eventIDs: EventIDGenerator = EventIDGenerator(),
+        limits: CaptureLimits = CaptureLimits()
+    ) {
         self.defaultUserInfo = defaultUserInfo
         self.runtime = runtime
         self.eventIDs = eventIDs
+        self.limits = limits
     }
 
     /// The record of `event`, the `sequence`-th event of its pipeline.
@@ -35,12 +46,25 @@ public struct RecordBuilder: Sendable {
             userInfo.merge(event.userInfo) { _, call in call }
         }
         KeyCollision.insert(UserInfoKey.logType, .string(event.level.logType), into: &userInfo, displacedSuffix: "userInfo")
+        var truncations: [String] = []
+        var message = event.message
+        let messageBytes = message.utf8.count
+        if messageBytes > limits.maximumMessageBytes {
+            let kept = ValueCapture.prefix(message, maximumUTF8Count: limits.maximumMessageBytes)
+            truncations.append("message: kept \(kept.utf8.count) of \(messageBytes) bytes (limit \(limits.maximumMessageBytes))")
+            message = kept + ValueCapture.cutMarker
+        }
+        truncations += event.truncations
         if let error = event.error {
-            let chain = ErrorChain(error)
+            let chain = ErrorChain(error, limits: limits)
             for (key, value) in chain.topLevelFields {
                 KeyCollision.insert(key, value, into: &userInfo, displacedSuffix: "userInfo")
             }
             KeyCollision.insert(UserInfoKey.errors, chain.errorsValue, into: &userInfo, displacedSuffix: "userInfo")
+            truncations += chain.truncations
+        }
+        if !truncations.isEmpty {
+            KeyCollision.insert(UserInfoKey.truncated, .string(truncations.joined(separator: "; ")), into: &userInfo, displacedSuffix: "userInfo")
         }
 
         let eventID = eventIDs.id(for: sequence)
@@ -61,7 +85,7 @@ public struct RecordBuilder: Sendable {
         }
         return LogRecord(
             level: event.level,
-            message: event.message,
+            message: message,
             userInfo: userInfo,
             metadata: metadata,
             timestamp: event.timestamp,

@@ -88,6 +88,7 @@ case "unresolvable":
 case "file-size-limit": fileSizeLimitMode(arguments)
 case "file-size-limit-rotating": fileSizeLimitRotatingMode(arguments)
 case "file-size-limit-raised": fileSizeLimitRaisedMode(arguments)
+case "hostile-value": logHostileValue(arguments)
 
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))

@@ -1,0 +1,50 @@
+/// What one log call may carry. Past a limit the event keeps what fits and its record says what was cut, in
+/// ``UserInfoKey/truncated``: a huge or hostile value costs the caller a bounded time and never loses the event.
+///
+/// | limit | default | past it |
+/// |---|---|---|
+/// | ``maximumDepth`` | 32 | a deeper array or object becomes `"<nested deeper than 32: Array<Any>>"` |
+/// | ``maximumKeys`` | 1 000 | an object keeps its first 1 000 members in byte order of their keys |
+/// | ``maximumElements`` | 1 000 | an array or set keeps its first 1 000 elements |
+/// | ``maximumBytes`` | 1 MiB | members are kept in byte order of their keys until the `userInfo` holds about this much JSON; the string that crosses the line is cut and ends in `…[truncated]` |
+/// | ``maximumMessageBytes`` | 1 MiB | the message keeps its first bytes, cut at a character boundary, and ends in `…[truncated]` |
+///
+/// The call's `userInfo` and the user infos of its error chain each have their own ``maximumBytes``. What is
+/// kept is the same in every run: the choice follows the order of keys, never the order of a hash table.
+///
+/// A container that holds itself, directly or through others (an `NSMutableArray` added to itself), is cut
+/// the same way: the repeated container becomes `"<cycle: NSMutableArray>"`, and the record says where.
+///
+/// ```swift
+/// let limits = CaptureLimits(maximumElements: 100)
+/// let logger = StructuredLogger(configuration: .init(destinations: [.init(ConsoleDestination())], captureLimits: limits))
+/// logger.info("a big payload", userInfo: ["ids": Array(0..<5000)])
+/// // the record's userInfo: "ids": [0, …, 99], "truncated": "userInfo.ids: kept 100 of 5000 elements (limit 100)"
+/// ```
+public struct CaptureLimits: Hashable, Sendable {
+    /// How many arrays and objects deep a `userInfo` value may nest. Default 32.
+    public var maximumDepth: Int
+    /// Members of one object, the `userInfo` itself included. Default 1 000.
+    public var maximumKeys: Int
+    /// Elements of one array or set. Default 1 000.
+    public var maximumElements: Int
+    /// About how many bytes of JSON a `userInfo` may hold: keys and strings count their UTF-8 bytes, every other
+    /// value 8. Default 1 MiB.
+    public var maximumBytes: Int
+    /// UTF-8 bytes of the message. Default 1 MiB, the default line limit of the Logstash destination.
+    public var maximumMessageBytes: Int
+
+    public init(
+        maximumDepth: Int = 32,
+        maximumKeys: Int = 1_000,
+        maximumElements: Int = 1_000,
+        maximumBytes: Int = 1 << 20,
+        maximumMessageBytes: Int = 1 << 20
+    ) {
+        self.maximumDepth = max(0, maximumDepth)
+        self.maximumKeys = max(0, maximumKeys)
+        self.maximumElements = max(0, maximumElements)
+        self.maximumBytes = max(0, maximumBytes)
+        self.maximumMessageBytes = max(0, maximumMessageBytes)
+    }
+}
