@@ -31,7 +31,7 @@ public final class Logger: @unchecked Sendable {
     /// Events kept before ``setup()``; past it the oldest are dropped and counted.
     public static let pendingCapacity = 10_000
 
-    private let lock = NSLock()
+    private let lock = ConditionLock()
     private var settings = Settings()
     private var phase: Phase = .pending(PendingEvents())
     let switches = DestinationSwitches()
@@ -150,7 +150,7 @@ public final class Logger: @unchecked Sendable {
     public func setup() {
         let (configuration, previous) = lock.withLock { () -> (Configuration, Phase) in
             let previous = phase
-            if case .running = previous { phase = .pending(PendingEvents()) }
+            if case .running = previous { phase = .pending(PendingEvents(reconfiguring: true)) }
             return (settings.configuration(switches: switches), previous)
         }
         if case .running(let old) = previous {
@@ -160,14 +160,25 @@ public final class Logger: @unchecked Sendable {
         lock.withLock {
             if case .pending(let pending) = phase {
                 if pending.dropped > 0 {
-                    running.logger.warning("JustLog dropped \(pending.dropped) event(s) logged before setup() (more than \(Self.pendingCapacity))")
+                    running.logger.warning(
+                        pending.reconfiguring
+                            ? "JustLog dropped \(pending.dropped) event(s) logged while setup() ran (more than \(Self.pendingCapacity) waited longer than \(Self.reconfigurationWait) s)"
+                            : "JustLog dropped \(pending.dropped) event(s) logged before setup() (more than \(Self.pendingCapacity))"
+                    )
                 }
                 // Replayed under the lock, so no event logged now can overtake an older one.
                 pending.forEach { running.logger.pipeline.submit($0) }
             }
             phase = .running(running)
+            // Callers that waited for room while setup() ran go on.
+            lock.broadcast()
         }
     }
+
+    /// While ``setup()`` replaces running destinations, events logged meanwhile wait in memory; once
+    /// ``pendingCapacity`` wait, a caller waits (back-pressure) for the new destinations, at most this many seconds
+    /// before the oldest waiting event is dropped and counted.
+    public static let reconfigurationWait = 30.0
 
     // MARK: - Logging
 
@@ -186,6 +197,14 @@ public final class Logger: @unchecked Sendable {
             callSite: CallSite(file: file, function: function, line: line), timestamp: .now()
         )
         lock.withLock {
+            // During a repeated setup() the buffer is full only under heavy logging: wait for the new destinations
+            // rather than push older events out (before the first setup() nothing drains it, so nothing to wait for).
+            let deadline = ContinuousClock.now + .seconds(Self.reconfigurationWait)
+            while case .pending(let pending) = phase, pending.reconfiguring, pending.count >= Self.pendingCapacity {
+                let remaining = ContinuousClock.now.duration(to: deadline)
+                guard remaining > .zero else { break }
+                _ = lock.wait(seconds: Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
+            }
             switch phase {
             case .running(let running): running.logger.pipeline.submit(event)
             case .pending(let pending): pending.append(event)
@@ -284,6 +303,12 @@ public final class Logger: @unchecked Sendable {
         private var events: [LogEvent] = []
         private var start = 0
         private(set) var dropped = 0
+        /// Whether a repeated setup() is replacing running destinations (callers then wait for room).
+        let reconfiguring: Bool
+
+        init(reconfiguring: Bool = false) {
+            self.reconfiguring = reconfiguring
+        }
 
         var count: Int { events.count - start }
 
