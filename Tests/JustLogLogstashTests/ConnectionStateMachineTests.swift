@@ -1,7 +1,8 @@
 @testable import JustLogLogstash
+import JustLogTestSupport
 import Testing
 
-private typealias Machine = ConnectionStateMachine<TestClock>
+private typealias Machine = ConnectionStateMachine<ManualClock>
 
 private func configuration(_ change: (inout Machine.Configuration) -> Void = { _ in }) -> Machine.Configuration {
     var configuration = Machine.Configuration()
@@ -25,7 +26,7 @@ private func reads(_ actions: [Machine.Action]) -> [SpoolPosition] {
     actions.compactMap { if case .readBatch(let from, _, _) = $0 { from } else { nil } }
 }
 
-private func timers(_ actions: [Machine.Action]) -> [TestClock.Instant] {
+private func timers(_ actions: [Machine.Action]) -> [ManualClock.Instant] {
     actions.compactMap { if case .scheduleTimer(let at) = $0 { at } else { nil } }
 }
 
@@ -41,7 +42,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
 
 @Suite struct ConnectionStateMachineTests {
     @Test func backoffDoublesFromTheMinimumAndCapsAtTheMaximum() {
-        let clock = TestClock()
+        let clock = ManualClock()
         let machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
         let delays = (0..<10).map { machine.backoffDelay(failures: $0) }
         #expect(delays.prefix(7) == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(30)])
@@ -50,14 +51,14 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
 
     @Test(arguments: [0.0, 0.5, 0.999])
     func jitterShortensTheDelayByAtMostTheJitterFraction(random: Double) {
-        let machine = Machine(configuration: configuration { $0.backoffJitter = 0.2 }, clock: TestClock(), random: { random })
+        let machine = Machine(configuration: configuration { $0.backoffJitter = 0.2 }, clock: ManualClock(), random: { random })
         let delay = machine.backoffDelay(failures: 3)
         #expect(delay <= .seconds(4))
         #expect(delay >= .seconds(4) * 0.8)
     }
 
     @Test func reconnectsAfterTheBackoffWithGrowingDelays() {
-        let clock = TestClock()
+        let clock = ManualClock()
         var machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
         #expect(machine.start(at: position(16)).contains(.connect))
         for delay: Duration in [.milliseconds(500), .seconds(1), .seconds(2)] {
@@ -72,7 +73,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func dispatchesTheBacklogOnConnectThenEverySendInterval() {
-        let clock = TestClock()
+        let clock = ManualClock()
         var machine = Machine(configuration: configuration(), clock: clock)
         _ = machine.start(at: position(16))
         let onConnect = machine.connected()
@@ -88,7 +89,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func dispatchesAtOnceWhenABatchIsFull() {
-        let clock = TestClock()
+        let clock = ManualClock()
         var machine = Machine(configuration: configuration(), clock: clock)
         _ = machine.start(at: position(16))
         _ = machine.connected()
@@ -100,7 +101,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func flushCompletesOnlyAfterEverythingQueuedBeforeItIsWritten() {
-        let clock = TestClock()
+        let clock = ManualClock()
         var machine = Machine(configuration: configuration(), clock: clock)
         _ = machine.start(at: position(16))
         _ = machine.connected()
@@ -119,7 +120,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func flushWithNothingQueuedCompletesAfterAnEmptyRead() {
-        var machine = Machine(configuration: configuration(), clock: TestClock())
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))
         _ = machine.connected()
         _ = machine.batchRead(batch(from: 16, records: 0))
@@ -128,7 +129,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func aConnectErrorCompletesPendingFlushesWithAnErrorThatSaysWhy() {
-        var machine = Machine(configuration: configuration(), clock: TestClock())
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))
         #expect(machine.flushRequested(id: 3, upTo: position(26)).isEmpty)
         let completed = flushes(machine.connectFailed(refused))
@@ -140,14 +141,14 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func aFlushDuringBackoffTriesToConnectAtOnce() {
-        var machine = Machine(configuration: configuration(), clock: TestClock())
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))
         _ = machine.connectFailed(refused)
         #expect(machine.flushRequested(id: 1, upTo: position(16)).contains(.connect))
     }
 
     @Test func afterAConnectionErrorResendsEverythingNotProvenDelivered() {
-        let clock = TestClock()
+        let clock = ManualClock()
         // Window 100 bytes: a batch is acknowledged once 100 more bytes followed it on the connection.
         var machine = Machine(configuration: configuration { $0.maxBatchRecords = 5 }, clock: clock, random: { 0 })
         _ = machine.start(at: position(16))
@@ -173,7 +174,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func gracefulShutdownDrainsClosesAndAcknowledgesEverythingSent() {
-        var machine = Machine(configuration: configuration(), clock: TestClock())
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))
         _ = machine.connected()
         _ = machine.batchRead(batch(from: 16, records: 0))
@@ -188,7 +189,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func shutdownThatCannotDrainInTimeClosesAndLeavesTheRestSpooled() {
-        let clock = TestClock()
+        let clock = ManualClock()
         var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(2) }, clock: clock)
         _ = machine.start(at: position(16))
         _ = machine.connected()
@@ -202,7 +203,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func shutdownWhileDisconnectedCompletesAtOnce() {
-        var machine = Machine(configuration: configuration(), clock: TestClock())
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))
         _ = machine.connectFailed(refused)
         #expect(machine.shutdownRequested().contains(.shutdownComplete))
@@ -214,7 +215,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     /// Fault 5: a collector that accepts and closes (or half-closes) at once made the client reconnect every
     /// 0.5 s forever, resending the whole window each time (374 reconnects, 2 GB in 100 s).
     @Test func connectionsThatCloseRightAwayBackOffLikeRefusedConnects() {
-        let clock = TestClock()
+        let clock = ManualClock()
         var machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
         _ = machine.start(at: position(0))
         var delays: [Duration] = []
@@ -234,7 +235,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     @Test func aConnectionThatLivedLongEnoughResetsTheBackoff() {
-        let clock = TestClock()
+        let clock = ManualClock()
         var machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
         _ = machine.start(at: position(0))
         for _ in 0..<3 {
@@ -252,7 +253,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     /// Fault 4: the window grows to the measured buffers, so a collector with a large receive buffer never makes
     /// the spool forget what it may still hold unread.
     @Test func theResendWindowGrowsToTheMeasuredBuffers() {
-        var machine = Machine(configuration: configuration(), clock: TestClock())
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(0))
         _ = machine.connected()
         var acknowledged: [SpoolPosition] = []
@@ -272,7 +273,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     /// everything; the close proves delivery only when the transport saw it come after ours.
     @Test(arguments: [true, false])
     func aCleanCloseAcknowledgesOnlyWhenThePeerClosedAfterUs(peerClosedAfterUs: Bool) {
-        var machine = Machine(configuration: configuration { $0.resendWindowBytes = 1 << 20 }, clock: TestClock())
+        var machine = Machine(configuration: configuration { $0.resendWindowBytes = 1 << 20 }, clock: ManualClock())
         _ = machine.start(at: position(0))
         _ = machine.connected()
         _ = machine.recordsAvailable()

@@ -34,15 +34,7 @@ func soak(folder: String, port: String, rate: String, seconds: String) -> Never 
         Thread.sleep(forTimeInterval: 0.005)
     }
     let deadline = Date().addingTimeInterval(60)
-    while true {
-        let done = DispatchSemaphore(value: 0)
-        let failure = LockedFailure()
-        logger.forceSend { error in
-            failure.set(error.map { "\($0)" })
-            done.signal()
-        }
-        done.wait()
-        guard let message = failure.get() else { break }
+    while let message = forceSendError(logger) {
         if Date() > deadline {
             FileHandle.standardError.write(Data("soak: delivery did not complete: \(message)\n".utf8))
             exit(1)

@@ -20,6 +20,14 @@ func logstashCount(_ logger: Logger, folder: String, port: String, count: String
 
 /// Waits for `forceSend`; on an error, writes "`failure`: error" to stderr and exits 1.
 func forceSendOrExit(_ logger: Logger, failure prefix: String) {
+    if let message = forceSendError(logger) {
+        FileHandle.standardError.write(Data("\(prefix): \(message)\n".utf8))
+        exit(1)
+    }
+}
+
+/// Waits for `forceSend`; returns its error's description, or `nil`.
+func forceSendError(_ logger: Logger) -> String? {
     let done = DispatchSemaphore(value: 0)
     let failure = LockedFailure()
     logger.forceSend { error in
@@ -27,8 +35,5 @@ func forceSendOrExit(_ logger: Logger, failure prefix: String) {
         done.signal()
     }
     done.wait()
-    if let message = failure.get() {
-        FileHandle.standardError.write(Data("\(prefix): \(message)\n".utf8))
-        exit(1)
-    }
+    return failure.get()
 }

@@ -1,22 +1,25 @@
 import Foundation
 
-/// A clock that only moves when a test calls ``advance(by:)``; `sleep` resumes when the time is reached.
-final class TestClock: Clock, @unchecked Sendable {
-    struct Instant: InstantProtocol {
-        var offset: Duration
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+/// A clock that only moves when a test calls ``advance(by:)``; `sleep` resumes when the time is reached. For the
+/// state machine's timers and the file destination's retry interval, without waiting on real time.
+public final class ManualClock: Clock, @unchecked Sendable {
+    public init() {}
+
+    public struct Instant: InstantProtocol {
+        public var offset: Duration
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
     private let lock = NSLock()
     private var current = Instant(offset: .zero)
     private var sleepers: [(deadline: Instant, continuation: CheckedContinuation<Void, Never>)] = []
 
-    var now: Instant { lock.withLock { current } }
-    var minimumResolution: Duration { .zero }
+    public var now: Instant { lock.withLock { current } }
+    public var minimumResolution: Duration { .zero }
 
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         await withCheckedContinuation { continuation in
             let resumeNow = lock.withLock {
                 if deadline <= current { return true }
@@ -28,7 +31,7 @@ final class TestClock: Clock, @unchecked Sendable {
     }
 
     /// Moves time forward and wakes the sleepers whose deadline has come.
-    func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let due = lock.withLock {
             current = current.advanced(by: duration)
             let now = current
