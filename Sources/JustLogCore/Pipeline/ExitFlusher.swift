@@ -43,7 +43,10 @@ final class ExitFlusher: @unchecked Sendable {
     /// destinations stalled is given up on, and a line on its diagnostics sink says how many events it lost.
     func flushAll() {
         let queues = lock.withLock { entries.values.compactMap(\.queue) }
-        let flushes = queues.map { ($0, $0.requestFlush()) }
+        let flushes = queues.map { queue in
+            queue.prepareForExit()
+            return (queue, queue.requestFlush())
+        }
         for (queue, flush) in flushes {
             let patience = queue.configuration.exitFlushTimeout
             let error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError

@@ -30,6 +30,10 @@ final class PipelineQueue: @unchecked Sendable {
     /// patience) is seen often, large enough that a destination writes in batches.
     static let batchLimit = 1024
 
+    /// Items the worker takes at a time once the exit flush has started: its progress, which keeps the exit
+    /// handler waiting, then shows every few milliseconds even through a slow destination.
+    static let exitBatchLimit = 64
+
     /// How long the worker lingers after being woken, so a burst costs one wake-up, not one per event;
     /// also the most a lone event waits before it is written.
     static let linger = 0.001
@@ -54,6 +58,7 @@ final class PipelineQueue: @unchecked Sendable {
     private var batchesTaken: UInt64 = 0
     private var state: State = .running
     private var workerFinished = false
+    private var exiting = false
     private var destinationFailure: (any Error)?
 
     init(dispatcher: RecordDispatcher, configuration: LogPipeline.Configuration, diagnostics: DiagnosticSink,
@@ -198,6 +203,11 @@ final class PipelineQueue: @unchecked Sendable {
         return pending
     }
 
+    /// The process is exiting: take small batches from now on, so that progress shows often (see ``ExitFlusher``).
+    func prepareForExit() {
+        lock.withLock { exiting = true }
+    }
+
     /// Counts the worker's batches: it moves whenever the destinations make progress.
     var progress: UInt64 { lock.withLock { batchesTaken } }
 
@@ -265,7 +275,7 @@ final class PipelineQueue: @unchecked Sendable {
                 }
                 return
             }
-            let end = min(items.count, head + Self.batchLimit)
+            let end = min(items.count, head + (exiting ? Self.exitBatchLimit : Self.batchLimit))
             batch.append(contentsOf: items[head..<end])
             for item in batch { queuedBytes -= item.bytes }
             head = end
