@@ -91,7 +91,7 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect(readAll(recovered) == (0..<2000).map { String(decoding: record($0), as: UTF8.self) })
     }
 
-    @Test func ignoresATornTailRecordAndAppendsOverIt() throws {
+    @Test func aDamagedLastRecordIsSkippedCountedAndAppendedOver() throws {
         let directory = try TemporaryDirectory(prefix: "spool")
         let configuration = LogstashSpool.Configuration(directory: directory.path)
         do {
@@ -99,21 +99,24 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
             for index in 0..<3 { try spool.append(record(index)) }
             spool.close()
         }
-        // Tear the last record: corrupt one payload byte so its CRC no longer matches.
+        // Damage the last record: one payload byte changed, so its CRC no longer matches.
         let segment = directory.file("00000000000000000001.seg")
+        let contents = try #require(FileManager.default.contents(atPath: segment))
+        let payload = try #require(contents.range(of: Data(record(2))))
         let fd = open(segment, O_RDWR)
         #expect(fd >= 0)
-        let lastOffset = 16 + 2 * 8 + record(0).count + record(1).count
         var byte: UInt8 = 0x5A
-        #expect(pwrite(fd, &byte, 1, off_t(lastOffset + 8 + 3)) == 1)
+        #expect(pwrite(fd, &byte, 1, off_t(payload.lowerBound + 3)) == 1)
         close(fd)
 
-        let reopened = try LogstashSpool(configuration: configuration)
+        let reopened = try LogstashSpool(configuration: configuration, diagnostics: LineCapture().diagnostics)
         #expect(readAll(reopened) == (0..<2).map { String(decoding: record($0), as: UTF8.self) })
+        #expect(reopened.takeLossesToReport() == 1, "a complete record that can't be read is a loss, and counted")
         try reopened.append(record(7))
         reopened.close()
         let again = try LogstashSpool(configuration: configuration)
         #expect(readAll(again) == [0, 1, 7].map { String(decoding: record($0), as: UTF8.self) })
+        #expect(again.takeLossesToReport() == 0, "reported once")
     }
 
     @Test func capDropsTheOldestRecordsAndCountsThem() throws {

@@ -2,7 +2,7 @@
 
 /// The CRC-32 used by zlib, PNG and Ethernet, computed slice-by-8 so that checksumming a record costs
 /// well under a nanosecond per byte. The spool uses it to tell a complete record from a torn one.
-enum CRC32 {
+package enum CRC32 {
     /// 8 tables of 256 entries: table `k` holds the CRC of a byte followed by `k` zero bytes.
     private static let tables: [UInt32] = {
         var tables = [UInt32](repeating: 0, count: 8 * 256)
@@ -24,7 +24,7 @@ enum CRC32 {
     }()
 
     /// The CRC-32 of `bytes`.
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         guard let base = bytes.baseAddress else { return 0 }
         let count = bytes.count
@@ -48,7 +48,7 @@ enum CRC32 {
     }
 
     /// The CRC-32 of `bytes`.
-    static func checksum(_ bytes: [UInt8]) -> UInt32 {
+    package static func checksum(_ bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBytes { checksum($0) }
     }
 }

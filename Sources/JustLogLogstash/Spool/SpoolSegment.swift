@@ -5,21 +5,56 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import JustLogCore
 
 /// One segment file of the spool, mapped into memory with `MAP_SHARED`.
 ///
-/// Layout: a 16-byte header (``magic`` then 8 reserved bytes), then records framed as
-/// `[UInt32 length, little-endian][UInt32 CRC-32 of the payload, little-endian][payload]`, then zeros.
-/// A zero length marks the end of the records.
+/// ## Layout (format 2, `JLSPOOL2`)
+/// A 32-byte header — ``magic``, then the *serial* of the last record appended (little-endian `UInt64`),
+/// then its bitwise complement (so a torn or damaged value is recognised), then 8 zero bytes — and then
+/// records, each framed as
+///
+/// | bytes | content |
+/// |---|---|
+/// | 0‥4 | ``frameMagic`` (`F9 4A 52 32`; `0xF9` never occurs in UTF-8 text) |
+/// | 4‥8 | payload length, little-endian `UInt32` |
+/// | 8‥16 | the record's serial, little-endian `UInt64`: one more than the record before, across segments |
+/// | 16‥20 | CRC-32 of the payload |
+/// | 20‥24 | CRC-32 of bytes 0‥20 (the frame header itself) |
+/// | 24‥ | payload |
+///
+/// and zeros after the last record. The frame magic and the header's own checksum let a reader find the
+/// next record after damaged bytes (see ``scan()``); serials let it count exactly how many records it
+/// could not read; the header's last serial covers the records at the end of the file.
+///
+/// Format 1 (`JLSPOOL1`, a 16-byte header and 8-byte frames `[length][CRC-32][payload]`, no serials) is still
+/// read, so that records spooled by an earlier version are sent; nothing is appended to such a segment.
 ///
 /// Not thread-safe: ``LogstashSpool`` guards every segment with its lock.
 final class SpoolSegment {
-    /// The first 8 bytes of every segment file.
-    static let magic: [UInt8] = Array("JLSPOOL1".utf8)
-    /// Bytes before the first record.
-    static let headerSize = 16
-    /// Bytes of a record's frame before its payload.
-    static let frameHeaderSize = 8
+    /// The two layouts a segment file may have.
+    enum Format: Sendable {
+        /// `JLSPOOL1`: no frame magic, no serials; read only.
+        case legacy
+        /// `JLSPOOL2`: the layout described on the type.
+        case current
+
+        /// Bytes before the first record.
+        var headerSize: Int { self == .legacy ? 16 : 32 }
+        /// Bytes of a record's frame before its payload.
+        var frameHeaderSize: Int { self == .legacy ? 8 : 24 }
+    }
+
+    /// The first 8 bytes of a format-2 segment file.
+    static let magic: [UInt8] = Array("JLSPOOL2".utf8)
+    /// The first 8 bytes of a format-1 segment file.
+    static let legacyMagic: [UInt8] = Array("JLSPOOL1".utf8)
+    /// The first 4 bytes of every format-2 frame, read as a little-endian `UInt32`.
+    static let frameMagic: UInt32 = 0x3252_4AF9
+    /// The header size of new segments.
+    static let headerSize = Format.current.headerSize
+    /// The frame header size of new records.
+    static let frameHeaderSize = Format.current.frameHeaderSize
 
     /// The segment's sequence number (its file name, zero-padded).
     let sequence: UInt64
@@ -27,14 +62,24 @@ final class SpoolSegment {
     let path: String
     /// The mapping's (and the file's) size.
     let capacity: Int
-    private let base: UnsafeMutableRawPointer
+    /// The file's layout.
+    let format: Format
+    let base: UnsafeMutableRawPointer
     private let fd: CInt
-    /// The offset just past the last complete record.
+    /// The offset just past the last intact record (where the next one is appended).
     var end: Int
-    /// Complete records in this segment.
+    /// Intact records in this segment.
     var recordCount: Int
     /// Sum of the payload sizes of those records.
     var payloadBytes: Int
+    /// Damaged stretches before ``end``, found when the segment was opened: where each starts → where the next
+    /// intact record starts. Reading jumps over them.
+    var skips: [Int: Int] = [:]
+
+    /// Where the first record starts.
+    var firstFrameOffset: Int { format.headerSize }
+    /// Whether records may be appended (only to the current format).
+    var isAppendable: Bool { format == .current }
 
     // MARK: - Opening
 
@@ -45,8 +90,11 @@ final class SpoolSegment {
     }
 
     /// Creates a new, empty segment file of `capacity` bytes, with its blocks reserved so that a full disk
-    /// is an error here instead of a `SIGBUS` while copying a record into the mapping.
+    /// (or a file-size limit) is an error here instead of a `SIGBUS` while copying a record into the mapping.
     static func create(directory: String, sequence: UInt64, capacity: Int) throws -> SpoolSegment {
+        // Past `ulimit -f` the kernel would kill the process with SIGXFSZ; ignored, the reservation fails
+        // with EFBIG and the spool reports it like a full disk.
+        FileSizeLimit.failWritesInsteadOfKilling()
         let path = directory + "/" + fileName(sequence)
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw spoolError("can't create spool segment \(path)") }
@@ -65,15 +113,15 @@ final class SpoolSegment {
             throw error
         }
         #endif
-        let segment = try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: capacity)
+        let segment = try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: capacity, format: .current)
         magic.withUnsafeBytes { segment.base.copyMemory(from: $0.baseAddress!, byteCount: magic.count) }
-        segment.end = headerSize
+        segment.commit(serial: 0)
         return segment
     }
 
-    /// Opens an existing segment file and finds its records: stops at the first zero length, impossible
-    /// length or CRC mismatch (a record torn by a crash), which becomes the end.
-    static func recover(path: String, sequence: UInt64, maxRecordBytes: Int) throws -> SpoolSegment {
+    /// Maps an existing segment file; ``scan()`` then finds its records. Returns `nil` for a file too short to
+    /// hold a header (a process killed between creating and sizing it, or a file truncated to nothing).
+    static func openExisting(path: String, sequence: UInt64) throws -> SpoolSegment? {
         let fd = openReadWrite(path)
         guard fd >= 0 else { throw spoolError("can't open spool segment \(path)") }
         var info = stat()
@@ -83,31 +131,19 @@ final class SpoolSegment {
             throw error
         }
         let size = Int(info.st_size)
-        guard size > headerSize else {
+        var header = [UInt8](repeating: 0, count: legacyMagic.count)
+        if size >= header.count {
+            _ = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, legacyMagic.count, 0) }
+        }
+        let format: Format = header == legacyMagic ? .legacy : .current
+        guard size > format.headerSize else {
             close(fd)
-            throw LogstashError(code: .spoolUnavailable, message: "spool segment \(path) is truncated (\(size) bytes)")
+            return nil
         }
-        let segment = try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: size)
-        let header = UnsafeRawBufferPointer(start: segment.base, count: magic.count)
-        if !header.elementsEqual(magic) {
-            // Created but never initialized (killed between create and header write): an empty segment.
-            magic.withUnsafeBytes { segment.base.copyMemory(from: $0.baseAddress!, byteCount: magic.count) }
-        }
-        segment.end = headerSize
-        while let length = segment.validRecordLength(at: segment.end, maxRecordBytes: maxRecordBytes) {
-            segment.end += frameHeaderSize + length
-            segment.recordCount += 1
-            segment.payloadBytes += length
-        }
-        if segment.end + frameHeaderSize <= size, segment.recordLength(at: segment.end) != 0 {
-            // A torn record: wipe it so that records appended over it can't be followed by its leftovers.
-            let torn = min(size, segment.end + frameHeaderSize + maxRecordBytes) - segment.end
-            (segment.base + segment.end).initializeMemory(as: UInt8.self, repeating: 0, count: torn)
-        }
-        return segment
+        return try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: size, format: format)
     }
 
-    private init(path: String, sequence: UInt64, fd: CInt, capacity: Int) throws {
+    private init(path: String, sequence: UInt64, fd: CInt, capacity: Int, format: Format) throws {
         guard let mapping = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
             mapping != UnsafeMutableRawPointer(bitPattern: -1)
         else {
@@ -119,8 +155,9 @@ final class SpoolSegment {
         self.sequence = sequence
         self.fd = fd
         self.capacity = capacity
+        self.format = format
         self.base = mapping
-        self.end = Self.headerSize
+        self.end = format.headerSize
         self.recordCount = 0
         self.payloadBytes = 0
     }
@@ -130,60 +167,100 @@ final class SpoolSegment {
         close(fd)
     }
 
-    // MARK: - Records
+    // MARK: - Appending
 
     /// `true` if a record of `payloadCount` bytes fits after ``end``.
     func fits(_ payloadCount: Int) -> Bool {
-        end + Self.frameHeaderSize + payloadCount <= capacity
+        isAppendable && end + Self.frameHeaderSize + payloadCount <= capacity
     }
 
-    /// Copies a record after ``end``: payload first, then its CRC, then its length, so that a reader of the
-    /// file never sees a length before the bytes it covers.
-    func append(_ payload: UnsafeRawBufferPointer) {
+    /// Copies a record after ``end``: payload first, then its frame header, then the header's last serial, so
+    /// that a frame whose header checks out always has its payload behind it.
+    func append(_ payload: UnsafeRawBufferPointer, serial: UInt64) {
         let frame = base + end
         (frame + Self.frameHeaderSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
-        frame.storeBytes(of: CRC32.checksum(payload).littleEndian, toByteOffset: 4, as: UInt32.self)
-        frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 0, as: UInt32.self)
+        frame.storeBytes(of: Self.frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
+        frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+        frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
+        frame.storeBytes(of: CRC32.checksum(payload).littleEndian, toByteOffset: 16, as: UInt32.self)
+        let headerCRC = CRC32.checksum(UnsafeRawBufferPointer(start: frame, count: 20))
+        frame.storeBytes(of: headerCRC.littleEndian, toByteOffset: 20, as: UInt32.self)
         end += Self.frameHeaderSize + payload.count
         recordCount += 1
         payloadBytes += payload.count
+        commit(serial: serial)
     }
 
-    /// The payload length of the record at `offset`, which must be a frame boundary before ``end``.
+    /// Records `serial` as the last one appended, with its complement.
+    private func commit(serial: UInt64) {
+        base.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
+        base.storeBytes(of: (~serial).littleEndian, toByteOffset: 16, as: UInt64.self)
+    }
+
+    /// The serial of the last record appended, as the header says, or `nil` if the header is damaged (or the
+    /// segment has the legacy format).
+    var committedSerial: UInt64? {
+        guard format == .current else { return nil }
+        let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        let check = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
+        return check == ~serial ? serial : nil
+    }
+
+    // MARK: - Reading
+
+    /// `offset`, or where the next intact record starts if a damaged stretch starts at `offset`.
+    func frameStart(_ offset: Int) -> Int {
+        skips[offset] ?? offset
+    }
+
+    /// The payload length of the intact record at `offset` (a frame start before ``end``).
     func recordLength(at offset: Int) -> Int {
-        Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        let field = format == .legacy ? 0 : 4
+        return Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + field, as: UInt32.self)))
     }
 
-    /// The payload of the record at `offset`.
+    /// The serial of the intact record at `offset`, `nil` in a legacy segment.
+    func serial(at offset: Int) -> UInt64? {
+        guard format == .current else { return nil }
+        return UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+    }
+
+    /// The payload of the intact record at `offset`.
     func payload(at offset: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: recordLength(at: offset))
+        UnsafeRawBufferPointer(start: base + offset + format.frameHeaderSize, count: recordLength(at: offset))
     }
 
-    /// The payload length of a complete, intact record at `offset`, or `nil` if there is none.
-    private func validRecordLength(at offset: Int, maxRecordBytes: Int) -> Int? {
-        guard offset + Self.frameHeaderSize <= capacity else { return nil }
-        let length = recordLength(at: offset)
-        guard length > 0, length <= maxRecordBytes, offset + Self.frameHeaderSize + length <= capacity else { return nil }
-        let stored = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
-        let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
-        return CRC32.checksum(payload) == stored ? length : nil
+    /// Where the record after the one at `offset` starts (damaged stretches jumped).
+    func nextFrame(after offset: Int) -> Int {
+        frameStart(offset + format.frameHeaderSize + recordLength(at: offset))
     }
 
     /// Counts records and payload bytes from `offset` (a frame boundary) to `limit` (another one).
     func count(from offset: Int, to limit: Int) -> (records: Int, bytes: Int) {
         var records = 0
         var bytes = 0
-        var position = offset
-        while position < min(limit, end) {
-            let length = recordLength(at: position)
+        var position = frameStart(offset)
+        let stop = min(limit, end)
+        while position < stop {
             records += 1
-            bytes += length
-            position += Self.frameHeaderSize + length
+            bytes += recordLength(at: position)
+            position = nextFrame(after: position)
         }
         return (records, bytes)
     }
 
-    /// Unmaps and deletes the file.
+    /// Whether `offset` is a place a reader may stand: a record's start, a damaged stretch's start, or ``end``.
+    func isBoundary(_ offset: Int) -> Bool {
+        var position = firstFrameOffset
+        while position < end, position <= offset {
+            let start = frameStart(position)
+            if position == offset || start == offset { return true }
+            position = start + format.frameHeaderSize + recordLength(at: start)
+        }
+        return offset == end
+    }
+
+    /// Deletes the file (the mapping goes with the last reference).
     func remove() {
         unlink(path)
     }
@@ -197,4 +274,9 @@ private func openReadWrite(_ path: String) -> CInt {
 /// A ``LogstashError`` for a failed system call, with `errno`'s description as the cause.
 func spoolError(_ message: String) -> LogstashError {
     LogstashError(code: .spoolUnavailable, message: message, cause: String(cString: strerror(errno)))
+}
+
+/// `close(2)`, for types that have a `close()` of their own.
+func closeDescriptor(_ fd: CInt) {
+    _ = close(fd)
 }

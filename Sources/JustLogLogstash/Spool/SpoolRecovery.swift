@@ -1,0 +1,167 @@
+/// What a spool found when it was opened: where sending resumes, which records could not be read, and the
+/// lines that say so. Decided from the segments' scans, the cursor file and the loss ledger; does no I/O.
+///
+/// - **The cursor is checked, never trusted blindly.** A cursor whose checksum holds is resolved by its serial:
+///   sending resumes at the first intact record at or after it. A cursor that is damaged (or, in the older
+///   16-byte format, points at no record boundary) is replaced by the oldest record kept: records may be
+///   sent twice (at-least-once), none is skipped.
+/// - **Losses are counted by serial.** Every record from the cursor on has a serial one more than the record
+///   before; the serials between the cursor and the highest serial known (records seen, damaged records whose
+///   frame header survived, the last serial each segment header recorded) that belong to no intact record
+///   are lost: a damaged record, a missing or emptied segment, a file cut short.
+/// - **Reported once.** Serials already in the ``SpoolLossLedger`` were reported by an earlier open.
+struct SpoolRecovery {
+    /// One lost stretch of serials and where it was.
+    struct Loss: Equatable {
+        var serials: Range<UInt64>
+        var place: String
+        var count: UInt64 { serials.upperBound - serials.lowerBound }
+    }
+
+    /// Where sending resumes.
+    var cursor: SpoolPosition
+    /// The serial of the first record at or after ``cursor`` (or the next serial to be appended).
+    var cursorSerial: UInt64
+    /// The serial the next appended record gets.
+    var nextSerial: UInt64
+    /// Every stretch of serials lost from the cursor on (reported now or earlier).
+    var losses: [Loss] = []
+    /// The stretches with records not reported before.
+    var newLosses: [Loss] = []
+    /// How many records were not reported before.
+    var newlyLost: UInt64 = 0
+    /// Damage whose records can't be counted (older-format segments, a damaged header at the end).
+    var uncounted: [String] = []
+    /// Why the cursor was not used, if it wasn't.
+    var cursorProblem: String?
+
+    /// - Parameters:
+    ///   - segments: the segments opened and scanned, oldest first, with their scans.
+    ///   - emptied: names of segment files too short to hold a header (removed by the caller).
+    init(segments: [(segment: SpoolSegment, scan: SegmentScan)], emptied: [UInt64], cursorFile: SpoolCursorFile.Content, ledger: SpoolLossLedger) {
+        let oldest = segments.first.map { SpoolPosition(segment: $0.segment.sequence, offset: $0.segment.firstFrameOffset) }
+            ?? SpoolPosition(segment: 0, offset: 0)
+        let highest = segments.compactMap { $0.scan.serials?.upperBound }.max() ?? 0
+
+        // Where to resume, and from which serial on records count as not yet delivered.
+        var fromSerial: UInt64?
+        switch cursorFile {
+        case .none:
+            cursor = oldest
+            if segments.contains(where: { $0.segment.recordCount > 0 }) { cursorProblem = "the cursor file is missing or empty" }
+        case .current(let saved, let serial):
+            if let entry = segments.first(where: { $0.segment.sequence == saved.segment }), entry.segment.format == .legacy {
+                cursor = entry.segment.isBoundary(saved.offset) ? saved : oldest
+            } else {
+                cursor = Self.position(ofFirstSerialAtLeast: serial, in: segments)
+            }
+            fromSerial = serial
+        case .legacy(let saved):
+            if let entry = segments.first(where: { $0.segment.sequence == saved.segment }), entry.segment.isBoundary(saved.offset) {
+                cursor = saved
+            } else {
+                cursor = oldest
+                cursorProblem = "it points at no record (segment \(saved.segment), offset \(saved.offset))"
+            }
+        case .damaged:
+            cursor = oldest
+            cursorProblem = "its checksum does not match"
+        }
+        let firstSerial = Self.serial(atOrAfter: cursor, in: segments)
+        cursorSerial = fromSerial ?? firstSerial ?? (highest + 1)
+        nextSerial = max(highest + 1, cursorSerial, ledger.ranges.last?.upperBound ?? 1, 1)
+
+        // The serials lost from the cursor on.
+        let from = fromSerial ?? firstSerial ?? (highest + 1)
+        var runs: [(run: SegmentScan.Run, segment: UInt64)] = []
+        var known = from > 0 ? from - 1 : 0
+        for entry in segments where entry.segment.sequence >= cursor.segment || fromSerial != nil {
+            runs += entry.scan.runs.map { ($0, entry.segment.sequence) }
+            if let serials = entry.scan.serials { known = max(known, serials.upperBound) }
+        }
+        runs.sort { $0.run.firstSerial < $1.run.firstSerial }
+        var expected = from
+        var previous: (run: SegmentScan.Run, segment: UInt64)?
+        for entry in runs where entry.run.lastSerial >= expected {
+            if entry.run.firstSerial > expected {
+                losses.append(Loss(serials: expected..<entry.run.firstSerial, place: Self.place(after: previous, before: entry, segments: segments)))
+            }
+            expected = max(expected, entry.run.lastSerial + 1)
+            previous = entry
+        }
+        if known >= expected {
+            losses.append(Loss(serials: expected..<(known + 1), place: Self.place(after: previous, before: nil, segments: segments)))
+        }
+        newlyLost = ledger.unreported(in: losses.map(\.serials))
+        newLosses = losses.filter { ledger.unreported(in: [$0.serials]) > 0 }
+
+        // Damage that can't be counted: older-format segments, and the newest segment's end when its header
+        // (which records its last serial) is damaged too.
+        let newest = segments.last { $0.segment.format == .current }?.segment.sequence
+        for entry in segments where entry.segment.sequence >= cursor.segment {
+            guard let tail = entry.scan.unreadableTail, let last = entry.segment.lastNonZero(from: tail) else { continue }
+            let name = SpoolSegment.fileName(entry.segment.sequence)
+            if entry.segment.format == .legacy {
+                uncounted.append("\(last + 1 - tail) bytes after offset \(tail) of \(name) (an older-format segment) can't be read; how many records they held is unknown")
+            } else if entry.segment.sequence == newest, entry.scan.committedSerial == nil {
+                uncounted.append("\(last + 1 - tail) bytes at the end of \(name) can't be read and its header is damaged; how many records they held is unknown")
+            }
+        }
+        if let newestEmptied = emptied.max(), newestEmptied > (segments.last?.segment.sequence ?? 0) {
+            uncounted.append("the newest segment \(SpoolSegment.fileName(newestEmptied)) was empty and was removed; if it held records, how many is unknown")
+        }
+    }
+
+    /// The ledger to keep after this recovery: every loss known from the cursor on.
+    var ledger: SpoolLossLedger {
+        SpoolLossLedger(ranges: losses.map(\.serials))
+    }
+
+    // MARK: - Helpers
+
+    /// Where the first intact record with a serial of at least `serial` is, or the end of the newest segment.
+    private static func position(ofFirstSerialAtLeast serial: UInt64, in segments: [(segment: SpoolSegment, scan: SegmentScan)]) -> SpoolPosition {
+        for entry in segments {
+            for run in entry.scan.runs where run.lastSerial >= serial {
+                var offset = run.offset
+                if run.firstSerial < serial {
+                    for _ in 0..<(serial - run.firstSerial) { offset = entry.segment.nextFrame(after: offset) }
+                }
+                return SpoolPosition(segment: entry.segment.sequence, offset: offset)
+            }
+        }
+        guard let last = segments.last?.segment else { return SpoolPosition(segment: 0, offset: 0) }
+        return SpoolPosition(segment: last.sequence, offset: last.end)
+    }
+
+    /// The serial of the first intact record at or after `position`, if any.
+    static func serial(atOrAfter position: SpoolPosition, in segments: [(segment: SpoolSegment, scan: SegmentScan)]) -> UInt64? {
+        serial(atOrAfter: position, in: segments.map(\.segment))
+    }
+
+    /// The serial of the first intact record at or after `position`, if any.
+    static func serial(atOrAfter position: SpoolPosition, in segments: [SpoolSegment]) -> UInt64? {
+        for segment in segments where segment.sequence >= position.segment && segment.format == .current {
+            let offset = segment.frameStart(segment.sequence == position.segment ? position.offset : segment.firstFrameOffset)
+            if offset < segment.end, let serial = segment.serial(at: offset) { return serial }
+        }
+        return nil
+    }
+
+    /// Words for where the serials between `previous` and `next` were.
+    private static func place(after previous: (run: SegmentScan.Run, segment: UInt64)?, before next: (run: SegmentScan.Run, segment: UInt64)?,
+                              segments: [(segment: SpoolSegment, scan: SegmentScan)]) -> String {
+        switch (previous, next) {
+        case (let previous?, let next?) where previous.segment == next.segment:
+            return "in damaged bytes before offset \(next.run.offset) of \(SpoolSegment.fileName(next.segment))"
+        case (let previous?, let next?):
+            return "between \(SpoolSegment.fileName(previous.segment)) and \(SpoolSegment.fileName(next.segment)) (a segment missing, emptied, cut short or damaged)"
+        case (let previous?, nil):
+            return "at the end of \(SpoolSegment.fileName(previous.segment)) (cut short or damaged)"
+        case (nil, let next?):
+            return "before \(SpoolSegment.fileName(next.segment)) (a segment missing, emptied or damaged)"
+        case (nil, nil):
+            return "in segments that are missing, emptied or damaged"
+        }
+    }
+}

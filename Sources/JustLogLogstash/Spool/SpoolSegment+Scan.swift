@@ -1,0 +1,170 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What ``SpoolSegment/scan()`` found in one segment file.
+struct SegmentScan: Sendable {
+    /// Intact records back to back with consecutive serials.
+    struct Run: Sendable, Hashable {
+        var firstSerial: UInt64
+        var lastSerial: UInt64
+        /// Where the first of them starts.
+        var offset: Int
+    }
+
+    /// The intact records, in file order (empty for a legacy segment, whose records have no serials).
+    var runs: [Run] = []
+    /// Serials of records whose frame header checks out but whose payload doesn't (damaged, or cut off by
+    /// the end of the file).
+    var damagedSerials: [UInt64] = []
+    /// Stretches of damaged bytes between intact records: where each starts and how long it is.
+    var damage: [(offset: Int, length: Int)] = []
+    /// Where unreadable bytes after the last intact record start, if any (legacy segments: the only damage
+    /// they can report).
+    var unreadableTail: Int?
+    /// The serial of the last record appended, as the segment header says, if the header is intact.
+    var committedSerial: UInt64?
+    /// The header's magic was damaged and was written again.
+    var repairedHeader = false
+
+    /// The lowest and highest serial seen in the file (intact, damaged or committed), if any.
+    var serials: ClosedRange<UInt64>? {
+        let all = runs.flatMap { [$0.firstSerial, $0.lastSerial] } + damagedSerials + (committedSerial.map { $0 > 0 ? [$0] : [] } ?? [])
+        guard let low = all.min(), let high = all.max() else { return nil }
+        return low...high
+    }
+}
+
+extension SpoolSegment {
+    /// What a frame header at some offset turned out to be.
+    private enum FrameCheck: Equatable {
+        /// Not a frame start (no magic, or a header that does not check out).
+        case none
+        /// A complete record whose header and payload check out.
+        case intact(length: Int, serial: UInt64)
+        /// A frame header that checks out in front of a payload that does not (or that the file cuts off).
+        case damaged(length: Int, serial: UInt64)
+    }
+
+    /// Finds the records of a segment just opened, sets ``end``, ``recordCount``, ``payloadBytes`` and
+    /// ``skips``, and says what it could not read. Reads only: no byte of the file is changed, except a
+    /// damaged header magic, which is written again.
+    ///
+    /// A damaged record whose frame header is intact is skipped exactly (its length is known); after bytes
+    /// that are no frame at all, the next frame is found by its magic and its header's checksum.
+    func scan() -> SegmentScan {
+        format == .legacy ? scanLegacy() : scanCurrent()
+    }
+
+    private func scanCurrent() -> SegmentScan {
+        var result = SegmentScan()
+        let header = UnsafeRawBufferPointer(start: base, count: Self.magic.count)
+        if !header.elementsEqual(Self.magic) {
+            // Created but killed before its header was written, or damaged: the header is ours to rewrite.
+            Self.magic.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: Self.magic.count) }
+            result.repairedHeader = true
+        }
+        result.committedSerial = committedSerial
+        let headerSize = Self.frameHeaderSize
+        var offset = firstFrameOffset
+        var damageStart: Int?
+        end = offset
+        scanning: while offset + headerSize <= capacity {
+            switch check(at: offset) {
+            case .intact(let length, let serial):
+                if let start = damageStart {
+                    skips[start] = offset
+                    result.damage.append((start, offset - start))
+                    damageStart = nil
+                }
+                if let last = result.runs.last, last.lastSerial &+ 1 == serial, end == offset {
+                    result.runs[result.runs.count - 1].lastSerial = serial
+                } else {
+                    result.runs.append(.init(firstSerial: serial, lastSerial: serial, offset: offset))
+                }
+                recordCount += 1
+                payloadBytes += length
+                offset += headerSize + length
+                end = offset
+            case .damaged(let length, let serial):
+                if damageStart == nil { damageStart = offset }
+                result.damagedSerials.append(serial)
+                offset += headerSize + length
+            case .none:
+                if damageStart == nil { damageStart = offset }
+                guard let next = nextCandidate(after: offset) else { break scanning }
+                offset = next
+            }
+        }
+        if let start = damageStart, lastNonZero(from: start) != nil {
+            result.unreadableTail = start
+        }
+        return result
+    }
+
+    private func scanLegacy() -> SegmentScan {
+        var result = SegmentScan()
+        var offset = firstFrameOffset
+        while offset + 8 <= capacity {
+            let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            guard length > 0, length <= capacity - offset - 8 else { break }
+            let stored = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+            guard CRC32.checksum(UnsafeRawBufferPointer(start: base + offset + 8, count: length)) == stored else { break }
+            recordCount += 1
+            payloadBytes += length
+            offset += 8 + length
+        }
+        end = offset
+        if lastNonZero(from: end) != nil { result.unreadableTail = end }
+        return result
+    }
+
+    /// What the bytes at `offset` hold (format 2).
+    private func check(at offset: Int) -> FrameCheck {
+        guard offset + Self.frameHeaderSize <= capacity,
+            UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) == Self.frameMagic
+        else { return .none }
+        let headerCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 20, as: UInt32.self))
+        guard CRC32.checksum(UnsafeRawBufferPointer(start: base + offset, count: 20)) == headerCRC else { return .none }
+        let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
+        let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        guard length > 0 else { return .none }
+        guard length <= capacity - offset - Self.frameHeaderSize else { return .damaged(length: length, serial: serial) }
+        let payloadCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self))
+        let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
+        return CRC32.checksum(payload) == payloadCRC ? .intact(length: length, serial: serial) : .damaged(length: length, serial: serial)
+    }
+
+    /// The next offset after `offset` where a frame header that checks out starts, if any.
+    private func nextCandidate(after offset: Int) -> Int? {
+        let lastStart = capacity - Self.frameHeaderSize
+        let firstByte = Int32(Self.frameMagic & 0xFF)
+        var from = offset + 1
+        while from <= lastStart {
+            guard let found = memchr(base + from, firstByte, lastStart + 1 - from) else { return nil }
+            let candidate = base.distance(to: found)
+            if check(at: candidate) != .none { return candidate }
+            from = candidate + 1
+        }
+        return nil
+    }
+
+    /// The offset of the last non-zero byte at or after `offset`, if any.
+    func lastNonZero(from offset: Int) -> Int? {
+        var position = capacity
+        while position > offset {
+            let word = position - 8
+            if word >= offset, base.loadUnaligned(fromByteOffset: word, as: UInt64.self) == 0 {
+                position = word
+                continue
+            }
+            position -= 1
+            if base.load(fromByteOffset: position, as: UInt8.self) != 0 { return position }
+        }
+        return nil
+    }
+}

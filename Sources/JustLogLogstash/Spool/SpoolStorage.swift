@@ -1,0 +1,321 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import JustLogCore
+
+/// The files of an open spool folder — segments, cursor, lock — and the counters. Opening it recovers what
+/// an earlier run left (see ``SpoolRecovery``). Not thread-safe: ``LogstashSpool`` guards it with its lock.
+final class SpoolStorage {
+    let configuration: LogstashSpool.Configuration
+    /// Live segments, oldest first; the last one is the one being appended to. Never empty.
+    private var segments: [SpoolSegment]
+    private(set) var cursor: SpoolPosition
+    private let cursorFile: SpoolCursorFile
+    /// Holds an exclusive `flock` on `<folder>/spool.lock` while open: one spool per folder, across
+    /// processes and within one (two spools on one folder would write over each other's records).
+    private let lockFD: CInt
+    private(set) var counters: SpoolCounters
+    private var dropsToReport: UInt64 = 0
+    private var lossesToReport: UInt64
+    private var nextSerial: UInt64
+    private let maxSegments: Int
+    private let diagnostics: DiagnosticSink
+    private var cursorSaveFailed = false
+
+    // MARK: - Opening
+
+    /// Opens the folder (creating it and its missing parents, owner-only), takes its lock (waiting up to
+    /// `lockWait` for a holder that is letting go) and recovers the segments and cursor found there.
+    init(configuration: LogstashSpool.Configuration, diagnostics: DiagnosticSink, lockWait: Duration) throws {
+        self.configuration = configuration
+        self.diagnostics = diagnostics
+        self.maxSegments = max(2, configuration.maxTotalBytes / configuration.segmentBytes)
+        let directory = configuration.directory
+        try Self.createFolder(directory)
+        let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lockFD >= 0 else { throw spoolError("can't open the spool lock in \(directory)") }
+        guard Self.lockExclusively(lockFD, wait: lockWait) else {
+            closeDescriptor(lockFD)
+            throw LogstashError(
+                code: .spoolUnavailable,
+                message: "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
+            )
+        }
+        self.lockFD = lockFD
+        var opened = false
+        defer { if !opened { closeDescriptor(lockFD) } }
+
+        let cursorFile = try SpoolCursorFile(path: directory + "/cursor")
+        defer { if !opened { cursorFile.close() } }
+
+        // Segments, by sequence number; files too short for a header hold nothing.
+        var entries: [(segment: SpoolSegment, scan: SegmentScan)] = []
+        var emptied: [UInt64] = []
+        for sequence in try Self.segmentSequences(in: directory) {
+            if let segment = try SpoolSegment.openExisting(path: directory + "/" + SpoolSegment.fileName(sequence), sequence: sequence) {
+                entries.append((segment, segment.scan()))
+            } else {
+                emptied.append(sequence)
+            }
+        }
+        let storedLedger = SpoolLossLedger.load(directory: directory)
+        let recovery = SpoolRecovery(segments: entries, emptied: emptied, cursorFile: cursorFile.read(), ledger: storedLedger)
+
+        var cursor = recovery.cursor
+        var segments = entries.map(\.segment)
+        var removed: [SpoolSegment] = []
+        // Segments wholly before the cursor were acknowledged; segments without one intact record (other
+        // than the newest) hold nothing that can be sent.
+        while segments.count > 1, segments[0].sequence < cursor.segment {
+            removed.append(segments.removeFirst())
+        }
+        for segment in segments.dropLast() where segment.recordCount == 0 {
+            if cursor.segment == segment.sequence, let next = segments.first(where: { $0.sequence > segment.sequence }) {
+                cursor = SpoolPosition(segment: next.sequence, offset: next.firstFrameOffset)
+            }
+            removed.append(segment)
+        }
+        segments.removeAll { segment in removed.contains { $0 === segment } }
+        if segments.isEmpty {
+            let sequence = max(entries.last?.segment.sequence ?? 0, emptied.max() ?? 0, recovery.cursor.segment) + 1
+            let segment = try SpoolSegment.create(directory: directory, sequence: sequence, capacity: configuration.segmentBytes)
+            segments.append(segment)
+            cursor = SpoolPosition(segment: sequence, offset: segment.firstFrameOffset)
+        }
+        for segment in removed { segment.remove() }
+        for sequence in emptied { unlink(directory + "/" + SpoolSegment.fileName(sequence)) }
+
+        self.segments = segments
+        self.cursor = cursor
+        self.cursorFile = cursorFile
+        self.nextSerial = recovery.nextSerial
+        self.lossesToReport = recovery.newlyLost
+        self.counters = SpoolCounters(queuedRecords: 0, queuedBytes: 0, segmentCount: segments.count, droppedRecords: 0, appendedRecords: 0)
+        for segment in segments {
+            let skipped = segment.sequence == cursor.segment ? segment.count(from: segment.firstFrameOffset, to: cursor.offset) : (records: 0, bytes: 0)
+            counters.queuedRecords += segment.recordCount - skipped.records
+            counters.queuedBytes += segment.payloadBytes - skipped.bytes + segment.recordCount - skipped.records
+        }
+        persistCursor()
+        if recovery.ledger != storedLedger { recovery.ledger.save(directory: directory) }
+        opened = true
+        report(recovery)
+    }
+
+    /// Says what the recovery found, on the diagnostics sink.
+    private func report(_ recovery: SpoolRecovery) {
+        let directory = configuration.directory
+        if let problem = recovery.cursorProblem {
+            diagnostics.report(
+                "the Logstash spool cursor in \(directory) was damaged (\(problem)); sending again from the oldest record kept, so some events may arrive twice"
+            )
+        }
+        if recovery.newlyLost > 0 {
+            let places = recovery.newLosses.prefix(5).map { loss in
+                let serials = loss.count == 1 ? "serial \(loss.serials.lowerBound)" : "serials \(loss.serials.lowerBound)–\(loss.serials.upperBound - 1)"
+                return "\(loss.count) \(loss.place) (\(serials))"
+            }
+            let more = recovery.newLosses.count > 5 ? "; and \(recovery.newLosses.count - 5) more places" : ""
+            diagnostics.report(
+                "the Logstash spool in \(directory) was damaged: \(recovery.newlyLost) record(s) could not be read and are lost; every intact record is kept. Where: \(places.joined(separator: "; "))\(more)"
+            )
+        }
+        for line in recovery.uncounted {
+            diagnostics.report("the Logstash spool in \(directory) was damaged: \(line)")
+        }
+    }
+
+    /// `mkdir -p` with owner-only permissions for every folder it creates.
+    private static func createFolder(_ path: String) throws {
+        if mkdir(path, 0o700) == 0 { return }
+        let code = errno
+        if code == EEXIST { return }
+        let parent = String(path.reversed().drop(while: { $0 == "/" }).drop(while: { $0 != "/" }).reversed())
+        guard code == ENOENT, !parent.isEmpty, parent != path else {
+            errno = code
+            throw spoolError("can't create spool folder \(path)")
+        }
+        try createFolder(parent)
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw spoolError("can't create spool folder \(path)")
+        }
+    }
+
+    /// The sequence numbers of the segment files in `directory`, in order.
+    private static func segmentSequences(in directory: String) throws -> [UInt64] {
+        guard let dir = opendir(directory) else { throw spoolError("can't list spool folder \(directory)") }
+        defer { closedir(dir) }
+        var sequences: [UInt64] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name.hasSuffix(".seg"), let sequence = UInt64(name.dropLast(4)) { sequences.append(sequence) }
+        }
+        return sequences.sorted()
+    }
+
+    /// Takes the folder's exclusive `flock`, waiting up to `wait` for a holder that is about to let go.
+    ///
+    /// A lock belongs to the open file: a child process being spawned holds a copy of the descriptor from
+    /// `fork` until `exec` closes it (`O_CLOEXEC`), so a spool closed a moment ago can still look locked
+    /// while the program starts a subprocess. A second logger really using the folder holds it for good.
+    private static func lockExclusively(_ descriptor: CInt, wait: Duration) -> Bool {
+        let attempts = max(1, Int(wait / .milliseconds(10)))
+        for attempt in 0..<attempts {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK || errno == EINTR else { return false }
+            if attempt + 1 < attempts { usleep(10_000) }
+        }
+        return false
+    }
+
+    /// Unmaps and closes the files. Records stay on disk for the next spool opened on the folder.
+    func close() {
+        segments.removeAll()
+        cursorFile.close()
+        closeDescriptor(lockFD)
+    }
+
+    // MARK: - Appending
+
+    /// Appends one record (already checked: not empty, not too large) and returns its position.
+    func append(_ record: UnsafeRawBufferPointer) throws -> SpoolPosition {
+        var segment = segments[segments.count - 1]
+        if !segment.fits(record.count) {
+            segment = try startSegment()
+        }
+        let position = SpoolPosition(segment: segment.sequence, offset: segment.end)
+        segment.append(record, serial: nextSerial)
+        nextSerial += 1
+        counters.queuedRecords += 1
+        counters.queuedBytes += record.count + 1
+        counters.appendedRecords += 1
+        return position
+    }
+
+    /// Opens the next segment, first deleting the oldest if the spool is at its cap.
+    private func startSegment() throws -> SpoolSegment {
+        while segments.count >= maxSegments {
+            dropOldestSegment()
+        }
+        let sequence = segments[segments.count - 1].sequence + 1
+        let segment = try SpoolSegment.create(directory: configuration.directory, sequence: sequence, capacity: configuration.segmentBytes)
+        segments.append(segment)
+        counters.segmentCount = segments.count
+        return segment
+    }
+
+    /// Deletes the oldest segment, counting its unacknowledged records as dropped.
+    private func dropOldestSegment() {
+        let oldest = segments.removeFirst()
+        var lost = (records: oldest.recordCount, bytes: oldest.payloadBytes)
+        if oldest.sequence == cursor.segment {
+            let acknowledged = oldest.count(from: oldest.firstFrameOffset, to: cursor.offset)
+            lost = (lost.records - acknowledged.records, lost.bytes - acknowledged.bytes)
+        }
+        if cursor.segment <= oldest.sequence {
+            cursor = SpoolPosition(segment: segments[0].sequence, offset: segments[0].firstFrameOffset)
+            persistCursor()
+        }
+        counters.queuedRecords -= lost.records
+        counters.queuedBytes -= lost.bytes + lost.records
+        counters.droppedRecords += UInt64(lost.records)
+        dropsToReport += UInt64(lost.records)
+        oldest.remove()
+        counters.segmentCount = segments.count
+    }
+
+    // MARK: - Reading and acknowledging
+
+    /// The position the next appended record will take (or a position equal to it).
+    var endPosition: SpoolPosition {
+        let last = segments[segments.count - 1]
+        return SpoolPosition(segment: last.sequence, offset: last.end)
+    }
+
+    /// See ``LogstashSpool/read(from:maxBytes:maxRecords:)``.
+    func read(from requested: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
+        var position = max(requested, cursor)
+        guard var index = segments.firstIndex(where: { $0.sequence >= position.segment }) else {
+            return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position)
+        }
+        if segments[index].sequence != position.segment {
+            position = SpoolPosition(segment: segments[index].sequence, offset: segments[index].firstFrameOffset)
+        }
+        position.offset = segments[index].frameStart(position.offset)
+        let start = position
+        var bytes: [UInt8] = []
+        var count = 0
+        while count < maxRecords {
+            let segment = segments[index]
+            if position.offset >= segment.end {
+                guard index + 1 < segments.count else { break }
+                index += 1
+                position = SpoolPosition(segment: segments[index].sequence, offset: segments[index].frameStart(segments[index].firstFrameOffset))
+                continue
+            }
+            let payload = segment.payload(at: position.offset)
+            if count > 0, bytes.count + payload.count + 1 > maxBytes { break }
+            if count == 0 { bytes.reserveCapacity(min(maxBytes, segment.end - position.offset)) }
+            bytes.append(contentsOf: payload)
+            bytes.append(UInt8(ascii: "\n"))
+            count += 1
+            position.offset = segment.nextFrame(after: position.offset)
+        }
+        // Normalize a position at the end of a full segment to the start of the next one.
+        if position.offset >= segments[index].end, index + 1 < segments.count {
+            position = SpoolPosition(segment: segments[index + 1].sequence, offset: segments[index + 1].firstFrameOffset)
+        }
+        return SpoolBatch(bytes: bytes, recordCount: count, start: start, end: position)
+    }
+
+    /// See ``LogstashSpool/acknowledge(upTo:)``.
+    func acknowledge(upTo position: SpoolPosition) {
+        guard position > cursor else { return }
+        var current = cursor
+        for segment in segments where segment.sequence >= current.segment && segment.sequence <= position.segment {
+            let from = segment.sequence == current.segment ? current.offset : segment.firstFrameOffset
+            let to = segment.sequence == position.segment ? position.offset : segment.end
+            let done = segment.count(from: from, to: to)
+            counters.queuedRecords -= done.records
+            counters.queuedBytes -= done.bytes + done.records
+            current = SpoolPosition(segment: segment.sequence, offset: to)
+        }
+        cursor = max(current, cursor)
+        while segments.count > 1, segments[0].sequence < cursor.segment {
+            segments.removeFirst().remove()
+        }
+        counters.segmentCount = segments.count
+        persistCursor()
+    }
+
+    /// Writes the cursor and the serial of the record it points at (one `pwrite`).
+    private func persistCursor() {
+        let serial = SpoolRecovery.serial(atOrAfter: cursor, in: segments) ?? nextSerial
+        if cursorFile.write(cursor, serial: serial) {
+            cursorSaveFailed = false
+        } else if !cursorSaveFailed {
+            cursorSaveFailed = true
+            diagnostics.report(
+                "can't save the Logstash spool cursor \(cursorFile.path) (\(String(cString: strerror(errno)))); after a restart, events already sent may be sent again"
+            )
+        }
+    }
+
+    // MARK: - Reports
+
+    func takeDropsToReport() -> UInt64 {
+        defer { dropsToReport = 0 }
+        return dropsToReport
+    }
+
+    func takeLossesToReport() -> UInt64 {
+        defer { lossesToReport = 0 }
+        return lossesToReport
+    }
+}

@@ -1,0 +1,410 @@
+import Foundation
+import JustLogCore
+import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// A damaged spool, opened again: every intact record is kept, in order; every record that can't be read is
+// counted and reported exactly once; the cursor is never trusted blindly. The damage is done to the files
+// with plain file operations, found by content (a record's payload is unique), not by layout.
+
+/// Record `index`: its content says which one it is; about 200 bytes.
+private func record(_ index: Int) -> [UInt8] {
+    Array(#"{"event_id":"\#(index)","message":"record \#(index) \#(String(repeating: "x", count: 160))"}"#.utf8)
+}
+
+private func text(_ index: Int) -> String { String(decoding: record(index), as: UTF8.self) }
+
+/// Small segments, so that a few thousand records span many files.
+private func configuration(_ directory: TemporaryDirectory, segmentBytes: Int = 16 << 10) -> LogstashSpool.Configuration {
+    .init(directory: directory.path, segmentBytes: segmentBytes, maxTotalBytes: 64 << 20, maxRecordBytes: 4 << 10)
+}
+
+/// Reads every record from the cursor on, without acknowledging.
+private func readAll(_ spool: LogstashSpool) -> [String] {
+    var position = spool.cursor
+    var result: [String] = []
+    for _ in 0..<100_000 {
+        let batch = spool.read(from: position, maxBytes: 64 << 10, maxRecords: 1000)
+        if batch.isEmpty { break }
+        result += batch.bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast()
+            .map { String(decoding: $0, as: UTF8.self) }
+        position = batch.end
+    }
+    return result
+}
+
+/// Writes records `range` to a new spool in `directory` and closes it (nothing acknowledged).
+private func writeSpool(_ directory: TemporaryDirectory, _ range: Range<Int>, segmentBytes: Int = 16 << 10) throws {
+    let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: segmentBytes))
+    for index in range { try spool.append(record(index)) }
+    spool.close()
+}
+
+/// The spool's files, found by content.
+private struct SpoolFiles {
+    let directory: TemporaryDirectory
+
+    /// Segment file paths, oldest first.
+    var segments: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .filter { $0.hasSuffix(".seg") }.sorted().map { directory.file($0) }
+    }
+
+    func contents(_ path: String) -> Data { FileManager.default.contents(atPath: path) ?? Data() }
+
+    /// The segment holding record `index` and the offset of its payload there.
+    func locate(_ index: Int) -> (path: String, offset: Int)? {
+        let needle = Data(record(index))
+        for path in segments {
+            if let range = contents(path).range(of: needle) { return (path, range.lowerBound) }
+        }
+        return nil
+    }
+
+    /// The records whose payload lies in segment `path`.
+    func records(in path: String, of range: Range<Int>) -> [Int] {
+        let data = contents(path)
+        return range.filter { data.range(of: Data(record($0))) != nil }
+    }
+
+    /// XORs `count` bytes at `offset` of `path` with 0xFF.
+    func flip(_ path: String, at offset: Int, count: Int) {
+        let fd = open(path, O_RDWR)
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        _ = pread(fd, &bytes, count, off_t(offset))
+        for index in bytes.indices { bytes[index] ^= 0xFF }
+        _ = pwrite(fd, bytes, count, off_t(offset))
+    }
+
+    func truncate(_ path: String, to size: Int) {
+        _ = Glibc.truncate(path, off_t(size))
+    }
+
+    func write(_ path: String, at offset: Int, _ bytes: [UInt8]) {
+        let fd = open(path, O_RDWR)
+        defer { close(fd) }
+        _ = pwrite(fd, bytes, bytes.count, off_t(offset))
+    }
+}
+
+/// The number in the first diagnostics line that reports lost records ("… N record(s) lost …"), if any.
+private func reportedLoss(_ capture: LineCapture) -> Int? {
+    for line in capture.writes where line.contains("lost") {
+        let words = line.split(whereSeparator: { $0 == " " || $0 == ";" || $0 == ":" })
+        if let index = words.firstIndex(where: { $0.hasPrefix("record") }), index > 0, let count = Int(words[index - 1]) {
+            return count
+        }
+    }
+    return nil
+}
+
+@Suite struct SpoolRecoveryTests {
+    @Test func aRecordWithFlippedBytesIsSkippedAndEveryRecordAfterItKept() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-flip")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let damaged = 889
+        let location = try #require(files.locate(damaged))
+        files.flip(location.path, at: location.offset + 40, count: 8)
+        let before = files.segments.map(files.contents)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        let read = readAll(spool)
+        #expect(read.count == total - 1, "kept \(read.count) of \(total - 1) intact records")
+        #expect(read == (0..<total).filter { $0 != damaged }.map(text))
+        #expect(spool.takeLossesToReport() == 1)
+        #expect(reportedLoss(capture) == 1, "\(capture.writes)")
+        spool.close()
+        #expect(files.segments.map(files.contents) == before, "recovery changed (zeroed) segment data")
+    }
+
+    @Test func aRecordWhoseFrameHeaderIsDamagedIsSkippedAndEveryRecordAfterItKept() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-header")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let damaged = 1500
+        let location = try #require(files.locate(damaged))
+        files.flip(location.path, at: location.offset - 8, count: 8)  // the 8 bytes just before the payload
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        #expect(readAll(spool) == (0..<total).filter { $0 != damaged }.map(text))
+        #expect(spool.takeLossesToReport() == 1)
+        #expect(reportedLoss(capture) == 1, "\(capture.writes)")
+    }
+
+    @Test func aDeletedMiddleSegmentLosesOnlyItsRecordsAndCountsThem() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-missing")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let segments = files.segments
+        try #require(segments.count > 10)
+        let victim = segments[segments.count / 2]
+        let lost = files.records(in: victim, of: 0..<total)
+        try #require(!lost.isEmpty)
+        unlink(victim)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+        #expect(spool.takeLossesToReport() == UInt64(lost.count))
+        #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
+    }
+
+    @Test func aZeroByteFirstSegmentIsCountedAsLostAndTheRestKept() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-zero")
+        let total = 2000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let first = files.segments[0]
+        let lost = files.records(in: first, of: 0..<total)
+        try #require(!lost.isEmpty)
+        files.truncate(first, to: 0)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        #expect(readAll(spool) == (lost.count..<total).map(text))
+        #expect(spool.takeLossesToReport() == UInt64(lost.count))
+        #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
+    }
+
+    @Test(arguments: ["middle", "last"])
+    func aSegmentTruncatedMidRecordKeepsEveryIntactRecordAndCountsTheRest(which: String) throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-truncated")
+        let total = 2000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let segments = files.segments
+        let victim = which == "last" ? segments[segments.count - 1] : segments[segments.count / 2]
+        let inVictim = files.records(in: victim, of: 0..<total)
+        try #require(inVictim.count > 4)
+        let cut = inVictim[inVictim.count / 2]
+        let location = try #require(files.locate(cut))
+        files.truncate(victim, to: location.offset + 5)
+        let lost = inVictim.filter { $0 >= cut }
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+        #expect(spool.takeLossesToReport() == UInt64(lost.count))
+        #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
+        // Appending after the damage works, and the next open reports nothing new.
+        try spool.append(record(total))
+        spool.close()
+        let again = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { again.close() }
+        #expect(readAll(again) == ((0...total).filter { !lost.contains($0) }).map(text))
+        #expect(again.takeLossesToReport() == 0)
+    }
+
+    @Test func randomBytesInTheCursorResendInsteadOfForgetting() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-cursor")
+        let total = 10_000
+        let acknowledged = 4000
+        do {
+            let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: 256 << 10))
+            for index in 0..<total { try spool.append(record(index)) }
+            let batch = spool.read(from: spool.cursor, maxBytes: 64 << 20, maxRecords: acknowledged)
+            #expect(batch.recordCount == acknowledged)
+            spool.acknowledge(upTo: batch.end)
+            spool.close()
+        }
+        var generator = SplitMix64(seed: 16)
+        SpoolFiles(directory: directory).write(directory.file("cursor"), at: 0, (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: 256 << 10), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        let read = readAll(spool)
+        #expect(read.count >= total - acknowledged, "\(read.count) of \(total - acknowledged) unacknowledged records will be sent")
+        #expect(Array(read.suffix(total - acknowledged)) == (acknowledged..<total).map(text))
+        #expect(spool.takeLossesToReport() == 0, "resending is not losing")
+        #expect(capture.writes.contains { $0.contains("cursor") }, "the damaged cursor is reported: \(capture.writes)")
+    }
+
+    @Test func aTailTornByACrashIsNotALossAndIsAppendedOver() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-torn")
+        try writeSpool(directory, 0..<100)
+        let files = SpoolFiles(directory: directory)
+        let last = try #require(files.locate(99))
+        // A process killed while copying record 100: part of its payload, no complete frame.
+        files.write(last.path, at: last.offset + record(99).count, Array(repeating: UInt8(ascii: "y"), count: 60))
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<100).map(text))
+        #expect(spool.takeLossesToReport() == 0)
+        #expect(reportedLoss(capture) == nil, "\(capture.writes)")
+        try spool.append(record(100))
+        spool.close()
+        let again = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { again.close() }
+        #expect(readAll(again) == (0...100).map(text))
+        #expect(again.takeLossesToReport() == 0)
+    }
+
+    @Test func aLossIsReportedOnceNotAtEveryOpen() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-once")
+        try writeSpool(directory, 0..<500)
+        let files = SpoolFiles(directory: directory)
+        let location = try #require(files.locate(250))
+        files.flip(location.path, at: location.offset + 10, count: 8)
+        let first = try LogstashSpool(configuration: configuration(directory), diagnostics: LineCapture().diagnostics)
+        #expect(first.takeLossesToReport() == 1)
+        first.close()
+        let capture = LineCapture()
+        let second = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { second.close() }
+        #expect(second.takeLossesToReport() == 0)
+        #expect(reportedLoss(capture) == nil, "\(capture.writes)")
+        #expect(readAll(second) == (0..<500).filter { $0 != 250 }.map(text))
+    }
+
+    @Test(arguments: [true, false])
+    func aSpoolWrittenByTheEarlierFormatIsStillRead(cursorPointsAtARecord: Bool) throws {
+        // Format 1: "JLSPOOL1" + 8 bytes, frames [UInt32 length][UInt32 CRC-32][payload]; a 16-byte cursor.
+        let directory = try TemporaryDirectory(prefix: "recovery-format1")
+        var segment = Array("JLSPOOL1".utf8) + [UInt8](repeating: 0, count: 8)
+        var offsets: [Int] = []
+        for index in 0..<5 {
+            offsets.append(segment.count)
+            let payload = record(index)
+            segment += withUnsafeBytes(of: UInt32(payload.count).littleEndian, Array.init)
+            segment += withUnsafeBytes(of: CRC32.checksum(payload).littleEndian, Array.init)
+            segment += payload
+        }
+        segment += [UInt8](repeating: 0, count: (16 << 10) - segment.count)
+        #expect(FileManager.default.createFile(atPath: directory.file("00000000000000000001.seg"), contents: Data(segment)))
+        let cursorOffset = cursorPointsAtARecord ? offsets[2] : offsets[2] + 3
+        let cursor = withUnsafeBytes(of: UInt64(1).littleEndian, Array.init) + withUnsafeBytes(of: UInt64(cursorOffset).littleEndian, Array.init)
+        #expect(FileManager.default.createFile(atPath: directory.file("cursor"), contents: Data(cursor)))
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        let pending = cursorPointsAtARecord ? Array(2..<5) : Array(0..<5)
+        #expect(readAll(spool) == pending.map(text))
+        #expect(spool.takeLossesToReport() == 0)
+        #expect(capture.writes.contains { $0.contains("cursor") } == !cursorPointsAtARecord, "\(capture.writes)")
+        try spool.append(record(5))
+        spool.close()
+        let again = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { again.close() }
+        #expect(readAll(again) == (pending + [5]).map(text))
+        #expect(again.takeLossesToReport() == 0)
+    }
+
+    @Test func randomDamageNeverCrashesNorLosesAnIntactRecord() throws {
+        // Fixed seed, bounded: 150 spools of 600 records in 8 KiB segments, each damaged at random.
+        var generator = SplitMix64(seed: 0x5EED)
+        let byText = Dictionary(uniqueKeysWithValues: (0..<600).map { (text($0), $0) })
+        for iteration in 0..<150 {
+            let directory = try TemporaryDirectory(prefix: "recovery-fuzz")
+            let total = 600
+            let acknowledged = Int.random(in: 0..<100, using: &generator)
+            do {
+                let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: 8 << 10))
+                for index in 0..<total { try spool.append(record(index)) }
+                if acknowledged > 0 {
+                    spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: acknowledged).end)
+                }
+                spool.close()
+            }
+            let files = SpoolFiles(directory: directory)
+            let segments = files.segments
+            var touched: [(path: String, range: Range<Int>)] = []
+            var removed: Set<String> = []
+            var exact = true  // whether the loss can be known exactly (not when the newest data itself is gone)
+            let victim = segments[Int.random(in: 0..<segments.count, using: &generator)]
+            let size = files.contents(victim).count
+            let kind = Int.random(in: 0..<6, using: &generator)
+            switch kind {
+            case 0, 1:  // flip a few bytes anywhere in a segment
+                let count = Int.random(in: 1...16, using: &generator)
+                let offset = Int.random(in: 0..<(size - count), using: &generator)
+                files.flip(victim, at: offset, count: count)
+                touched.append((victim, offset..<(offset + count)))
+                if offset < 64 && victim == segments.last { exact = false }
+            case 2:  // truncate a segment anywhere
+                let cut = Int.random(in: 0..<size, using: &generator)
+                files.truncate(victim, to: cut)
+                touched.append((victim, cut..<size))
+                if victim == segments.last && cut < 64 { exact = false }
+            case 3:  // delete a segment
+                unlink(victim)
+                removed.insert(victim)
+                if victim == segments.last { exact = false }
+            case 4:  // random bytes in the cursor
+                SpoolFiles(directory: directory).write(directory.file("cursor"), at: Int.random(in: 0..<16, using: &generator),
+                                                      (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                exact = false
+            default:  // zero a stretch
+                let count = Int.random(in: 1...2000, using: &generator)
+                let offset = Int.random(in: 0..<size, using: &generator)
+                files.write(victim, at: offset, [UInt8](repeating: 0, count: min(count, size - offset)))
+                touched.append((victim, offset..<min(offset + count, size)))
+                if offset < 64 && victim == segments.last { exact = false }
+            }
+            // Intact: its payload and the 24 bytes before it (any frame header) untouched, its file still there.
+            var intact: [Int] = []
+            for index in acknowledged..<total {
+                guard let location = originalLocation(index, in: segments, files: files, removed: removed, touched: touched) else { continue }
+                intact.append(location)
+            }
+
+            let capture = LineCapture()
+            let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: 8 << 10), diagnostics: capture.diagnostics)
+            let read = readAll(spool)
+            let indexes = read.compactMap { byText[$0] }
+            #expect(indexes.count == read.count, "iteration \(iteration): a record that was never written was read")
+            #expect(indexes == indexes.sorted() && Set(indexes).count == indexes.count, "iteration \(iteration): out of order or twice")
+            let missing = Set(intact).subtracting(indexes)
+            #expect(missing.isEmpty, "iteration \(iteration) (damage \(kind)): intact records lost: \(missing.sorted().prefix(10))")
+            let lost = spool.takeLossesToReport()
+            let readSet = Set(indexes)
+            let unread = (acknowledged..<total).filter { !readSet.contains($0) }.count
+            if exact {
+                #expect(lost == UInt64(unread), "iteration \(iteration) (damage \(kind)): reported \(lost), \(unread) unacknowledged records not read")
+            } else {
+                #expect(lost <= UInt64(unread), "iteration \(iteration) (damage \(kind)): reported \(lost) > \(unread) lost")
+            }
+            spool.close()
+        }
+    }
+}
+
+/// `index` if record `index` survived the damage untouched, else `nil` (see the fuzz test).
+private func originalLocation(_ index: Int, in segments: [String], files: SpoolFiles, removed: Set<String>,
+                              touched: [(path: String, range: Range<Int>)]) -> Int? {
+    // The locations are those before the damage: recompute from the untouched copy is not possible, so the
+    // check is conservative — a record is "intact" if its bytes are still found where nothing was touched.
+    guard let location = files.locate(index), !removed.contains(location.path) else { return nil }
+    let frame = (location.offset - 24)..<(location.offset + record(index).count)
+    for damage in touched where damage.path == location.path && damage.range.overlaps(frame) { return nil }
+    return index
+}
+
+/// A small deterministic generator (SplitMix64), so the fuzz test is repeatable.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
