@@ -25,9 +25,11 @@ extension Logger.Configuration {
         public var logActivity: Bool
         /// Where activity lines go. Default: standard output.
         public var activityOutput: TextOutput
-        /// The spool folder. Default: `<log folder>/<log file name>.spool/` — next to the file destination's
-        /// file, or to the default log file when there is no file destination. One logger per folder: a
-        /// second logger on the same folder is refused (reported), as two would overwrite each other.
+        /// The spool folder, created (owner-only, with its missing parents) if needed. Default:
+        /// `<log folder>/<log file name>.spool/` — next to the file destination's file, or to the default log
+        /// file when there is no file destination. One logger per folder: a second logger on the same folder
+        /// can't use it (two would overwrite each other), says so, holds its Logstash events in memory and
+        /// fails `forceSend` until the folder is free.
         public var spoolFolder: URL?
         /// The spool's size cap; past it the oldest events are dropped and counted. Default 64 MiB.
         public var spoolCapacity: Int
@@ -57,7 +59,7 @@ extension Logger.Configuration {
             self.pinnedPublicKeys = pinnedPublicKeys
             self.token = token
             self.logActivity = logActivity
-        self.activityOutput = .standardOutput
+            self.activityOutput = .standardOutput
             self.spoolFolder = spoolFolder
             self.spoolCapacity = spoolCapacity
             self.minimumLevel = minimumLevel
@@ -66,7 +68,11 @@ extension Logger.Configuration {
 }
 
 extension Logger {
-    /// The Logstash destination of `logstash`, or `nil` (reported) when it cannot be created.
+    /// The Logstash destination of `logstash`. Settings that can't work (a spool cap below the resend window,
+    /// an unreadable CA file) are reported, and the route then holds an ``UnavailableLogstashDestination``, so
+    /// that `forceSend` fails with the reason rather than succeed with nothing sent. A spool folder that
+    /// can't be used is no such case: the destination handles it (see ``LogstashDestination``).
+    /// (Optional only for its caller's sake: it always returns a route.)
     static func makeLogstashRoute(_ logstash: Configuration.Logstash, configuration: Configuration, isOn: DestinationSwitch) -> LogPipeline.Route? {
         var client = LogstashClient.Configuration(host: logstash.host, port: Int(logstash.port))
         client.useTLS = logstash.useTLS
@@ -94,7 +100,26 @@ extension Logger {
             return LogPipeline.Route(SwitchedDestination(logstashDestination, isOn: isOn), minimumLevel: logstash.minimumLevel)
         } catch {
             configuration.diagnostics.report("no Logstash logging: \(error)")
-            return nil
+            return LogPipeline.Route(UnavailableLogstashDestination(reason: error), minimumLevel: logstash.minimumLevel)
         }
+    }
+}
+
+/// Stands in for a Logstash destination whose settings can't work: events for it are counted and dropped,
+/// and every flush (`forceSend`) fails with the reason, so that the problem is not only a line at setup.
+final class UnavailableLogstashDestination: LogDestination {
+    private let reason: String
+    private let dropped = LockedValue<UInt64>(0)
+
+    init(reason: any Error) {
+        self.reason = "\(reason)"
+    }
+
+    func write(_ batch: LogBatch) {
+        dropped.withLock { $0 += UInt64(batch.records.count) }
+    }
+
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        completion(JustLogError(.invalidConfiguration, "no Logstash logging: \(reason); \(dropped.current) event(s) for Logstash were dropped"))
     }
 }

@@ -37,4 +37,87 @@ import Testing
         #expect(object["truncated_bytes_userInfo"] == "mine", "the caller's key is kept, renamed")
         if case .int(let cut)? = object["truncated_bytes"] { #expect(cut > 10_000) } else { Issue.record("no truncated_bytes") }
     }
+
+    @Test func recordsLostToADamagedSpoolAreReportedToTheCollector() async throws {
+        let directory = try TemporaryDirectory(prefix: "destination-damage")
+        let receiver = try await LineReceiver()
+        var client = LogstashClient.Configuration(host: "127.0.0.1", port: receiver.port)
+        client.useTLS = false
+        client.sendInterval = .milliseconds(100)
+        let configuration = LogstashDestination.Configuration(client: client, spoolDirectory: directory.file("spool"))
+        do {
+            let spool = try LogstashSpool(configuration: configuration.spool)
+            for index in 0..<300 { try spool.append(Array(#"{"message":"kept \#(index)","event_id":"e\#(index)"}"#.utf8)) }
+            spool.close()
+        }
+        // Damage record 120's payload in place.
+        let segment = directory.file("spool/00000000000000000001.seg")
+        var contents = try #require(FileManager.default.contents(atPath: segment))
+        let damaged = try #require(contents.range(of: Data(#"{"message":"kept 120","#.utf8)))
+        contents[damaged.lowerBound + 5] ^= 0xFF
+        try contents.write(to: URL(fileURLWithPath: segment))
+
+        let diagnostics = LineCapture()
+        let destination = try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics)
+        #expect(await receiver.waitForLines(300))
+        let messages = try receiver.lines.map { line -> String in
+            guard case .object(let object) = try JSONReader.parse(line) else { return "" }
+            return object["message"]?.text ?? ""
+        }
+        #expect(messages.filter { $0.hasPrefix("kept ") } == (0..<300).filter { $0 != 120 }.map { "kept \($0)" })
+        let report = try #require(receiver.lines.first { $0.contains("JustLog lost 1 event(s)") }, "\(messages.suffix(3))")
+        guard case .object(let object) = try JSONReader.parse(report) else { Issue.record("not an object"); return }
+        #expect(object["lost_events"] == .uint(1) || object["lost_events"] == .int(1))
+        #expect(diagnostics.text.contains("1 record(s) could not be read"), "\(diagnostics.writes)")
+        destination.shutdown()
+        await receiver.stop()
+    }
+
+    @Test func whileTheSpoolIsUnusableEventsWaitInBoundedMemoryAndDropsAreCountedAndReported() async throws {
+        let directory = try TemporaryDirectory(prefix: "destination-held")
+        let receiver = try await LineReceiver()
+        var client = LogstashClient.Configuration(host: "127.0.0.1", port: receiver.port)
+        client.useTLS = false
+        client.sendInterval = .milliseconds(100)
+        var configuration = LogstashDestination.Configuration(client: client, spoolDirectory: directory.file("spool"))
+        configuration.unspooledMemoryLimit = 32 << 10
+        configuration.spoolRetryInterval = 0.05
+        // Another spool holds the folder: this destination can't use it (a real lock, no root needed).
+        let holder = try LogstashSpool(configuration: configuration.spool)
+        let diagnostics = LineCapture()
+        let destination = try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics)
+        let builder = Fixtures.builder()
+        let total = 1000
+        for index in 0..<total {
+            destination.write(LogBatch(records: [builder.record(for: Fixtures.event(.info, "held \(index)"), sequence: UInt64(index))]))
+        }
+        let failure = await withCheckedContinuation { continuation in destination.flush { continuation.resume(returning: $0.map { "\($0)" }) } }
+        let text = try #require(failure, "flush fails while the spool can't be used")
+        #expect(text.contains("in use by another logger"), "\(text)")
+        let held = try #require(text.split(separator: " ").firstIndex(of: "event(s)").flatMap { Int(text.split(separator: " ")[$0 - 1]) }, "\(text)")
+        #expect(held > 0 && held < total, "\(text)")
+        #expect(text.contains("\(total - held) more were dropped"), "\(text)")
+        #expect(diagnostics.text.contains("can't spool events for Logstash"), "\(diagnostics.writes)")
+
+        holder.close()
+        var result: String? = "not tried"
+        for _ in 0..<200 where result != nil {
+            result = await withCheckedContinuation { continuation in destination.flush { continuation.resume(returning: $0.map { "\($0)" }) } }
+            if result != nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(result == nil, "\(result ?? "")")
+        #expect(await receiver.waitForLines(held + 1))
+        let objects = try receiver.lines.compactMap { line -> [String: LogValue]? in
+            guard case .object(let object) = try JSONReader.parse(line) else { return nil }
+            return object
+        }
+        let messages = objects.compactMap { $0["message"]?.text }
+        #expect(messages.filter { $0.hasPrefix("held ") } == (0..<held).map { "held \($0)" }, "the events that fit arrive, in order")
+        let report = try #require(objects.first { ($0["message"]?.text ?? "").hasPrefix("JustLog dropped") }, "\(messages.suffix(3))")
+        let dropped = UInt64(total - held)
+        #expect(report["dropped_events"] == .uint(dropped) || report["dropped_events"] == .int(Int64(dropped)))
+        #expect(diagnostics.text.contains("works again: \(held) event(s) held in memory were spooled; \(total - held) were dropped"), "\(diagnostics.writes)")
+        destination.shutdown()
+        await receiver.stop()
+    }
 }

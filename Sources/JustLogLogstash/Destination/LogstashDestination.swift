@@ -14,6 +14,14 @@ public import NIOCore
 /// - **Bounded.** Records larger than the collector's line limit are truncated (and say so); the spool has
 ///   a size cap past which the oldest records are dropped, counted, reported once on the diagnostics sink
 ///   and then as an event when delivery resumes.
+/// - **Never silently absent.** If the spool can't be used — its folder can't be created or locked, the
+///   disk is full, a file-size limit is reached — the destination still exists: it holds events in memory
+///   (up to ``Configuration/unspooledMemoryLimit``; past it they are dropped and counted), tries the spool
+///   again every ``Configuration/spoolRetryInterval``, says so on the diagnostics sink, and fails every
+///   ``flush(completion:)`` with the reason and the number of events waiting. Once the spool works, the held
+///   events are spooled in order and delivered, and what was dropped meanwhile is reported as an event.
+/// - **Damage reported.** Records the spool could not read when it was opened (a damaged file) are counted
+///   and reported as an event to the collector.
 ///
 /// ```swift
 /// var configuration = LogstashDestination.Configuration(
@@ -37,6 +45,11 @@ public final class LogstashDestination: LogDestination {
         /// Added to JustLog's own report events (drops, losses), so that dashboards filtered by, say, `app`
         /// show them. The facade sets it to the logger's `defaultUserInfo`. Default empty.
         public var reportUserInfo: [String: LogValue] = [:]
+        /// The most bytes of events held in memory while the spool can't be used; past it events are
+        /// dropped and counted. Default 4 MiB.
+        public var unspooledMemoryLimit: Int = 4 << 20
+        /// Seconds between attempts to use a spool that can't be used. Default 1.
+        public var spoolRetryInterval: Double = 1
 
         public init(client: LogstashClient.Configuration, spoolDirectory: String, token: String? = nil, flushTimeout: Double = 30) {
             self.client = client
@@ -48,25 +61,28 @@ public final class LogstashDestination: LogDestination {
 
     public let configuration: Configuration
     public let delivery = DestinationDelivery.inline
-    /// The spool between log calls and the connection.
+    /// The spool between log calls and the connection (it may not be open: see the type's discussion).
     public let spool: LogstashSpool
     /// The sender.
     public let client: LogstashClient
     private let diagnostics: DiagnosticSink
     private let limiter: RecordSizeLimiter
     private let metrics: LogstashMetrics
+    private let appender: SpoolAppender
     private let lastDropCount = LockedValue<UInt64>(0)
-    private let failedAppends = LockedValue<UInt64>(0)
     private let shutdownError = LockedValue<LogstashError?>(nil)
     private let reports: ReportAppender
+    private let retryScheduled = LockedValue(false)
+    private let isShutDown = LockedValue(false)
 
-    /// Opens (or recovers) the spool and starts the sender.
+    /// Opens (or recovers) the spool and starts the sender. A spool that can't be opened does not make this
+    /// throw: the destination starts without it and keeps trying (see the type's discussion).
     ///
     /// - Parameters:
     ///   - activity: receives connection activity lines (never a token or a record); `nil` shows none.
     ///   - diagnostics: where drops and failures are reported.
     ///   - metrics: where counters go (see ``LogstashMetrics``); default: the bootstrapped `MetricsSystem`.
-    /// - Throws: ``LogstashError`` if the spool folder cannot be used or the TLS settings are invalid.
+    /// - Throws: ``LogstashError`` for sizes that can't work together or invalid TLS settings.
     public init(
         configuration: Configuration,
         eventLoopGroup: (any EventLoopGroup)? = nil,
@@ -86,31 +102,28 @@ public final class LogstashDestination: LogDestination {
         self.configuration = configuration
         self.diagnostics = diagnostics
         self.limiter = RecordSizeLimiter(maximumBytes: configuration.spool.maxRecordBytes)
-        let spool = try LogstashSpool(configuration: configuration.spool)
+        let spool = try LogstashSpool(unopened: configuration.spool, diagnostics: diagnostics)
         self.spool = spool
+        self.appender = SpoolAppender(spool: spool, memoryLimit: configuration.unspooledMemoryLimit)
         self.metrics = LogstashMetrics(factory: metricsFactory)
-        let reports = ReportAppender(spool: spool, limiter: limiter, token: configuration.token,
+        let reports = ReportAppender(limiter: limiter, token: configuration.token,
                                      builder: RecordBuilder(defaultUserInfo: configuration.reportUserInfo))
         self.reports = reports
-        do {
-            self.client = try LogstashClient(
-                configuration: configuration.client,
-                spool: spool,
-                eventLoopGroup: eventLoopGroup,
-                activity: activity,
-                warning: { line in diagnostics.report(line) },
-                onDeliveryResumed: { count in
-                    reports.append(
-                        "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away",
-                        userInfo: ["dropped_events": .uint(count)]
-                    )
-                }
-            )
-        } catch {
-            spool.close()
-            throw error
-        }
-        reports.client = client
+        self.client = try LogstashClient(
+            configuration: configuration.client,
+            spool: spool,
+            eventLoopGroup: eventLoopGroup,
+            activity: activity,
+            warning: { line in diagnostics.report(line) },
+            onDeliveryResumed: { count in
+                reports.append(
+                    "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away",
+                    userInfo: ["dropped_events": .uint(count)]
+                )
+            }
+        )
+        reports.destination = self
+        handle(appender.open(lockWait: .seconds(1)))
         client.start()
         metrics.start(client: client, interval: configuration.client.sendInterval)
     }
@@ -120,15 +133,10 @@ public final class LogstashDestination: LogDestination {
     public func write(_ batch: LogBatch) {
         var appended = 0
         for record in batch.records {
-            let bytes = limiter.encode(record, token: configuration.token)
-            do {
-                try spool.append(bytes)
-                appended += 1
-                if failedAppends.current > 0 { reportSpoolRecovered() }
-            } catch {
-                metrics.failedAppend()
-                failedAppends.withLock { $0 += 1 }
-                diagnostics.reportOnce(key: "logstash.spool", "cannot spool events for Logstash: \(error); they are dropped and counted until the spool works again")
+            let outcome = appender.append(limiter.encode(record, token: configuration.token))
+            appended += outcome.spooled
+            if outcome.spooled == 0 {
+                handle(outcome, counting: false)
             }
         }
         if appended > 0 {
@@ -140,7 +148,15 @@ public final class LogstashDestination: LogDestination {
 
     /// Completes once everything spooled before the call — including what an earlier run left — has been
     /// written to the collector, or with the error that says why not (at most ``Configuration/flushTimeout``).
+    /// While the spool can't be used, it completes at once with an error that says why and how many events
+    /// are waiting in memory (what the spool holds is still sent).
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        handle(appender.retry())
+        if let problem = appender.unavailability {
+            client.flush { _ in }
+            completion(unavailableError(problem))
+            return
+        }
         let once = CompletionOnce(completion)
         let timeout = configuration.flushTimeout
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
@@ -150,8 +166,20 @@ public final class LogstashDestination: LogDestination {
     }
 
     /// Sends what it can within the client's shutdown timeout, closes the connection and the spool. What
-    /// was not sent stays in the spool for the next run.
+    /// was not sent stays in the spool for the next run; events still held in memory (the spool could not
+    /// be used) are lost, and reported.
     public func shutdown() {
+        isShutDown.withLock { $0 = true }
+        handle(appender.retry())
+        var heldLoss: LogstashError?
+        if let problem = appender.unavailability, problem.held > 0 || problem.dropped > 0 {
+            heldLoss = LogstashError(
+                code: .spoolUnavailable,
+                message: "\(problem.held + Int(problem.dropped)) event(s) for Logstash are lost (\(problem.held) held in memory at shutdown, \(problem.dropped) dropped earlier): the spool at \(configuration.spool.directory) can't take them",
+                cause: problem.error.description
+            )
+            diagnostics.report("\(heldLoss!)")
+        }
         let done = DispatchSemaphore(value: 0)
         let outcome = LockedValue<LogstashError?>(nil)
         client.shutdown(reporting: { error in
@@ -171,12 +199,13 @@ public final class LogstashDestination: LogDestination {
         if let failure {
             diagnostics.report("Logstash: \(failure)\(queued > 0 ? " (\(queued) event(s) stay spooled for the next run)" : "")")
         }
-        shutdownError.withLock { $0 = failure }
+        shutdownError.withLock { $0 = heldLoss ?? failure }
         metrics.stop()
         spool.close()
     }
 
-    /// After ``shutdown()``: why the connection did not end cleanly, or `nil`.
+    /// After ``shutdown()``: events lost because the spool could not be used, or why the connection did not
+    /// end cleanly; `nil` if neither.
     public var shutdownFailure: (any Error)? { shutdownError.withLock { $0 } }
 
     /// The client's and spool's counters: queued, spooled bytes, sent, resent, dropped.
@@ -184,19 +213,90 @@ public final class LogstashDestination: LogDestination {
         await client.counters()
     }
 
-    /// The spool works again after failing (a disk that was full): say how many events were lost, on the
-    /// diagnostics sink and to the collector, and report the next failure again.
-    private func reportSpoolRecovered() {
-        let lost = failedAppends.withLock { count -> UInt64 in
-            defer { count = 0 }
-            return count
+    // MARK: - Spool availability
+
+    /// Appends one of JustLog's own report events (never itself reported when it can't be spooled).
+    fileprivate func appendReport(_ bytes: [UInt8]) {
+        let outcome = appender.append(bytes)
+        if outcome.spooled > 0 { client.recordsAppended(outcome.spooled) }
+        handle(outcome, counting: false, reportingRejections: false)
+    }
+
+    /// Turns what the appender did into metrics, diagnostics, report events and retries.
+    private func handle(_ outcome: SpoolAppender.Outcome, counting: Bool = true, reportingRejections: Bool = true) {
+        if counting, outcome.spooled > 0 {
+            metrics.appended(outcome.spooled)
+            client.recordsAppended(outcome.spooled)
         }
-        guard lost > 0 else { return }
-        diagnostics.reset(key: "logstash.spool")
-        diagnostics.report("spooling events for Logstash works again; \(lost) event(s) could not be spooled and were lost")
-        reports.append(
-            "JustLog lost \(lost) event(s) for Logstash: they could not be written to the spool",
-            userInfo: ["lost_events": .uint(lost)]
+        if let error = outcome.becameUnavailable {
+            diagnostics.report(
+                "can't spool events for Logstash: \(error); holding up to \(configuration.unspooledMemoryLimit) bytes of them in memory and trying again every \(configuration.spoolRetryInterval) s (past that, events are dropped and counted)"
+            )
+            scheduleRetry()
+        }
+        if outcome.droppedForMemory > 0 {
+            for _ in 0..<outcome.droppedForMemory { metrics.failedAppend() }
+            diagnostics.reportOnce(
+                key: "logstash.memory",
+                "the spool for Logstash still can't be used and \(configuration.unspooledMemoryLimit) bytes of events are held in memory: further events are dropped and counted until it works again"
+            )
+        }
+        if !outcome.rejected.isEmpty {
+            for _ in outcome.rejected { metrics.failedAppend() }
+            let reason = outcome.rejected[0]
+            diagnostics.reportOnce(key: "logstash.rejected", "an event for Logstash could not be spooled and is lost: \(reason); such events are counted")
+            if reportingRejections, reason.code != .spoolClosed {
+                reports.append(
+                    "JustLog lost \(outcome.rejected.count) event(s) for Logstash: they could not be written to the spool (\(reason))",
+                    userInfo: ["lost_events": .uint(UInt64(outcome.rejected.count))]
+                )
+            }
+        }
+        if outcome.opened {
+            let lost = spool.takeLossesToReport()
+            if lost > 0 {
+                reports.append(
+                    "JustLog lost \(lost) event(s) for Logstash: the spool in \(configuration.spool.directory) was damaged and they could not be read",
+                    userInfo: ["lost_events": .uint(lost)]
+                )
+            }
+        }
+        if let recovery = outcome.recovered {
+            diagnostics.reset(key: "logstash.memory")
+            let dropped = recovery.dropped > 0 ? "; \(recovery.dropped) were dropped, the memory buffer being full" : ""
+            diagnostics.report("spooling events for Logstash works again: \(recovery.heldAndSpooled) event(s) held in memory were spooled\(dropped)")
+            if recovery.dropped > 0 {
+                reports.append(
+                    "JustLog dropped \(recovery.dropped) event(s) for Logstash: the spool could not be used (\(recovery.error)) and the memory buffer was full",
+                    userInfo: ["dropped_events": .uint(recovery.dropped)]
+                )
+            }
+        }
+    }
+
+    /// Tries the spool again after ``Configuration/spoolRetryInterval``, and again while it can't be used.
+    private func scheduleRetry() {
+        let first = retryScheduled.withLock { scheduled -> Bool in
+            defer { scheduled = true }
+            return !scheduled
+        }
+        guard first else { return }
+        let interval = configuration.spoolRetryInterval.isFinite ? min(max(configuration.spoolRetryInterval, 0.01), 3600) : 1
+        DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
+            guard let self else { return }
+            self.retryScheduled.withLock { $0 = false }
+            guard !self.isShutDown.current else { return }
+            self.handle(self.appender.retry())
+            if self.appender.unavailability != nil { self.scheduleRetry() }
+        }
+    }
+
+    /// The error a flush completes with while the spool can't be used.
+    private func unavailableError(_ problem: SpoolAppender.Unavailability) -> LogstashError {
+        let dropped = problem.dropped > 0 ? "; \(problem.dropped) more were dropped, the memory buffer being full" : ""
+        return LogstashError(
+            code: .spoolUnavailable,
+            message: "the Logstash spool at \(configuration.spool.directory) can't take events: \(problem.error); \(problem.held) event(s) are waiting in memory and are spooled and sent once it works again\(dropped)"
         )
     }
 
@@ -235,16 +335,15 @@ final class CompletionOnce: Sendable {
     }
 }
 
-/// Appends JustLog's own report events (drops, losses) to the spool and wakes the sender.
+/// Builds JustLog's own report events (drops, losses) and appends them through the destination, in order
+/// with the other records.
 final class ReportAppender: @unchecked Sendable {
-    let spool: LogstashSpool
     let limiter: RecordSizeLimiter
     let token: String?
     let builder: RecordBuilder
-    weak var client: LogstashClient?
+    weak var destination: LogstashDestination?
 
-    init(spool: LogstashSpool, limiter: RecordSizeLimiter, token: String?, builder: RecordBuilder) {
-        self.spool = spool
+    init(limiter: RecordSizeLimiter, token: String?, builder: RecordBuilder) {
         self.limiter = limiter
         self.token = token
         self.builder = builder
@@ -252,8 +351,6 @@ final class ReportAppender: @unchecked Sendable {
 
     func append(_ message: String, userInfo: [String: LogValue]) {
         let record = builder.record(for: .report(message, userInfo: userInfo), sequence: 0)
-        if (try? spool.append(limiter.encode(record, token: token))) != nil {
-            client?.recordsAppended(1)
-        }
+        destination?.appendReport(limiter.encode(record, token: token))
     }
 }

@@ -14,6 +14,7 @@
 //   JustLogTestChild spool-cap FOLDER PORT             with nothing listening on PORT, logs three rounds of
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
+//   spool-missing-folder, spool-file-size-limit        see SpoolModes.swift
 import Foundation
 import JustLog
 import JustLogCore
@@ -75,6 +76,9 @@ case "spool-cap":
         _ = logger.pipeline?.flush(timeout: 0.2)
         FileHandle.standardOutput.write(Data("round \(round) rss \(residentBytes())\n".utf8))
     }
+
+case "spool-missing-folder": spoolMissingFolder(arguments)
+case "spool-file-size-limit": spoolFileSizeLimit(arguments)
 
 case "unresolvable":
     logger.enableFileLogging = false

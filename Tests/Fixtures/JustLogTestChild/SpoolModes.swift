@@ -1,0 +1,70 @@
+// Modes of the child program for the Logstash spool's availability (see main.swift for the others):
+//
+//   JustLogTestChild spool-missing-folder FOLDER PORT COUNT   the documented setup with file logging off and a
+//       log folder (FOLDER) that does not exist: logs COUNT events "spool-<i>" to Logstash (plain TCP,
+//       127.0.0.1:PORT), forceSends, prints "forceSend: ok" or "forceSend: <error>", exits 0
+//   JustLogTestChild spool-file-size-limit FOLDER PORT COUNT  the same under a 1 MiB file-size limit (below the
+//       spool's 4 MiB segment): prints the first forceSend's result, then raises the limit again and prints
+//       "after raising the limit: ok" once a forceSend succeeds (or the last error), exits 0
+import Foundation
+import JustLog
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sets up `Logger.shared` for Logstash only (plain TCP to 127.0.0.1:`port`), logs `count` events.
+private func logToLogstash(port: String, count: String) {
+    let logger = Logger.shared
+    logger.enableFileLogging = false
+    logger.logstashHost = "127.0.0.1"
+    logger.logstashPort = UInt16(port) ?? 0
+    logger.logstashUseTLS = false
+    logger.logstashTimeout = 0.2
+    logger.setup()
+    for index in 0..<(Int(count) ?? 0) {
+        logger.info("spool-\(index)")
+    }
+}
+
+/// `Logger.shared.forceSend`'s result: "ok" or the error.
+private func forceSendResult() -> String {
+    forceSendError(Logger.shared) ?? "ok"
+}
+
+private func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func spoolMissingFolder(_ arguments: [String]) {
+    logToLogstash(port: arguments[3], count: arguments.count > 4 ? arguments[4] : "0")
+    say("forceSend: \(forceSendResult())")
+}
+
+func spoolFileSizeLimit(_ arguments: [String]) {
+    // Started by the test runner, this process inherits its blocked-signal mask (SIGXFSZ included); a program
+    // started from a shell blocks nothing, so that a file-size limit kills it unless JustLog prevents that.
+    var nothing = sigset_t()
+    sigemptyset(&nothing)
+    sigprocmask(SIG_SETMASK, &nothing, nil)
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let original = limit
+    limit.rlim_cur = 1 << 20
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else {
+        say("setrlimit failed: \(String(cString: strerror(errno)))")
+        exit(3)
+    }
+    logToLogstash(port: arguments[3], count: arguments.count > 4 ? arguments[4] : "0")
+    say("forceSend: \(forceSendResult())")
+    // The soft limit may be raised back up to the hard one by any user.
+    var restored = original
+    setrlimit(Int32(RLIMIT_FSIZE.rawValue), &restored)
+    var result = ""
+    for _ in 0..<100 {
+        result = forceSendResult()
+        if result == "ok" { break }
+        usleep(200_000)
+    }
+    say("after raising the limit: \(result)")
+}

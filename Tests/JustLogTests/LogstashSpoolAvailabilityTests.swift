@@ -1,0 +1,189 @@
+import Foundation
+import JustLog
+import JustLogCore
+import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The Logstash destination when its spool folder is missing, on a full disk or past a file-size limit:
+// it is never silently absent, forceSend says why events are not delivered, and they are delivered once
+// the spool works again. The collector is a real `JSONLinesReceiver` on 127.0.0.1.
+
+/// A loopback `json_lines` collector that keeps every message it receives.
+private final class MessageCollector: Sendable {
+    private let messages = LockedValue<[String]>([])
+    let receiver: JSONLinesReceiver
+    let port: Int
+
+    init() async throws {
+        let messages = self.messages
+        receiver = JSONLinesReceiver(configuration: .init()) { line in
+            if case .success(.object(let object)) = line.parsed, case .string(let message)? = object["message"] {
+                messages.withLock { $0.append(message) }
+            }
+        }
+        port = try await receiver.start()
+    }
+
+    var received: [String] { messages.current }
+
+    /// Whether every one of `expected` arrived (duplicates allowed: delivery is at least once).
+    func waitFor(_ expected: [String], timeout: Duration = .seconds(60)) async -> Bool {
+        await eventually(timeout: timeout) { Set(received).isSuperset(of: expected) }
+    }
+
+    func stop() async { await receiver.stop() }
+}
+
+/// Runs `/bin/mount` or `/bin/umount` with `arguments`; returns the exit status.
+private func runMount(_ tool: String, _ arguments: [String]) async throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    try process.run()
+    _ = await eventually(timeout: .seconds(30)) { !process.isRunning }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+/// Fills the file system holding `path` with one file until writes fail (a full disk).
+private func fill(_ path: String) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    defer { close(fd) }
+    let chunk = [UInt8](repeating: 0x42, count: 64 << 10)
+    for _ in 0..<100_000 {
+        if write(fd, chunk, chunk.count) <= 0 { break }
+    }
+    var byte: UInt8 = 0x42
+    for _ in 0..<100_000 {
+        if write(fd, &byte, 1) != 1 { break }
+    }
+}
+
+private func isRoot() -> Bool { getuid() == 0 }
+
+/// Mounts a tmpfs of `size` at `path` (a new folder), runs `body`, and unmounts it whatever happens.
+private func withTmpfs(size: String, at path: String, _ body: () async throws -> Void) async throws {
+    mkdir(path, 0o700)
+    try #require(try await runMount("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path]) == 0)
+    let outcome: Result<Void, any Error>
+    do {
+        try await body()
+        outcome = .success(())
+    } catch {
+        outcome = .failure(error)
+    }
+    _ = try? await runMount("/bin/umount", ["-l", path])
+    try outcome.get()
+}
+
+@Suite struct LogstashSpoolAvailabilityTests {
+    @Test func aSpoolFolderWhoseParentsAreMissingIsCreatedAndEveryEventDelivered() async throws {
+        let collector = try await MessageCollector()
+        let folder = try TemporaryDirectory(prefix: "spool-parents")
+        let spool = folder.appending("not/yet/there/app.log.spool")
+        let diagnostics = LineCapture()
+        let logger = Logger(configuration: .init(
+            console: nil,
+            logstash: .init(host: "127.0.0.1", port: UInt16(collector.port), sendInterval: 0.2, useTLS: false, spoolFolder: spool),
+            diagnostics: diagnostics.diagnostics
+        ))
+        let expected = (0..<1000).map { "parents-\($0)" }
+        for message in expected { logger.info(message) }
+        try await logger.forceSend()
+        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 1000 events missing")
+        #expect(!diagnostics.text.contains("no Logstash logging"), "\(diagnostics.writes)")
+        for created in ["not", "not/yet", "not/yet/there", "not/yet/there/app.log.spool"] {
+            var info = stat()
+            #expect(stat(folder.file(created), &info) == 0 && info.st_mode & 0o777 == 0o700, "\(created) is owner-only")
+        }
+        await logger.shutdown()
+        await collector.stop()
+    }
+
+    @Test func theDocumentedSetupWithFileLoggingOffAndNoLogFolderDeliversEveryEvent() async throws {
+        let collector = try await MessageCollector()
+        let folder = try TemporaryDirectory(prefix: "spool-no-log-folder")
+        let child = try ChildProcess(arguments: ["spool-missing-folder", folder.file("cache/program"), "\(collector.port)", "1000"])
+        #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "\(child.errorOutput)")
+        #expect(child.outputLines == ["forceSend: ok"], "\(child.outputLines) \(child.errorOutput)")
+        let expected = (0..<1000).map { "spool-\($0)" }
+        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 1000 events missing")
+        await collector.stop()
+    }
+
+    @Test(.enabled(if: isRoot(), "mounting a tmpfs needs root; spoolPastAFileSizeLimitFailsClearlyThenDelivers covers the same path as any user"))
+    func aFullDiskFailsForceSendClearlyAndEveryEventArrivesOnceSpaceReturns() async throws {
+        let collector = try await MessageCollector()
+        let folder = try TemporaryDirectory(prefix: "spool-full-disk")
+        let mountPoint = folder.file("tmpfs")
+        try await withTmpfs(size: "6m", at: mountPoint) {
+            try await fullDiskScenario(collector: collector, mountPoint: mountPoint)
+        }
+        await collector.stop()
+    }
+
+    private func fullDiskScenario(collector: MessageCollector, mountPoint: String) async throws {
+        let blocker = mountPoint + "/blocker"
+        fill(blocker)
+
+        let diagnostics = LineCapture()
+        let logger = Logger(configuration: .init(
+            console: nil,
+            logstash: .init(host: "127.0.0.1", port: UInt16(collector.port), sendInterval: 0.2, useTLS: false,
+                            spoolFolder: URL(fileURLWithPath: mountPoint + "/app/app.log.spool")),
+            diagnostics: diagnostics.diagnostics
+        ))
+        let expected = (0..<500).map { "full-\($0)" }
+        for message in expected { logger.info(message) }
+        let failure = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+        #expect(failure?.contains("No space left on device") == true, "forceSend says why: \(failure ?? "nil")")
+        #expect(failure?.contains("500 event(s) are waiting in memory") == true, "\(failure ?? "nil")")
+        #expect(diagnostics.text.contains("No space left on device"), "\(diagnostics.writes)")
+
+        unlink(blocker)
+        var result: String? = "not tried"
+        for _ in 0..<120 where result != nil {
+            result = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+            if result != nil { try await Task.sleep(for: .milliseconds(250)) }
+        }
+        #expect(result == nil, "forceSend once space returned: \(result ?? "ok")")
+        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 500 events missing")
+        await logger.shutdown()
+    }
+
+    @Test func spoolPastAFileSizeLimitFailsClearlyThenDelivers() async throws {
+        let collector = try await MessageCollector()
+        let folder = try TemporaryDirectory(prefix: "spool-fsize")
+        let child = try ChildProcess(arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300"])
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(String(describing: status)) (killed by SIGXFSZ?): \(child.errorOutput)")
+        let lines = child.outputLines
+        try #require(lines.count == 2, "\(lines) \(child.errorOutput)")
+        #expect(lines[0].contains("File too large") && lines[0].contains("300 event(s) are waiting in memory"), "\(lines[0])")
+        #expect(lines[1] == "after raising the limit: ok", "\(lines[1])")
+        let expected = (0..<300).map { "spool-\($0)" }
+        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 300 events missing")
+        await collector.stop()
+    }
+
+    @Test func logstashSettingsThatCantWorkMakeForceSendFailWithTheReason() async throws {
+        let folder = try TemporaryDirectory(prefix: "spool-bad-settings")
+        let diagnostics = LineCapture()
+        let logger = Logger(configuration: .init(
+            console: nil,
+            logstash: .init(host: "127.0.0.1", port: 9, useTLS: false, spoolFolder: folder.appending("app.log.spool"), spoolCapacity: 1 << 20),
+            diagnostics: diagnostics.diagnostics
+        ))
+        logger.info("goes nowhere")
+        let failure = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+        #expect(failure?.contains("raise the spool capacity") == true, "forceSend says why: \(failure ?? "nil")")
+        #expect(failure?.contains("1 event(s) for Logstash were dropped") == true, "\(failure ?? "nil")")
+        #expect(diagnostics.text.contains("no Logstash logging"), "\(diagnostics.writes)")
+        await logger.shutdown()
+    }
+}
