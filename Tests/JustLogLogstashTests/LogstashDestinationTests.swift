@@ -120,4 +120,24 @@ import Testing
         destination.shutdown()
         await receiver.stop()
     }
+
+    @Test func eventsStillHeldInMemoryAtShutdownAreReportedLost() throws {
+        let directory = try TemporaryDirectory(prefix: "destination-held-shutdown")
+        var client = LogstashClient.Configuration(host: "127.0.0.1", port: 9)
+        client.useTLS = false
+        client.shutdownTimeout = .milliseconds(200)
+        let configuration = LogstashDestination.Configuration(client: client, spoolDirectory: directory.file("spool"))
+        let holder = try LogstashSpool(configuration: configuration.spool)
+        defer { holder.close() }
+        let diagnostics = LineCapture()
+        let destination = try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics)
+        let builder = Fixtures.builder()
+        for index in 0..<3 {
+            destination.write(LogBatch(records: [builder.record(for: Fixtures.event(.info, "held \(index)"), sequence: UInt64(index))]))
+        }
+        destination.shutdown()
+        let failure = try #require(destination.shutdownFailure.map { "\($0)" }, "shutdown says events were lost")
+        #expect(failure.contains("3 event(s) for Logstash are lost") && failure.contains("in use by another logger"), "\(failure)")
+        #expect(diagnostics.text.contains("3 event(s) for Logstash are lost"), "\(diagnostics.writes)")
+    }
 }

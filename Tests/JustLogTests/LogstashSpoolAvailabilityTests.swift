@@ -108,7 +108,8 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
     @Test func theDocumentedSetupWithFileLoggingOffAndNoLogFolderDeliversEveryEvent() async throws {
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-no-log-folder")
-        let child = try ChildProcess(arguments: ["spool-missing-folder", folder.file("cache/program"), "\(collector.port)", "1000"])
+        chmod(folder.path, 0o777)  // the unprivileged child creates its folders here
+        let child = try ChildProcess(arguments: ["spool-missing-folder", folder.file("cache/program"), "\(collector.port)", "1000"], unprivileged: true)
         #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "\(child.errorOutput)")
         #expect(child.outputLines == ["forceSend: ok"], "\(child.outputLines) \(child.errorOutput)")
         let expected = (0..<1000).map { "spool-\($0)" }
@@ -159,7 +160,8 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
     @Test func spoolPastAFileSizeLimitFailsClearlyThenDelivers() async throws {
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-fsize")
-        let child = try ChildProcess(arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300"])
+        chmod(folder.path, 0o777)  // the unprivileged child writes its spool here
+        let child = try ChildProcess(arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300"], unprivileged: true)
         let status = await child.waitForExit(timeout: .seconds(120))
         #expect(status == 0, "exit status \(String(describing: status)) (killed by SIGXFSZ?): \(child.errorOutput)")
         let lines = child.outputLines
