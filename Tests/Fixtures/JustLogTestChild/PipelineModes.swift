@@ -2,15 +2,15 @@ import Foundation
 import JustLogCore
 
 /// `exit-slow-destination FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes
-/// 0.2 ms per record (a loaded machine, a slow disk), with an exit patience of 0.5 s — far less than the 2 s
-/// the whole backlog needs at exit — and returns from main. The exit flush must wait while the destination
+/// 0.3 ms per record (a loaded machine, a slow disk), with an exit patience of 1 s — a third of the 3 s the
+/// whole backlog of 10,000 needs at exit — and returns from main. The exit flush must wait while the destination
 /// makes progress.
 func exitWithSlowDestination(folder: String, count: String) {
     do {
         let file = try FileDestination(configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log")))
         let logger = StructuredLogger(configuration: .init(
-            destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_2))],
-            pipeline: .init(exitFlushTimeout: 0.5)
+            destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_3))],
+            pipeline: .init(exitFlushTimeout: 1)
         ))
         for index in 0..<(Int(count) ?? 0) {
             logger.info("child event \(index)", userInfo: ["index": index])
