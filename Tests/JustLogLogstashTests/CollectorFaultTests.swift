@@ -100,4 +100,23 @@ import Testing
         #expect(diagnostics.withLock { $0 }.contains { $0.contains("100 event(s) stay spooled") }, "\(diagnostics.withLock { $0 })")
         await hostile.stop()
     }
+
+    /// Fault 5: a collector that half-closes every connection right after accepting it made the client reconnect
+    /// at the minimum delay forever, resending everything each time (374 reconnects in 100 s). With a 50 ms minimum
+    /// and 400 ms maximum delay, 3 s of that used to be about 50 connections; backing off, it is about 10.
+    @Test func aCollectorThatClosesEveryConnectionAtOnceIsBackedOffFrom() async throws {
+        let hostile = try await HostileCollector(.init(halfCloseAfter: .zero))
+        let directory = try TemporaryDirectory(prefix: "churn")
+        let activity = ActivityLog()
+        let client = try makeClient(port: hostile.port, directory: directory, activity: activity)
+        client.start()
+        try await append(100, to: client)
+        try await Task.sleep(for: .seconds(3))
+        let connections = hostile.connections
+        print("churning collector: \(connections) connections in 3 s")
+        #expect(connections <= 20, "the client reconnected \(connections) times in 3 s")
+        #expect(activity.contains("connections in a row right after connecting"))
+        await client.shutdown()
+        await hostile.stop()
+    }
 }

@@ -46,6 +46,9 @@ final class HostileCollector: @unchecked Sendable {
 
     private let box: Children
 
+    /// Connections accepted so far.
+    var connections: Int { box.accepted }
+
     /// Resets every connection: unread data is thrown away, as when the collector is killed.
     func killConnections() async {
         for child in box.take() {
@@ -64,7 +67,14 @@ final class HostileCollector: @unchecked Sendable {
     private final class Children: @unchecked Sendable {
         private let lock = NSLock()
         private var channels: [any Channel] = []
-        func add(_ channel: any Channel) { lock.withLock { channels.append(channel) } }
+        private var count = 0
+        var accepted: Int { lock.withLock { count } }
+        func add(_ channel: any Channel) {
+            lock.withLock {
+                channels.append(channel)
+                count += 1
+            }
+        }
         func take() -> [any Channel] { lock.withLock { defer { channels.removeAll() }; return channels } }
     }
 }
