@@ -16,12 +16,7 @@ import Glibc
 /// Sets up `Logger.shared` for Logstash only (plain TCP to 127.0.0.1:`port`), logs `count` events.
 private func logToLogstash(port: String, count: String) {
     let logger = Logger.shared
-    logger.enableFileLogging = false
-    logger.logstashHost = "127.0.0.1"
-    logger.logstashPort = UInt16(port) ?? 0
-    logger.logstashUseTLS = false
-    logger.logstashTimeout = 0.2
-    logger.setup()
+    setUpLogstashOnly(logger, port: port)
     for index in 0..<(Int(count) ?? 0) {
         logger.info("spool-\(index)")
     }

@@ -39,12 +39,7 @@ case "exit-without-flush", "exit-call":
     if mode == "exit-call" { exit(0) }
 
 case "logstash-loop", "logstash-drain":
-    logger.enableFileLogging = false
-    logger.logstashHost = "127.0.0.1"
-    logger.logstashPort = UInt16(arguments[3]) ?? 0
-    logger.logstashUseTLS = false
-    logger.logstashTimeout = 0.2
-    logger.setup()
+    setUpLogstashOnly(logger, port: arguments[3])
     if mode == "logstash-loop" {
         let tag = arguments.count > 4 ? arguments[4] : "run"
         for index in 0..<1_000_000 {
