@@ -46,6 +46,30 @@ import Testing
         #expect(report.fileEvents == report.logged, "the file still has everything")
     }
 
+    /// Issue #10: `justlog demo --events 24000` reported "LOST: 23558 event(s) missing from the file" because the
+    /// file had rotated and only the current file was counted.
+    @Test func aDemoWhoseFileRotatesCountsEveryRotatedFile() async throws {
+        let folder = try TemporaryDirectory(prefix: "demo-rotate")
+        let output = LineCapture()
+        let report = try await DemoScenario(options: .init(burst: 24_000, folder: folder.url, output: output.output,
+                                                           diagnostics: output.diagnostics)).run()
+        #expect(report.rotatedFiles >= 1, "the burst is larger than one 10 MiB file")
+        #expect(report.fileEvents == report.logged)
+        #expect(report.lostNothing, "\(DemoScenario.summary(report))")
+        #expect(DemoScenario.summary(report).contains("rotated file"))
+    }
+
+    /// Issue #10: every demo run left its 4 MiB spool in the temporary folder.
+    @Test func aDemoInTheTemporaryFolderLeavesNoSpoolBehind() async throws {
+        let output = LineCapture()
+        let report = try await DemoScenario(options: .init(burst: 10, output: output.output, diagnostics: output.diagnostics)).run()
+        let folder = report.fileURL.deletingLastPathComponent()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(report.lostNothing)
+        #expect(FileManager.default.fileExists(atPath: report.fileURL.path), "the log file stays, for justlog view")
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("justlog-demo.log.spool").path))
+    }
+
     @Test func unusableFolderIsOneClearError() async {
         await #expect {
             _ = try await DemoScenario(options: .init(burst: 1, folder: URL(fileURLWithPath: "/proc/justlog-demo"))).run()

@@ -55,6 +55,8 @@ public struct DemoScenario: Sendable {
         public var loggedPerLevel: [LogLevel: Int] = [:]
         public var fileURL: URL
         public var fileBytes = 0
+        /// Files the log file rotated into during the run (counted in ``fileEvents`` and ``fileBytes``).
+        public var rotatedFiles = 0
         public var fileEvents = 0
         public var missingFromFile = 0
         /// `host:port` of the collector, and whether it was the embedded one.
@@ -77,6 +79,16 @@ public struct DemoScenario: Sendable {
 
     public init(options: Options) {
         self.options = options
+    }
+
+    /// Rotated files kept by the demo's file destination (at 10 MiB each, about 20 million events).
+    static let retainedFiles = 1000
+
+    /// `file`, preceded by the files it rotated into (`file.N` … `file.1`), oldest first: those that exist.
+    static func fileAndRotations(_ file: URL) -> [URL] {
+        let rotated = (1...retainedFiles).lazy.map { URL(fileURLWithPath: file.path + ".\($0)") }
+            .prefix { FileManager.default.fileExists(atPath: $0.path) }
+        return rotated.reversed() + [file]
     }
 
     /// Runs the scenario; throws a one-line ``ToolError`` when the folder cannot be used or the embedded
@@ -123,7 +135,8 @@ public struct DemoScenario: Sendable {
         logstash.activityOutput = console
         let logger = Logger(configuration: .init(
             console: .init(.init(output: console), minimumLevel: .info),
-            file: .init(url: fileURL, minimumLevel: .verbose),
+            // 10 MiB files, and enough kept that a large --events run never loses its first lines to retention.
+            file: .init(FileDestination.Configuration(url: fileURL, retainedFileCount: Self.retainedFiles), minimumLevel: .verbose),
             logstash: logstash,
             defaultUserInfo: ["app": "justlog-demo", "environment": "demo", "tenant": "UK", "sessionID": .string(UUID().uuidString)],
             diagnostics: options.diagnostics
@@ -158,10 +171,17 @@ public struct DemoScenario: Sendable {
         report.elapsed = Date().timeIntervalSince(start)
         await receiver?.stop()
 
-        // Check the file, and the collector against the file, event by event.
-        let lines = (try? String(contentsOf: fileURL, encoding: .utf8))?.split(separator: "\n") ?? []
+        // The spool was only a way to the collector: don't leave megabytes of it in the temporary folder.
+        if options.folder == nil, report.sendError == nil {
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent("justlog-demo.log.spool", isDirectory: true))
+        }
+
+        // Check the file — with the files it rotated into — and the collector against it, event by event.
+        let files = Self.fileAndRotations(fileURL)
+        let lines = files.flatMap { (try? String(contentsOf: $0, encoding: .utf8))?.split(separator: "\n") ?? [] }
         report.fileEvents = lines.count
-        report.fileBytes = (try? FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? Int) ?? 0
+        report.fileBytes = files.reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0) }
+        report.rotatedFiles = files.count - 1
         report.missingFromFile = max(0, report.logged - lines.count)
         if receiver != nil {
             let fileIDs = Set(lines.compactMap { try? FileLine(parsing: $0).record.eventID })
@@ -187,7 +207,8 @@ public struct DemoScenario: Sendable {
         }
         let rate = report.elapsed > 0 ? Double(report.logged) / report.elapsed : 0
         var text = "\n" + table.text
-        text += "file:      \(report.fileURL.path) (\(report.fileBytes) bytes)\n"
+        let rotated = report.rotatedFiles > 0 ? ", with \(report.rotatedFiles) rotated file\(report.rotatedFiles == 1 ? "" : "s") .1…" : ""
+        text += "file:      \(report.fileURL.path) (\(report.fileBytes) bytes\(rotated))\n"
         text += "collector: \(report.collector) (\(report.embeddedCollector ? "embedded json_lines receiver" : "external; the demo cannot count what it received"))\n"
         text += "time:      \(String(format: "%.3f", report.elapsed)) s, \(Int(rate)) events/s\n"
         if let sendError = report.sendError { text += "sending:   \(sendError)\n" }
