@@ -4,6 +4,15 @@ import Testing
 
 /// The command-line structs parse what their `--help` examples show, and refuse the rest.
 @Suite struct CommandParsingTests {
+    /// Issue #10: there was no `--version`.
+    @Test func versionPrintsTheToolsVersion() {
+        #expect {
+            _ = try JustLogCommand.parseAsRoot(["--version"])
+        } throws: { error in
+            JustLogCommand.exitCode(for: error) == .success && JustLogCommand.message(for: error) == "justlog \(JustLogVersion.current)"
+        }
+    }
+
     @Test func receiveParsesItsOptions() throws {
         let command = try ReceiveCommand.parse(["--port", "5052", "--tls-cert", "s.pem", "--tls-key", "s.key", "--host", "0.0.0.0"])
         #expect(command.port == 5052)
