@@ -113,6 +113,26 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         #expect(reports[1].hasPrefix("\(path):4: invalid JSON at byte"))
     }
 
+    /// Issue #10: `view` on a binary printed one error line per input line (253,603 for one file) and exited 0.
+    @Test func aFileWithNoLogLineFailsAfterListingTwentyProblemsAndCountingTheRest() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let log = try sampleFile(folder)
+        let other = folder.file("notes.txt")
+        try (0..<500).map { "line \($0) of something else" }.joined(separator: "\n").write(toFile: other, atomically: true, encoding: .utf8)
+        let output = LineCapture(), errors = LineCapture()
+        var options = ViewTool.Options(files: [log, other], timeZone: utc)
+        options.output = output.output
+        options.errors = errors.output
+        await #expect {
+            _ = try await ViewTool(options: options).run()
+        } throws: { error in
+            (error as? ToolError)?.message == "\(other) has no log line: give files written by JustLog's file destination"
+        }
+        #expect(output.lines.count == 4, "the log file's events are still shown")
+        #expect(errors.lines.count == 21)
+        #expect(errors.lines.last == "… and 480 more line(s) that are not log lines")
+    }
+
     @Test func readsRotatedFilesInTheOrderGiven() async throws {
         let folder = try TemporaryDirectory(prefix: "view")
         let url = folder.appending("app.log")

@@ -80,6 +80,8 @@ public struct ViewTool: Sendable {
         public var malformed = 0
         /// Rotations followed.
         public var rotations = 0
+        /// Files with lines but not one log line among them (not written by JustLog's file destination).
+        public var filesWithoutLogLines: [String] = []
 
         public init() {}
     }
@@ -102,9 +104,19 @@ public struct ViewTool: Sendable {
         let last = readers.removeLast()
         for reader in readers {
             printer.drain(reader)
+            printer.finishFile(reader)
         }
         printer.drain(last, atEnd: !options.follow)
-        guard options.follow else { return printer.summary }
+        guard options.follow else {
+            printer.finishFile(last)
+            printer.reportUnlisted()
+            if !printer.summary.filesWithoutLogLines.isEmpty {
+                throw ToolError(
+                    "\(printer.summary.filesWithoutLogLines.map(TerminalSafeText.escape).joined(separator: ", ")) has no log line: give files written by JustLog's file destination"
+                )
+            }
+            return printer.summary
+        }
 
         while !Task.isCancelled {
             if printer.readAvailable(last) { continue }
@@ -132,9 +144,15 @@ public struct ViewTool: Sendable {
 
 extension ViewTool {
     struct Printer {
+        /// Malformed lines listed one by one; past it they are only counted, and the count is said at the end.
+        static let listedProblems = 20
+
         let options: Options
         let renderer: EventLineRenderer
         var summary = Summary()
+        /// Events and malformed lines in the file being read, to find files with no log line at all.
+        private var fileEvents = 0
+        private var fileMalformed = 0
 
         init(options: Options) {
             self.options = options
@@ -144,6 +162,20 @@ extension ViewTool {
             case .automatic: options.output.isTerminal
             }
             renderer = EventLineRenderer(colors: colors, timeZone: options.timeZone)
+        }
+
+        /// The file `reader` is read to its end: remember it if it had lines but no log line.
+        mutating func finishFile(_ reader: LogFileReader) {
+            if fileEvents == 0 && fileMalformed > 0 { summary.filesWithoutLogLines.append(reader.path) }
+            fileEvents = 0
+            fileMalformed = 0
+        }
+
+        /// Says how many malformed lines were not listed.
+        func reportUnlisted() {
+            let unlisted = summary.malformed - Self.listedProblems
+            guard unlisted > 0 else { return }
+            options.errors.write(Array("… and \(unlisted) more line(s) that are not log lines\n".utf8))
         }
 
         /// Reads `reader` to its current end (and its last partial line when `atEnd`).
@@ -165,7 +197,10 @@ extension ViewTool {
             for line in lines {
                 if line.tooLong {
                     summary.malformed += 1
-                    problems += Array("\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n".utf8)
+                    fileMalformed += 1
+                    if summary.malformed <= Self.listedProblems {
+                        problems += Array("\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n".utf8)
+                    }
                     continue
                 }
                 if line.bytes.isEmpty { continue }
@@ -175,10 +210,14 @@ extension ViewTool {
                     parsed = try FileLine(parsing: Substring(text), zone: options.timeZone)
                 } catch {
                     summary.malformed += 1
-                    problems += Array("\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message))\n".utf8)
+                    fileMalformed += 1
+                    if summary.malformed <= Self.listedProblems {
+                        problems += Array("\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message))\n".utf8)
+                    }
                     continue
                 }
                 summary.events += 1
+                fileEvents += 1
                 guard matches(parsed.record) else { continue }
                 summary.shown += 1
                 if options.json {
