@@ -190,6 +190,28 @@ struct ShipToolTests {
         await receiver.stop()
     }
 
+    /// Issue #10: `ship` exited 0 on a file that is not a log, after one error line per input line.
+    @Test func aFileWithNoLogLineShipsTheRestThenFailsAndListsTwentyProblems() async throws {
+        let folder = try TemporaryDirectory(prefix: "ship-notalog")
+        let (files, _) = try writeLogFiles(folder, count: 3, maximumFileSize: 1 << 20)
+        let other = folder.file("notes.txt")
+        try (0..<100).map { "line \($0) of something else" }.joined(separator: "\n").write(toFile: other, atomically: true, encoding: .utf8)
+        let tally = EventIDTally()
+        let receiver = JSONLinesReceiver(configuration: .init(), handler: tally.record)
+        let port = try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        let errors = LineCapture()
+        await #expect {
+            _ = try await ShipTool(options: shipOptions(files + [other], port: port, spool: folder.file("spool"), errors: errors)).run()
+        } throws: { error in
+            (error as? ToolError)?.message == "\(other) has no log line: give files written by JustLog's file destination"
+        }
+        #expect(errors.lines.count == 21)
+        #expect(errors.lines.last == "… and 80 more line(s) skipped")
+        #expect(await tally.waitUntil(uniqueEventIDs: 3, timeout: .seconds(60)), "the log file's events are shipped")
+        await receiver.stop()
+    }
+
     @Test func badOptionsAreOneLineErrors() async throws {
         let folder = try TemporaryDirectory(prefix: "ship-options")
         let cases: [(ShipTool.Options, String)] = [

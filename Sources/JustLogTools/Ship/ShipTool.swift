@@ -179,8 +179,15 @@ public struct ShipTool: Sendable {
 
         var display = ProgressDisplay(options: options, target: "\(options.host):\(options.port)")
         var interrupted = false
+        var filesWithoutLogLines: [String] = []
         reading: for index in inputs.indices {
             let reader = inputs[index].reader
+            let (spooledBefore, skippedBefore) = (summary.progress.eventsSpooled, summary.progress.skipped)
+            defer {
+                if summary.progress.eventsSpooled == spooledBefore && summary.progress.skipped > skippedBefore {
+                    filesWithoutLogLines.append(reader.path)
+                }
+            }
             while true {
                 if Task.isCancelled { interrupted = true; break reading }
                 // Backpressure: let the client drain before spooling more.
@@ -220,6 +227,8 @@ public struct ShipTool: Sendable {
         summary.leftInSpool = spool.counterSnapshot.queuedRecords
         summary.elapsed = ContinuousClock.now - start
         display.finish(summary.progress)
+        let unlisted = summary.progress.skipped - Self.listedProblems
+        if unlisted > 0 { options.errors.write(Array("… and \(unlisted) more line(s) skipped\n".utf8)) }
         if interrupted {
             throw ToolError(
                 "interrupted: \(summary.progress.eventsSpooled) event(s) spooled this run, \(summary.leftInSpool) not yet delivered stay in \(spoolDirectory); run the same command again to continue",
@@ -232,8 +241,16 @@ public struct ShipTool: Sendable {
             )
         }
         options.output.write(Array(Self.summaryText(summary, options: options).utf8))
+        if !filesWithoutLogLines.isEmpty {
+            throw ToolError(
+                "\(filesWithoutLogLines.map(TerminalSafeText.escape).joined(separator: ", ")) has no log line: give files written by JustLog's file destination"
+            )
+        }
         return summary
     }
+
+    /// Skipped lines listed one by one; past it they are only counted, and the count is said at the end.
+    static let listedProblems = 20
 
     // MARK: - Steps
 
@@ -273,7 +290,9 @@ public struct ShipTool: Sendable {
         for line in lines {
             if line.tooLong {
                 progress.skipped += 1
-                problems += "\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n"
+                if progress.skipped <= Self.listedProblems {
+                    problems += "\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n"
+                }
                 continue
             }
             if line.bytes.isEmpty { continue }
@@ -282,7 +301,9 @@ public struct ShipTool: Sendable {
                 record = try Self.flattened(line.bytes)
             } catch {
                 progress.skipped += 1
-                problems += "\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message)), skipped\n"
+                if progress.skipped <= Self.listedProblems {
+                    problems += "\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message)), skipped\n"
+                }
                 continue
             }
             do {
@@ -290,7 +311,9 @@ public struct ShipTool: Sendable {
                 progress.eventsSpooled += 1
             } catch let error as LogstashError where error.code == .recordTooLarge {
                 progress.skipped += 1
-                problems += "\(reader.path):\(line.number): \(error.message), skipped\n"
+                if progress.skipped <= Self.listedProblems {
+                    problems += "\(reader.path):\(line.number): \(error.message), skipped\n"
+                }
             } catch let error as LogstashError {
                 throw ToolError("can't append to the spool \(spool.configuration.directory): \(error.message)")
             }
