@@ -85,3 +85,21 @@ public final class RefusingPort: @unchecked Sendable {
 
     deinit { close(descriptor) }
 }
+
+/// A loopback port that accepts connections (the kernel completes them from the backlog) and never reads from
+/// them: a collector that stopped reading. Writes to it succeed until its and the sender's buffers are full,
+/// then block forever; nothing ever fails.
+public final class SilentPort: @unchecked Sendable {
+    public let port: Int
+    private let descriptor: Int32
+
+    public init() throws {
+        (descriptor, port) = try FreePort.bindLoopback()
+        guard listen(descriptor, 16) == 0 else {
+            close(descriptor)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "listen failed: errno \(errno)"])
+        }
+    }
+
+    deinit { close(descriptor) }
+}

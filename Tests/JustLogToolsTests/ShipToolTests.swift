@@ -212,6 +212,24 @@ struct ShipToolTests {
         await receiver.stop()
     }
 
+    /// Issue #10: `ship` to a collector that accepts and stops reading never ended (a blocked write never fails)
+    /// while its bar said 100 %.
+    @Test func aCollectorThatStopsReadingFailsAfterTheStallTimeoutWithTheCountLeft() async throws {
+        let folder = try TemporaryDirectory(prefix: "ship-stalled")
+        let (files, lines) = try writeLogFiles(folder, count: 20_000, maximumFileSize: 64 << 20)
+        let silent = try SilentPort()
+        var options = shipOptions(files, port: silent.port, spool: folder.file("spool"))
+        options.stallTimeout = .seconds(2)
+        await #expect {
+            _ = try await ShipTool(options: options).run()
+        } throws: { error in
+            let message = (error as? ToolError)?.message ?? "\(error)"
+            return message.contains("accepted the connection but stopped reading") && message.contains("stay in")
+        }
+        print("stalled collector: \(lines.count) lines to ship")
+        withExtendedLifetime(silent) {}
+    }
+
     @Test func badOptionsAreOneLineErrors() async throws {
         let folder = try TemporaryDirectory(prefix: "ship-options")
         let cases: [(ShipTool.Options, String)] = [

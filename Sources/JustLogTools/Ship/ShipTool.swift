@@ -49,7 +49,8 @@ public struct ShipTool: Sendable {
         public var spoolDirectory: String?
         /// Longest time to connect and finish the TLS handshake (default 10 s).
         public var connectTimeout: Duration
-        /// Longest time delivery may make no progress after a lost connection before giving up (default 60 s).
+        /// Longest time delivery may make no progress — lost connections, or a collector that accepted and stopped
+        /// reading — before giving up with the count left in the spool (default 60 s).
         public var stallTimeout: Duration
         /// Reading pauses while the spool holds more than this (default 24 MiB; the spool's cap is 64 MiB).
         public var maxSpooledBytes: Int
@@ -191,12 +192,17 @@ public struct ShipTool: Sendable {
             while true {
                 if Task.isCancelled { interrupted = true; break reading }
                 // Backpressure: let the client drain before spooling more.
+                var watch = StallWatch(timeout: options.stallTimeout)
                 while spool.counterSnapshot.queuedBytes > options.maxSpooledBytes {
                     if Task.isCancelled { interrupted = true; break reading }
                     try await checkDelivery(client, spool: spool, summary: summary)
                     try? await Task.sleep(for: .milliseconds(20))
                     summary.progress.eventsSent = await client.counters().sent
                     display.show(summary.progress)
+                    if watch.isStalled(sent: summary.progress.eventsSent, queued: spool.counterSnapshot.queuedRecords) {
+                        await client.shutdown()
+                        throw stalled(queued: spool.counterSnapshot.queuedRecords)
+                    }
                 }
                 var lines = reader.readLines(maxBytes: 256 << 10) ?? []
                 let atEnd = lines.isEmpty
@@ -352,7 +358,7 @@ public struct ShipTool: Sendable {
         var lastQueued = spool.counterSnapshot.queuedRecords
         var progress = summary.progress
         while true {
-            let outcome = await flushOutcome(client) {
+            let outcome = await flushOutcome(client, spool: spool) {
                 progress.eventsSent = $0
                 display.show(progress)
             }
@@ -361,6 +367,9 @@ public struct ShipTool: Sendable {
                 return true
             case .success:
                 return false
+            case .stalled:
+                await client.shutdown()
+                throw stalled(queued: spool.counterSnapshot.queuedRecords)
             case .failure(let error):
                 let counters = await client.counters()
                 let queued = spool.counterSnapshot.queuedRecords
@@ -385,13 +394,17 @@ public struct ShipTool: Sendable {
         case success
         case failure(any Error)
         case interrupted
+        /// Nothing was written and nothing left the spool for the stall timeout: the collector stopped reading.
+        case stalled
     }
 
-    /// Runs one flush, polling so that cancellation is noticed within 20 ms; `sent` gets progress.
-    private func flushOutcome(_ client: LogstashClient, sent: (UInt64) -> Void = { _ in }) async -> FlushOutcome {
+    /// Runs one flush, polling so that cancellation is noticed within 20 ms; `sent` gets progress. A write to a
+    /// collector that stopped reading never fails, so the flush is given up when nothing moves for the stall timeout.
+    private func flushOutcome(_ client: LogstashClient, spool: LogstashSpool? = nil, sent: (UInt64) -> Void = { _ in }) async -> FlushOutcome {
         let result = LockedValue<(any Error)??>(nil)
         client.flush { error in result.withLock { $0 = .some(error) } }
         var ticks = 0
+        var watch = StallWatch(timeout: options.stallTimeout)
         while true {
             if let done = result.withLock({ $0 }) {
                 if let error = done { return .failure(error) }
@@ -400,8 +413,19 @@ public struct ShipTool: Sendable {
             if Task.isCancelled { return .interrupted }
             try? await Task.sleep(for: .milliseconds(20))
             ticks += 1
-            if ticks % 5 == 0 { sent(await client.counters().sent) }
+            if ticks % 5 == 0 {
+                let written = await client.counters().sent
+                sent(written)
+                if let spool, watch.isStalled(sent: written, queued: spool.counterSnapshot.queuedRecords) { return .stalled }
+            }
         }
+    }
+
+    /// The error for a collector that accepted the connection and stopped reading.
+    private func stalled(queued: Int) -> ToolError {
+        ToolError(
+            "\(options.host):\(options.port) accepted the connection but stopped reading: nothing was delivered for \(options.stallTimeout); \(queued) event(s) stay in \(options.resolvedSpoolDirectory) for the next run"
+        )
     }
 
     private func describe(_ error: any Error, queued: Int) -> ToolError {
