@@ -144,6 +144,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private var pendingFlushes: [(id: Int, upTo: SpoolPosition)] = []
     private var shutdownDeadline: C.Instant?
     private var lastError: String?
+    /// The last connection error since delivery last made proven progress (kept across reconnects, unlike
+    /// `lastError`): why records are still unconfirmed, for a tool's final message.
+    package private(set) var unresolvedError: String?
     /// The resend window of the current connection: the configured one, raised to the measured buffers.
     package private(set) var connectionWindow = 0
     /// Why the shutdown did not end cleanly (records left in the spool), once it is complete; `nil` if it did.
@@ -197,6 +200,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         guard case .connecting(let failures) = state else { return [] }
         counters.connectionErrors += 1
         lastError = error.description
+        unresolvedError = error.description
         if shutdownDeadline != nil {
             return finishShutdown(error: error)
         }
@@ -274,6 +278,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         }
         if let proven, proven > acknowledgedPosition {
             progressSinceConnect = true
+            unresolvedError = nil
             acknowledgedPosition = proven
             actions.append(.acknowledge(upTo: proven))
         }
@@ -314,6 +319,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             counters.connectionErrors += 1
             let reason = error ?? LogstashError(code: .connectionLost, message: "the collector closed the connection")
             lastError = reason.description
+            unresolvedError = reason.description
             let unproven = sendPosition > acknowledgedPosition
             sendPosition = acknowledgedPosition
             inFlight = nil

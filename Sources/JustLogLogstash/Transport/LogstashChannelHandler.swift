@@ -19,7 +19,18 @@ final class LogstashChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // json_lines is one-way: whatever the collector sends is ignored.
+        // json_lines is one-way: whatever the collector sends is ignored — unless a plain connection gets a TLS
+        // record back (an alert or a handshake: content type 21 or 22, version 3.x), the sign of a TLS port.
+        guard tls == nil, firstError == nil else { return }
+        let buffer = unwrapInboundIn(data)
+        guard let bytes = buffer.getBytes(at: buffer.readerIndex, length: min(2, buffer.readableBytes)), bytes.count == 2,
+            bytes[0] == 21 || bytes[0] == 22, bytes[1] == 3
+        else { return }
+        firstError = LogstashError(
+            code: .connectFailed,
+            message: "the collector answered in TLS: it expects TLS on this port; turn TLS on (logstashUseTLS = true; justlog ship without --plain)"
+        )
+        context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -70,5 +70,8 @@ extension LogstashClient {
         public var connects: UInt64
         /// Failed connection attempts and lost connections.
         public var connectionErrors: UInt64
+        /// The last connection error since delivery last made proven progress, or `nil`: why records may still
+        /// be unconfirmed (for example "the collector answered in TLS: it expects TLS on this port").
+        public var lastConnectionError: String? = nil
     }
 }

@@ -202,15 +202,16 @@ public final class LogstashClient: @unchecked Sendable {
     /// A snapshot of the counters (waits briefly for the event loop).
     public func counters() async -> Counters {
         let spoolCounters = spool.counterSnapshot
-        let machineCounters = try? await eventLoop.submit { self.machine.counters }.get()
+        let machineCounters = try? await eventLoop.submit { (counters: self.machine.counters, unresolvedError: self.machine.unresolvedError) }.get()
         return Counters(
             queued: spoolCounters.queuedRecords,
             spooledBytes: spoolCounters.queuedBytes,
-            sent: machineCounters?.sentRecords ?? 0,
-            resent: machineCounters?.resentRecords ?? 0,
+            sent: machineCounters?.counters.sentRecords ?? 0,
+            resent: machineCounters?.counters.resentRecords ?? 0,
             dropped: spoolCounters.droppedRecords,
-            connects: machineCounters?.connects ?? 0,
-            connectionErrors: machineCounters?.connectionErrors ?? 0
+            connects: machineCounters?.counters.connects ?? 0,
+            connectionErrors: machineCounters?.counters.connectionErrors ?? 0,
+            lastConnectionError: machineCounters?.unresolvedError
         )
     }
 
@@ -329,7 +330,7 @@ public final class LogstashClient: @unchecked Sendable {
             let failure = handshakeTimedOut
                 ? LogstashError(
                     code: .timedOut,
-                    message: "the TLS handshake with \(configuration.endpoint) did not finish within \(configuration.connectTimeout); check that the collector speaks TLS on this port"
+                    message: "the TLS handshake with \(configuration.endpoint) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
                 )
                 : describeConnectError(error ?? ChannelError.eof)
             run(machine.connectFailed(failure))
@@ -346,7 +347,7 @@ public final class LogstashClient: @unchecked Sendable {
             run(machine.connectionClosed(error: nil, peerClosedAfterUs: peerClosedAfterUs))
         } else {
             run(machine.connectionClosed(error: error.map {
-                LogstashError(code: .connectionLost, message: "connection error", cause: "\($0)")
+                $0 as? LogstashError ?? LogstashError(code: .connectionLost, message: "connection error", cause: "\($0)")
             }))
         }
     }
@@ -427,6 +428,13 @@ public final class LogstashClient: @unchecked Sendable {
             return LogstashError(
                 code: .certificateRejected,
                 message: "TLS: the server certificate of \(configuration.host):\(configuration.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
+                cause: text
+            )
+        }
+        if tls != nil, Self.isCleanEnd(error) {
+            return LogstashError(
+                code: .connectFailed,
+                message: "\(configuration.endpoint) closed the connection during the TLS handshake: the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)",
                 cause: text
             )
         }

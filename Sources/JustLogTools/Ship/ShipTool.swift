@@ -242,8 +242,10 @@ public struct ShipTool: Sendable {
             )
         }
         if summary.leftInSpool > 0 {
+            // Say why, when a connection error explains it (a TLS/plain mismatch, a collector that closes at once).
+            let reason = await client.counters().lastConnectionError.map { ": \($0)" } ?? ""
             throw ToolError(
-                "\(summary.leftInSpool) event(s) could not be delivered to \(options.host):\(options.port) and stay in \(spoolDirectory); run the same command again to send them"
+                "\(summary.leftInSpool) event(s) could not be delivered to \(options.host):\(options.port)\(reason); they stay in \(spoolDirectory): run the same command again to send them"
             )
         }
         options.output.write(Array(Self.summaryText(summary, options: options).utf8))
