@@ -197,18 +197,25 @@ public final class Logger: @unchecked Sendable {
             callSite: CallSite(file: file, function: function, line: line), timestamp: .now()
         )
         lock.withLock {
-            // During a repeated setup() the buffer is full only under heavy logging: wait for the new destinations
-            // rather than push older events out (before the first setup() nothing drains it, so nothing to wait for).
-            let deadline = ContinuousClock.now + .seconds(Self.reconfigurationWait)
-            while case .pending(let pending) = phase, pending.reconfiguring, pending.count >= Self.pendingCapacity {
-                let remaining = ContinuousClock.now.duration(to: deadline)
-                guard remaining > .zero else { break }
-                _ = lock.wait(seconds: Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
-            }
+            waitWhileReconfiguringIsFull()
             switch phase {
             case .running(let running): running.logger.pipeline.submit(event)
             case .pending(let pending): pending.append(event)
             }
+        }
+    }
+
+    /// During a repeated setup() the buffer fills only under heavy logging: waits (lock held) for the new
+    /// destinations rather than push older events out, at most ``reconfigurationWait``. Before the first setup()
+    /// nothing drains the buffer, so there is nothing to wait for. The clock is read only when waiting.
+    private func waitWhileReconfiguringIsFull() {
+        var deadline: ContinuousClock.Instant?
+        while case .pending(let pending) = phase, pending.reconfiguring, pending.count >= Self.pendingCapacity {
+            let end = deadline ?? ContinuousClock.now + .seconds(Self.reconfigurationWait)
+            deadline = end
+            let remaining = ContinuousClock.now.duration(to: end)
+            guard remaining > .zero else { return }
+            _ = lock.wait(seconds: Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
         }
     }
 

@@ -213,7 +213,7 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// Events waiting in the queue (not yet taken by the worker).
     var waitingEvents: Int {
-        lock.withLock { items[head...].reduce(0) { count, item in item.bytes > 0 || item.isEvent ? count + 1 : count } }
+        lock.withLock { items[head...].lazy.filter(\.isEvent).count }
     }
 
     /// Flushes (at most `timeout`), then stops the worker, which shuts the destinations down after the
@@ -369,20 +369,16 @@ final class PendingFlush: @unchecked Sendable {
     /// machine, a slow disk) is waited for, and only a stalled one is given up on. Without it, `timeout` is a
     /// fixed bound. Returns the flush's error, or a timeout error.
     func wait(timeout: Double, restartingOnProgress: Bool) -> (any Error)? {
-        var seen = restartingOnProgress ? queue.progress : 0
+        var seen = queue.progress
         var deadline = Date().addingTimeInterval(timeout)
         while true {
-            let outcome: (any Error)?? = done.withLock {
-                while !finished {
-                    // Look at the worker's progress at least every 100 ms.
-                    let remaining = min(deadline.timeIntervalSinceNow, 0.1)
-                    if remaining <= 0 { return .none }
-                    _ = done.wait(seconds: remaining)
-                    if !finished && restartingOnProgress { return .none }
-                }
-                return .some(error)
+            let outcome: (finished: Bool, error: (any Error)?) = done.withLock {
+                // Wake at least every 100 ms to look at the worker's progress (read outside this lock).
+                let remaining = max(0, deadline.timeIntervalSinceNow)
+                if !finished { _ = done.wait(seconds: restartingOnProgress ? min(remaining, 0.1) : remaining) }
+                return (finished, error)
             }
-            if let outcome { return outcome }
+            if outcome.finished { return outcome.error }
             if restartingOnProgress {
                 let now = queue.progress
                 if now != seen {
@@ -394,9 +390,7 @@ final class PendingFlush: @unchecked Sendable {
             if deadline.timeIntervalSinceNow <= 0 {
                 return JustLogError(
                     .timeout,
-                    restartingOnProgress
-                        ? "flush made no progress for \(timeout) s"
-                        : "flush did not complete within \(timeout) s"
+                    restartingOnProgress ? "flush made no progress for \(timeout) s" : "flush did not complete within \(timeout) s"
                 )
             }
         }
