@@ -3,6 +3,15 @@ import JustLogCore
 import JustLogTestSupport
 import Testing
 
+/// A log file path in `folder` that links to /dev/full, whose writes all fail with ENOSPC like a full disk; `nil`
+/// where there is no /dev/full.
+private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
+    guard FileManager.default.fileExists(atPath: "/dev/full") else { return nil }
+    let url = folder.appending("full.log")
+    try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
+    return url
+}
+
 @Suite struct FileDestinationTests {
     func records(_ count: Int, from start: Int = 0, padding: Int = 0) -> [LogRecord] {
         let builder = Fixtures.builder()
@@ -77,12 +86,8 @@ import Testing
     }
 
     @Test func fullDiskIsReportedOnceNeverCrashesAndLossIsCounted() throws {
-        // /dev/full fails every write with ENOSPC, like a full disk.
-        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
         let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let url = folder.appending("full.log")
-        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
+        guard let url = try fullDiskLog(in: folder) else { return }
         let diagnostics = LineCapture()
         let clock = ManualClock()
         let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics, clock: clock)
@@ -105,11 +110,8 @@ import Testing
     }
 
     @Test func whileWritingFailsBatchesAreCountedWithoutTryingAgainUntilTheRetryInterval() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
         let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let url = folder.appending("full.log")
-        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
+        guard let url = try fullDiskLog(in: folder) else { return }
         let clock = ManualClock()
         let file = try FileDestination(configuration: .init(url: url, retryInterval: 1), diagnostics: LineCapture().diagnostics, clock: clock)
         file.write(LogBatch(records: records(10)))
@@ -128,11 +130,8 @@ import Testing
     }
 
     @Test func flushWritesTheLossReportOnceSpaceReturnsAndOtherwiseReportsTheCount() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
         let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let url = folder.appending("full.log")
-        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/dev/full")
+        guard let url = try fullDiskLog(in: folder) else { return }
         let diagnostics = LineCapture()
         let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics, clock: ManualClock())
         file.write(LogBatch(records: records(20)))
