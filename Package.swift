@@ -6,7 +6,7 @@
 //   JustLogCore      front end, event value, formats, console + file destinations, pipeline (Foundation only)
 //   JustLogLogging   swift-log bridge: a `LogHandler` routing `Logging.Logger` into a JustLogCore pipeline
 //   JustLogLogstash  the Logstash destination: disk spool, connection state machine, NIO + NIOSSL transport
-//   JustLog          the documented `Logger.shared` facade over all of the above
+//   JustLog          the documented `Logger.shared` facade over all of the above (and the swift-log bootstrap for it)
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
 import PackageDescription
 
@@ -49,7 +49,8 @@ let package = Package(
         .target(
             name: "JustLog",
             dependencies: [
-                "JustLogCore", "JustLogLogstash",
+                "JustLogCore", "JustLogLogstash", "JustLogLogging",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -66,7 +67,11 @@ let package = Package(
 
         // MARK: - Tests
         .target(name: "JustLogTestSupport", dependencies: ["JustLogCore"], path: "Tests/JustLogTestSupport"),
-        .executableTarget(name: "JustLogTestChild", dependencies: ["JustLog", "JustLogCore"], path: "Tests/Fixtures/JustLogTestChild"),
+        .executableTarget(
+            name: "JustLogTestChild",
+            dependencies: ["JustLog", "JustLogCore", "JustLogLogging", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/Fixtures/JustLogTestChild"
+        ),
         .testTarget(name: "JustLogCoreTests", dependencies: ["JustLogCore", "JustLogTestSupport"], exclude: ["Golden"]),
         .testTarget(
             name: "JustLogLoggingTests",
@@ -85,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "JustLogTests",
             dependencies: [
-                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogTestChild",
+                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogLogging", "JustLogTestSupport", "JustLogTestChild",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

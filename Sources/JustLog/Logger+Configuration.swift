@@ -32,6 +32,12 @@ extension Logger {
         public var pipeline: LogPipeline.Configuration
         /// Where JustLog reports its own problems. Default: standard error.
         public var diagnostics: DiagnosticSink
+        /// What ``Sensitive`` values and swift-log values marked sensitive become. Default ``PrivacyPolicy/default``.
+        public var privacy: PrivacyPolicy
+        /// What one call may carry. Default `CaptureLimits()`.
+        public var captureLimits: CaptureLimits
+        /// The clock of log calls. Default: the system clock.
+        public var clock: @Sendable () -> LogTimestamp
 
         public init(
             console: Console? = Console(),
@@ -42,7 +48,10 @@ extension Logger {
             runtime: RuntimeInfo = .current,
             sanitizer: Sanitizer? = nil,
             pipeline: LogPipeline.Configuration = .init(),
-            diagnostics: DiagnosticSink = .standardError
+            diagnostics: DiagnosticSink = .standardError,
+            privacy: PrivacyPolicy = .default,
+            captureLimits: CaptureLimits = CaptureLimits(),
+            clock: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
         ) {
             self.console = console
             self.file = file
@@ -53,6 +62,9 @@ extension Logger {
             self.sanitizer = sanitizer
             self.pipeline = pipeline
             self.diagnostics = diagnostics
+            self.privacy = privacy
+            self.captureLimits = captureLimits
+            self.clock = clock
         }
 
         /// The console destination's settings.
@@ -82,8 +94,8 @@ extension Logger {
         }
     }
 
-    /// Builds the pipeline of `configuration`. A destination that cannot be created is reported, not thrown.
-    static func start(_ configuration: Configuration, switches: DestinationSwitches) -> Running {
+    /// Builds the destinations of `configuration`. A destination that cannot be created is reported, not thrown.
+    static func setup(_ configuration: Configuration, switches: DestinationSwitches) -> LogPipeline.Setup {
         var routes: [LogPipeline.Route] = []
         if let console = configuration.console {
             routes.append(.init(SwitchedDestination(ConsoleDestination(configuration: console.destination), isOn: switches.console),
@@ -103,15 +115,16 @@ extension Logger {
             }
         }
         routes += configuration.extraDestinations
-        let logger = StructuredLogger(configuration: .init(
+        return StructuredLogger.Configuration(
             destinations: routes,
             defaultUserInfo: configuration.defaultUserInfo,
             runtime: configuration.runtime,
             sanitizer: configuration.sanitizer,
             pipeline: configuration.pipeline,
-            diagnostics: configuration.diagnostics
-        ))
-        return Running(logger: logger)
+            diagnostics: configuration.diagnostics,
+            captureLimits: configuration.captureLimits,
+            privacy: configuration.privacy
+        ).setup
     }
 }
 
@@ -122,21 +135,31 @@ extension Logger {
     struct Settings: Sendable {
         var logFilename: String?
         var baseUrlForFileLogging = LogFolder.defaultFolder()
+        /// Rotation settings (the URL is set from the two above at setup()).
+        var file = FileDestination.Configuration(url: URL(fileURLWithPath: "/"))
+        var consoleMinimumLevel = LogLevel.verbose
+        var fileMinimumLevel = LogLevel.verbose
         var logstash = Configuration.Logstash(host: "", port: 5000)
         var defaultUserInfo: [String: LogValue] = [:]
         var sanitizer: Sanitizer?
+        var privacy = PrivacyPolicy.default
+        var captureLimits = CaptureLimits()
 
         func configuration(switches: DestinationSwitches) -> Configuration {
             let fileURL = baseUrlForFileLogging.appendingPathComponent(logFilename ?? LogFolder.defaultFilename(), isDirectory: false)
+            var file = self.file
+            file.url = fileURL
             var logstash = self.logstash
             logstash.spoolFolder = logstash.spoolFolder ?? fileURL.deletingLastPathComponent()
                 .appendingPathComponent(fileURL.lastPathComponent + ".spool", isDirectory: true)
             return Configuration(
-                console: switches.console.isOn ? .init() : nil,
-                file: switches.file.isOn ? .init(url: fileURL) : nil,
+                console: switches.console.isOn ? .init(minimumLevel: consoleMinimumLevel) : nil,
+                file: switches.file.isOn ? .init(file, minimumLevel: fileMinimumLevel) : nil,
                 logstash: switches.logstash.isOn && !logstash.host.isEmpty ? logstash : nil,
                 defaultUserInfo: defaultUserInfo,
-                sanitizer: sanitizer
+                sanitizer: sanitizer,
+                privacy: privacy,
+                captureLimits: captureLimits
             )
         }
     }

@@ -23,7 +23,9 @@ public import JustLogCore
 /// ```
 ///
 /// Logging before ``setup()`` is kept (up to ``pendingCapacity`` events) and delivered when it runs; calling
-/// ``setup()`` again flushes and closes the previous destinations, then applies the current settings.
+/// ``setup()`` again applies the current settings in place, in log order. Every call goes through one
+/// ``StructuredLogger`` (``structured``) over one ``LogPipeline`` that keeps its identity for the logger's life:
+/// no facade lock is held while logging, and the pipeline's clock stamps every event.
 public final class Logger: @unchecked Sendable {
     /// The instance of the documented API.
     public static let shared = Logger()
@@ -31,23 +33,36 @@ public final class Logger: @unchecked Sendable {
     /// Events kept before ``setup()``; past it the oldest are dropped and counted.
     public static let pendingCapacity = 10_000
 
-    private let lock = ConditionLock()
-    private var settings = Settings()
-    private var phase: Phase = .pending(PendingEvents())
+    /// While ``setup()`` replaces running destinations, events logged meanwhile wait in the queue; when it is
+    /// full, a caller waits (back-pressure) for the new destinations, at most this many seconds before its event
+    /// is dropped and counted.
+    public static let reconfigurationWait = LogPipeline.reconfigurationPatience
+
+    /// The one front end every call of this logger goes through; its pipeline keeps its identity across
+    /// ``setup()``, so a swift-log handler or another `StructuredLogger` attached to it keeps working.
+    public let structured: StructuredLogger
+
+    private let settings = LockedValue(Settings())
     let switches = DestinationSwitches()
 
-    /// A logger set up with the property-style settings and ``setup()``.
-    public init() {}
+    /// A logger set up with the property-style settings and ``setup()``; until then it keeps what is logged.
+    public init() {
+        structured = StructuredLogger(pipeline: LogPipeline(holdingUpTo: Self.pendingCapacity))
+    }
 
     /// A logger running now with `configuration`.
     public init(configuration: Configuration) {
-        phase = .running(Self.start(configuration, switches: switches))
+        structured = StructuredLogger(pipeline: LogPipeline(
+            setup: Self.setup(configuration, switches: switches),
+            diagnostics: configuration.diagnostics,
+            now: configuration.clock
+        ))
     }
 
     // MARK: - Property-style settings (applied by setup())
 
-    private func read<T>(_ keyPath: KeyPath<Settings, T>) -> T { lock.withLock { settings[keyPath: keyPath] } }
-    private func write<T>(_ keyPath: WritableKeyPath<Settings, T>, _ value: T) { lock.withLock { settings[keyPath: keyPath] = value } }
+    private func read<T>(_ keyPath: KeyPath<Settings, T>) -> T { settings.withLock { $0[keyPath: keyPath] } }
+    private func write<T>(_ keyPath: WritableKeyPath<Settings, T>, _ value: T) { settings.withLock { $0[keyPath: keyPath] = value } }
 
     /// The log file's name, in ``baseUrlForFileLogging``. Default `<program>.log`.
     public var logFilename: String? {
@@ -60,6 +75,31 @@ public final class Logger: @unchecked Sendable {
     public var baseUrlForFileLogging: URL {
         get { read(\.baseUrlForFileLogging) }
         set { write(\.baseUrlForFileLogging, newValue) }
+    }
+
+    /// The size in bytes past which the log file rotates (renamed `name.1`, older ones shifted). Default 10 MiB;
+    /// at least 1.
+    public var logFileMaximumSize: Int {
+        get { read(\.file.maximumFileSize) }
+        set { write(\.file.maximumFileSize, max(1, newValue)) }
+    }
+
+    /// How many rotated log files (`name.1` … `name.N`) are kept. Default 5; 0 keeps only the current file.
+    public var logFileRetainedCount: Int {
+        get { read(\.file.retainedFileCount) }
+        set { write(\.file.retainedFileCount, max(0, newValue)) }
+    }
+
+    /// The lowest level the console shows. Default ``LogLevel/verbose`` (every level).
+    public var consoleMinimumLevel: LogLevel {
+        get { read(\.consoleMinimumLevel) }
+        set { write(\.consoleMinimumLevel, newValue) }
+    }
+
+    /// The lowest level written to the file. Default ``LogLevel/verbose`` (every level).
+    public var fileMinimumLevel: LogLevel {
+        get { read(\.fileMinimumLevel) }
+        set { write(\.fileMinimumLevel, newValue) }
     }
 
     /// The Logstash collector's host name or address. Empty (the default) means no Logstash destination.
@@ -112,10 +152,41 @@ public final class Logger: @unchecked Sendable {
         set { write(\.logstash.token, newValue) }
     }
 
-    /// Added to the `userInfo` of every log; a per-call key replaces a default key.
+    /// The lowest level sent to Logstash. Default ``LogLevel/verbose`` (every level).
+    public var logstashMinimumLevel: LogLevel {
+        get { read(\.logstash.minimumLevel) }
+        set { write(\.logstash.minimumLevel, newValue) }
+    }
+
+    /// The Logstash spool's size cap in bytes; past it the oldest events are dropped and counted. Default 64 MiB.
+    public var logstashSpoolCapacity: Int {
+        get { read(\.logstash.spoolCapacity) }
+        set { write(\.logstash.spoolCapacity, newValue) }
+    }
+
+    /// Added to the `userInfo` of every log; a per-call key replaces a default key. A ``Sensitive`` value here
+    /// is replaced as ``privacy`` says at the moment this property is set.
     public var defaultUserInfo: [String: Any]? {
         get { read(\.defaultUserInfo).mapValues(\.plainValue) }
-        set { write(\.defaultUserInfo, newValue.map(LogValue.fields) ?? [:]) }
+        set {
+            settings.withLock { settings in
+                var capture = ValueCapture(limits: settings.captureLimits, privacy: settings.privacy)
+                settings.defaultUserInfo = newValue.map { capture.fields($0, at: "defaultUserInfo") } ?? [:]
+            }
+        }
+    }
+
+    /// What ``Sensitive`` values and swift-log values marked sensitive become. Default
+    /// ``PrivacyPolicy/default``: `"<private>"` in release builds, in clear in debug builds.
+    public var privacy: PrivacyPolicy {
+        get { read(\.privacy) }
+        set { write(\.privacy, newValue) }
+    }
+
+    /// What one call may carry (depth, keys, elements, bytes, message length). Default `CaptureLimits()`.
+    public var captureLimits: CaptureLimits {
+        get { read(\.captureLimits) }
+        set { write(\.captureLimits, newValue) }
     }
 
     /// Applied to every record before any destination (redaction). Default `nil`.
@@ -144,197 +215,99 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Builds the destinations from the current settings and delivers what was logged before. Calling it
-    /// again applies changed settings: the previous destinations are flushed and closed first (releasing the
-    /// spool folder), events logged meanwhile are kept and delivered in order. Problems (a file that cannot
-    /// be opened) are reported on standard error, never thrown.
+    /// again applies changed settings **in place, in log order**: events logged before the call reach the
+    /// previous destinations, which are then flushed and closed (releasing the file and the spool folder);
+    /// events logged after it reach the new ones; nothing is lost or written twice, and front ends attached to
+    /// ``pipeline`` (the swift-log handler) keep working. Problems (a file that cannot be opened) are reported on
+    /// standard error, never thrown.
     public func setup() {
-        let (configuration, previous) = lock.withLock { () -> (Configuration, Phase) in
-            let previous = phase
-            if case .running = previous { phase = .pending(PendingEvents(reconfiguring: true)) }
-            return (settings.configuration(switches: switches), previous)
-        }
-        if case .running(let old) = previous {
-            old.logger.pipeline.shutdown(timeout: configuration.pipeline.exitFlushTimeout)
-        }
-        let running = Self.start(configuration, switches: switches)
-        lock.withLock {
-            if case .pending(let pending) = phase {
-                if pending.dropped > 0 {
-                    running.logger.warning(
-                        pending.reconfiguring
-                            ? "JustLog dropped \(pending.dropped) event(s) logged while setup() ran (more than \(Self.pendingCapacity) waited longer than \(Self.reconfigurationWait) s)"
-                            : "JustLog dropped \(pending.dropped) event(s) logged before setup() (more than \(Self.pendingCapacity))"
-                    )
-                }
-                // Replayed under the lock, so no event logged now can overtake an older one.
-                pending.forEach { running.logger.pipeline.submit($0) }
-            }
-            phase = .running(running)
-            // Callers that waited for room while setup() ran go on.
-            lock.broadcast()
+        let configuration = settings.withLock { $0.configuration(switches: switches) }
+        let failure = pipeline.reconfigure { Self.setup(configuration, switches: switches) }
+        if let failure {
+            configuration.diagnostics.report("setup(): the previous destinations did not close cleanly: \(failure)")
         }
     }
-
-    /// While ``setup()`` replaces running destinations, events logged meanwhile wait in memory; once
-    /// ``pendingCapacity`` wait, a caller waits (back-pressure) for the new destinations, at most this many seconds
-    /// before the oldest waiting event is dropped and counted.
-    public static let reconfigurationWait = 30.0
 
     // MARK: - Logging
 
     /// Logs `message` at `level`, with an optional error and `userInfo`.
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
                     file: String = #fileID, function: String = #function, line: UInt = #line) {
-        // The level check and the message (user code) run outside the lock; the event is then handed to
-        // whatever the logger is at that moment — the pipeline, or the buffer while `setup()` runs.
-        let minimum: LogLevel? = lock.withLock {
-            if case .running(let running) = phase { return running.logger.pipeline.minimumLevel }
-            return nil
-        }
-        if let minimum, level < minimum { return }
-        let event = LogEvent(
-            level: level, message: message(), error: error, capturing: userInfo,
-            callSite: CallSite(file: file, function: function, line: line), timestamp: .now()
-        )
-        lock.withLock {
-            waitWhileReconfiguringIsFull()
-            switch phase {
-            case .running(let running): running.logger.pipeline.submit(event)
-            case .pending(let pending): pending.append(event)
-            }
-        }
-    }
-
-    /// During a repeated setup() the buffer fills only under heavy logging: waits (lock held) for the new
-    /// destinations rather than push older events out, at most ``reconfigurationWait``. Before the first setup()
-    /// nothing drains the buffer, so there is nothing to wait for. The clock is read only when waiting.
-    private func waitWhileReconfiguringIsFull() {
-        var deadline: ContinuousClock.Instant?
-        while case .pending(let pending) = phase, pending.reconfiguring, pending.count >= Self.pendingCapacity {
-            let end = deadline ?? ContinuousClock.now + .seconds(Self.reconfigurationWait)
-            deadline = end
-            let remaining = ContinuousClock.now.duration(to: end)
-            guard remaining > .zero else { return }
-            _ = lock.wait(seconds: Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
-        }
+        structured.log(level, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/verbose`` 📣.
     public func verbose(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.verbose, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.verbose, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/debug`` 📝.
     public func debug(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.debug, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.debug, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/info`` ℹ️.
     public func info(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
                      file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.info, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.info, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/warning`` ⚠️.
     public func warning(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.warning, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.warning, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/error`` ☠️.
     public func error(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.error, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.error, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
     }
 
     // MARK: - Sending
 
     /// Dispatches now; `completion` runs once everything logged before the call — including what an earlier run
-    /// left in the spool — has been handed over, or with an error that says why not.
+    /// left in the spool — has been handed over, or with an error that says why not (before ``setup()``: that
+    /// the logger is not set up).
+    ///
+    /// In async code use ``flush()`` (or `try await forceSend()` inside an async function). At the top level of
+    /// `main.swift`, Swift resolves `try await logger.forceSend()` to *this* overload — top-level code is typed as
+    /// synchronous, and the compiler ranks a synchronous overload above an asynchronous one there — so that call
+    /// returns at once and throws nothing (the compiler warns "no 'async' operations occur within 'await'
+    /// expression"). `try await logger.flush()` has no synchronous twin and waits and throws everywhere.
     public func forceSend(_ completion: @escaping @Sendable ((any Error)?) -> Void = { _ in }) {
-        let current: Phase = lock.withLock { phase }
-        switch current {
-        case .running(let running):
-            running.logger.flush(completion: completion)
-        case .pending(let pending):
-            completion(JustLogError(.invalidConfiguration, "the logger is not set up: call setup() first (\(pending.count) event(s) waiting)"))
-        }
+        structured.flush(completion: completion)
     }
 
-    /// Dispatches now and returns once everything logged before the call has been handed over.
+    /// Dispatches now and returns once everything logged before the call has been handed over; throws the
+    /// error that says why not. Inside an async function; at the top level of `main.swift` use ``flush()``.
     public func forceSend() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            forceSend { error in
-                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-            }
-        }
+        try await structured.flush()
+    }
+
+    /// ``forceSend()`` for async code *and* the top level of `main.swift`: returns once everything logged before
+    /// the call has been handed over (including what an earlier run left in the spool), or throws why not.
+    public func flush() async throws {
+        try await structured.flush()
     }
 
     /// Flushes (at most `timeout` seconds) and closes every destination. Later logs are dropped and counted.
     @discardableResult
     public func shutdown(timeout: TimeInterval = 5) -> (any Error)? {
-        let current: Phase = lock.withLock { phase }
-        guard case .running(let running) = current else { return nil }
-        return running.logger.pipeline.shutdown(timeout: timeout)
+        pipeline.shutdown(timeout: timeout)
     }
 
     /// ``shutdown(timeout:)`` for async code: waits on a dispatch queue, not on a concurrency-pool thread.
     @discardableResult
     public func shutdown(timeout: TimeInterval = 5) async -> (any Error)? {
-        await offThePool { self.shutdown(timeout: timeout) as (any Error)? }
+        await pipeline.shutdown(timeout: timeout)
     }
 
-    /// The pipeline behind this logger once set up (for statistics and the swift-log bridge).
-    public var pipeline: LogPipeline? {
-        let current: Phase = lock.withLock { phase }
-        if case .running(let running) = current { return running.logger.pipeline }
-        return nil
-    }
-
-    // MARK: - State
-
-    private enum Phase {
-        case pending(PendingEvents)
-        case running(Running)
-    }
-
-    struct Running {
-        var logger: StructuredLogger
-    }
-
-    /// Events logged before ``setup()`` (or while it runs): a ring of at most ``pendingCapacity``, oldest
-    /// dropped and counted. A class, so that appending under the lock copies nothing.
-    private final class PendingEvents {
-        private var events: [LogEvent] = []
-        private var start = 0
-        private(set) var dropped = 0
-        /// Whether a repeated setup() is replacing running destinations (callers then wait for room).
-        let reconfiguring: Bool
-
-        init(reconfiguring: Bool = false) {
-            self.reconfiguring = reconfiguring
-        }
-
-        var count: Int { events.count - start }
-
-        func append(_ event: LogEvent) {
-            if count >= Logger.pendingCapacity {
-                start += 1
-                dropped += 1
-                if start >= Logger.pendingCapacity {
-                    events.removeFirst(start)
-                    start = 0
-                }
-            }
-            events.append(event)
-        }
-
-        func forEach(_ body: (LogEvent) -> Void) {
-            events[start...].forEach(body)
-        }
-    }
+    /// The pipeline behind this logger, the same one for its whole life (``setup()`` reconfigures it in
+    /// place): for statistics, flushing with a timeout, and other front ends such as the swift-log handler.
+    public var pipeline: LogPipeline { structured.pipeline }
 }
 
 extension LogValue {

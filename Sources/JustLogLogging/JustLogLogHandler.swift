@@ -10,16 +10,25 @@ public import Logging
 /// the logger's label and the event's source go into the record's metadata as `logger` and `source`; the
 /// swift-log level name is kept as `swift_log_level` when it is `notice` or `critical`.
 ///
+/// A value marked sensitive (SLG-0004 metadata attributes: `"\(email, sensitivity: .sensitive)"`, see
+/// ``Sensitivity``) is replaced as the pipeline's ``PrivacyPolicy`` says, here, before any destination sees it.
+///
+/// With the documented `Logger.shared`, one line (the `JustLog` product) — the handler follows the shared logger
+/// through every `setup()`:
+///
 /// ```swift
 /// import JustLog
 /// import JustLogLogging
 /// import Logging
 ///
-/// Logger.shared.setup()
-/// LoggingSystem.bootstrap { label in JustLogLogHandler(label: label, pipeline: Logger.shared.pipeline!) }
+/// LoggingSystem.bootstrap(JustLogLogHandler.shared)
+/// JustLog.Logger.shared.setup()
 /// let log = Logging.Logger(label: "com.example.billing")
-/// log.info("charged", metadata: ["amount": "12.50"])
+/// log.info("charged", metadata: ["amount": "12.50", "card": "\(cardNumber, sensitivity: .sensitive)"])
 /// ```
+///
+/// Over any pipeline (the `JustLogCore` product, no networking linked):
+/// `LoggingSystem.bootstrap { JustLogLogHandler(label: $0, pipeline: logger.pipeline) }`.
 public struct JustLogLogHandler: LogHandler {
     /// The logger's label (`logger` in the record's metadata).
     public let label: String
@@ -48,10 +57,11 @@ public struct JustLogLogHandler: LogHandler {
 
     public func log(event: Logging.LogEvent) {
         let level = Self.level(event.level)
-        guard level >= pipeline.minimumLevel else { return }
+        let intake = pipeline.intake
+        guard level >= intake.minimumLevel else { return }
         var userInfo: [String: LogValue] = [:]
         func merge(_ metadata: Logging.Logger.Metadata) {
-            for (key, value) in metadata { userInfo[key] = Self.value(value) }
+            for (key, value) in metadata { userInfo[key] = Self.value(value, privacy: intake.privacy) }
         }
         merge(metadata)
         if let provided = metadataProvider?.get() { merge(provided) }
@@ -84,13 +94,39 @@ public struct JustLogLogHandler: LogHandler {
     }
 
     /// A swift-log metadata value as a JSON value: strings stay strings, `stringConvertible` values are
-    /// described, arrays and dictionaries nest.
-    public static func value(_ value: Logging.Logger.MetadataValue) -> LogValue {
+    /// described, arrays and dictionaries nest; a value marked ``Sensitivity/sensitive`` is replaced as `privacy`
+    /// says.
+    public static func value(_ value: Logging.Logger.MetadataValue, privacy: PrivacyPolicy) -> LogValue {
         switch value {
-        case .string(let string): .string(string)
-        case .stringConvertible(let convertible): .string(convertible.description)
-        case .array(let array): .array(array.map(Self.value))
-        case .dictionary(let dictionary): .object(dictionary.mapValues(Self.value))
+        case .string(let string):
+            return .string(string)
+        case .stringConvertible(let convertible):
+            let text = LogValue.string(convertible.description)
+            return value.attributes[Sensitivity.self] == .sensitive ? privacy.apply(to: text) : text
+        case .array(let array):
+            return .array(array.map { Self.value($0, privacy: privacy) })
+        case .dictionary(let dictionary):
+            return .object(dictionary.mapValues { Self.value($0, privacy: privacy) })
         }
+    }
+}
+
+/// A swift-log metadata attribute (SLG-0004) saying whether a value may be logged in clear. JustLog replaces a
+/// `.sensitive` value as its ``PrivacyPolicy`` says before any destination sees it; other handlers ignore it.
+///
+/// ```swift
+/// log.info("signed in", metadata: ["email": "\(user.email, sensitivity: .sensitive)"])
+/// ```
+public enum Sensitivity: Int64, Logging.Logger.MetadataValueAttributes.Attribute, Sendable {
+    /// Must not reach a destination in clear.
+    case sensitive = 1
+    /// May be logged as it is (the same as no attribute).
+    case `public` = 2
+}
+
+extension Logging.Logger.MetadataValue.StringInterpolation {
+    /// `"\(value, sensitivity: .sensitive)"`: the value, marked with its ``Sensitivity``.
+    public mutating func appendInterpolation<T: CustomStringConvertible & Sendable>(_ value: T, sensitivity: Sensitivity) {
+        appendInterpolation(value, attributes: { $0[Sensitivity.self] = sensitivity })
     }
 }

@@ -46,7 +46,7 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
         }
         #expect(finished.current == threads)
         // The Logstash destination's flush fails (its collector refuses connections); the flush must still complete.
-        let flushError = await logger.pipeline?.flush(timeout: 60) as? JustLogError
+        let flushError = await logger.pipeline.flush(timeout: 60) as? JustLogError
         #expect(flushError?.code != .timeout, "the flush did not complete: \(String(describing: flushError))")
 
         let paths = (1...20).map { folder.file("threads.log.\($0)") }.filter { FileManager.default.fileExists(atPath: $0) }.reversed()

@@ -86,7 +86,7 @@ struct LogstashDeliveryTests {
         let diagnostics = LineCapture()
         let logger = logstashLogger(port: syslog.plainPort, folder: folder, diagnostics: diagnostics.diagnostics)
         for index in 0..<2000 { logger.warning("while down \(index)") }
-        let failure = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+        let failure = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
         #expect(failure?.contains("stay spooled") == true, "forceSend says why not: \(failure ?? "nil")")
         try syslog.start()
         try await logger.forceSend()

@@ -141,7 +141,7 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         ))
         let expected = (0..<500).map { "full-\($0)" }
         for message in expected { logger.info(message) }
-        let failure = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+        let failure = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
         #expect(failure?.contains("No space left on device") == true, "forceSend says why: \(failure ?? "nil")")
         #expect(failure?.contains("500 event(s) are waiting in memory") == true, "\(failure ?? "nil")")
         #expect(diagnostics.text.contains("No space left on device"), "\(diagnostics.writes)")
@@ -149,7 +149,7 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         unlink(blocker)
         var result: String? = "not tried"
         for _ in 0..<120 where result != nil {
-            result = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+            result = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
             if result != nil { try await Task.sleep(for: .milliseconds(250)) }
         }
         #expect(result == nil, "forceSend once space returned: \(result ?? "ok")")
@@ -182,7 +182,7 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
             diagnostics: diagnostics.diagnostics
         ))
         logger.info("goes nowhere")
-        let failure = await logger.pipeline?.flush(timeout: 30).map { "\($0)" }
+        let failure = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
         #expect(failure?.contains("raise the spool capacity") == true, "forceSend says why: \(failure ?? "nil")")
         #expect(failure?.contains("1 event(s) for Logstash were dropped") == true, "\(failure ?? "nil")")
         #expect(diagnostics.text.contains("no Logstash logging"), "\(diagnostics.writes)")

@@ -41,7 +41,8 @@ public struct LogEvent: Sendable {
 
 extension LogEvent {
     /// The event of a log call, its `userInfo` captured from the caller's values within `limits` (see
-    /// ``ValueCapture``): what a front end calls on the caller's thread. The message and the error are kept as
+    /// ``ValueCapture``), ``Sensitive`` values replaced as `privacy` says: what a front end calls on the caller's
+    /// thread. The message and the error are kept as
     /// they are; the ``RecordBuilder`` applies the message limit and captures the error chain.
     ///
     /// ```swift
@@ -54,13 +55,14 @@ extension LogEvent {
         error: (any Error)? = nil,
         capturing userInfo: [String: Any]?,
         limits: CaptureLimits = CaptureLimits(),
+        privacy: PrivacyPolicy = .default,
         callSite: CallSite,
         timestamp: LogTimestamp
     ) {
         var userInfoValues: [String: LogValue] = [:]
         var truncations: [String] = []
         if let userInfo, !userInfo.isEmpty {
-            var capture = ValueCapture(limits: limits)
+            var capture = ValueCapture(limits: limits, privacy: privacy)
             userInfoValues = capture.fields(userInfo)
             truncations = capture.truncations
         }

@@ -25,6 +25,8 @@ import Foundation
 public struct ValueCapture {
     /// The limits this capture applies.
     public let limits: CaptureLimits
+    /// What a ``Sensitive`` value becomes.
+    public let privacy: PrivacyPolicy
 
     private var remainingBytes: Int
     /// Collection objects on the path from the captured root to the value being captured.
@@ -39,8 +41,9 @@ public struct ValueCapture {
     static let maximumNotes = 10
     static let cutMarker = "…[truncated]"
 
-    public init(limits: CaptureLimits = CaptureLimits()) {
+    public init(limits: CaptureLimits = CaptureLimits(), privacy: PrivacyPolicy = .default) {
         self.limits = limits
+        self.privacy = privacy
         self.remainingBytes = limits.maximumBytes
     }
 
@@ -96,6 +99,13 @@ public struct ValueCapture {
 
     // MARK: - Values
 
+    /// A private value: captured like any other (within the same limits), then replaced as the policy says — here,
+    /// on the caller's thread, so the clear value goes no further.
+    private mutating func sensitive(_ value: Sensitive, depth: Int) -> LogValue {
+        if privacy.mode == .redact { return scalar(.string(PrivacyPolicy.redactionMarker)) }
+        return privacy.apply(to: capture(value.value, depth: depth))
+    }
+
     private mutating func capture(_ value: Any, depth: Int) -> LogValue {
         // The common types first: each failed cast of an `Any` costs tens of nanoseconds on the caller's thread.
         switch value {
@@ -104,6 +114,7 @@ public struct ValueCapture {
         case let value as Double: return scalar(Self.finite(value))
         case let value as Bool: return scalar(.bool(value))
         case let value as LogValue: return logValue(value, depth: depth)
+        case let value as Sensitive: return sensitive(value, depth: depth)
         case let value as Substring: return string(String(value))
         case let value as Character: return string(String(value))
         case let value as Int8: return scalar(.int(Int64(value)))

@@ -33,6 +33,11 @@ public struct StructuredLogger: Sendable {
         /// What one call may carry (depth, keys, elements, bytes, message length); past it the record keeps
         /// what fits and says what was cut. Default: `CaptureLimits()`, each limit as documented there.
         public var captureLimits: CaptureLimits
+        /// What ``Sensitive`` values (and swift-log values marked sensitive) become. Default:
+        /// ``PrivacyPolicy/default`` — redacted in release builds.
+        public var privacy: PrivacyPolicy
+        /// The clock of log calls. Default: the system clock.
+        public var clock: @Sendable () -> LogTimestamp
 
         public init(
             destinations: [LogPipeline.Route],
@@ -41,7 +46,9 @@ public struct StructuredLogger: Sendable {
             sanitizer: Sanitizer? = nil,
             pipeline: LogPipeline.Configuration = .init(),
             diagnostics: DiagnosticSink = .standardError,
-            captureLimits: CaptureLimits = CaptureLimits()
+            captureLimits: CaptureLimits = CaptureLimits(),
+            privacy: PrivacyPolicy = .default,
+            clock: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
         ) {
             self.destinations = destinations
             self.defaultUserInfo = defaultUserInfo
@@ -50,32 +57,38 @@ public struct StructuredLogger: Sendable {
             self.pipeline = pipeline
             self.diagnostics = diagnostics
             self.captureLimits = captureLimits
+            self.privacy = privacy
+            self.clock = clock
+        }
+
+        /// The pipeline setup this configuration describes.
+        public var setup: LogPipeline.Setup {
+            LogPipeline.Setup(
+                routes: destinations,
+                builder: RecordBuilder(defaultUserInfo: defaultUserInfo, runtime: runtime, limits: captureLimits),
+                sanitizer: sanitizer,
+                configuration: pipeline,
+                captureLimits: captureLimits,
+                privacy: privacy
+            )
         }
     }
 
     /// The pipeline this logger submits to.
     public let pipeline: LogPipeline
-    /// What one call may carry; applied to `userInfo` on the caller's thread.
-    public let captureLimits: CaptureLimits
+
+    /// What one call may carry; applied to `userInfo` on the caller's thread (the pipeline's, current).
+    public var captureLimits: CaptureLimits { pipeline.intake.captureLimits }
 
     /// A logger with its own pipeline, started now.
     public init(configuration: Configuration) {
-        self.pipeline = LogPipeline(
-            routes: configuration.destinations,
-            builder: RecordBuilder(defaultUserInfo: configuration.defaultUserInfo, runtime: configuration.runtime,
-                                   limits: configuration.captureLimits),
-            sanitizer: configuration.sanitizer,
-            configuration: configuration.pipeline,
-            diagnostics: configuration.diagnostics
-        )
-        self.captureLimits = configuration.captureLimits
+        self.pipeline = LogPipeline(setup: configuration.setup, diagnostics: configuration.diagnostics, now: configuration.clock)
     }
 
-    /// A logger over an existing pipeline (several front ends — this one, a swift-log handler — can share one).
-    /// The pipeline's record builder applies its own limits to the message and the error chain.
-    public init(pipeline: LogPipeline, captureLimits: CaptureLimits = CaptureLimits()) {
+    /// A logger over an existing pipeline: several front ends — this one, a swift-log handler — can share one,
+    /// and each follows it when it is reconfigured.
+    public init(pipeline: LogPipeline) {
         self.pipeline = pipeline
-        self.captureLimits = captureLimits
     }
 
     // MARK: - Logging
@@ -91,19 +104,22 @@ public struct StructuredLogger: Sendable {
         function: String = #function,
         line: UInt = #line
     ) {
-        guard level >= pipeline.minimumLevel else { return }
-        submit(level, message(), error: error, userInfo: userInfo, callSite: CallSite(file: file, function: function, line: line))
+        let intake = pipeline.intake
+        guard level >= intake.minimumLevel else { return }
+        submit(level, message(), error: error, userInfo: userInfo, callSite: CallSite(file: file, function: function, line: line), intake: intake)
     }
 
     @usableFromInline
-    func submit(_ level: LogLevel, _ message: String, error: (any Error)?, userInfo: [String: Any]?, callSite: CallSite) {
+    func submit(_ level: LogLevel, _ message: String, error: (any Error)?, userInfo: [String: Any]?, callSite: CallSite,
+                intake: LogPipeline.Intake) {
         pipeline.submit(
             LogEvent(
                 level: level,
                 message: message,
                 error: error,
                 capturing: userInfo,
-                limits: captureLimits,
+                limits: intake.captureLimits,
+                privacy: intake.privacy,
                 callSite: callSite,
                 timestamp: pipeline.now()
             )

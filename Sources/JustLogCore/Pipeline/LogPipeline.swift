@@ -70,15 +70,68 @@ public final class LogPipeline: Sendable {
         public var delivered: UInt64 = 0
     }
 
-    /// The lowest level any route receives: a cheaper call is filtered out before it is captured.
-    public let minimumLevel: LogLevel
+    /// What a log call needs before it captures anything: whether any destination takes its level, and how
+    /// to capture its values. One read per call; it changes when the pipeline is reconfigured.
+    public struct Intake: Sendable {
+        /// The lowest level any route receives: a cheaper call is filtered out before it is captured.
+        public var minimumLevel: LogLevel
+        /// What one call may carry (see ``CaptureLimits``).
+        public var captureLimits: CaptureLimits
+        /// How values marked private are written (see ``PrivacyPolicy``).
+        public var privacy: PrivacyPolicy
+
+        public init(minimumLevel: LogLevel, captureLimits: CaptureLimits = CaptureLimits(), privacy: PrivacyPolicy = .default) {
+            self.minimumLevel = minimumLevel
+            self.captureLimits = captureLimits
+            self.privacy = privacy
+        }
+    }
+
+    /// Everything that ``reconfigure(_:)`` replaces.
+    public struct Setup: Sendable {
+        public var routes: [Route]
+        public var builder: RecordBuilder
+        public var sanitizer: Sanitizer?
+        public var configuration: Configuration
+        public var captureLimits: CaptureLimits
+        public var privacy: PrivacyPolicy
+
+        public init(
+            routes: [Route],
+            builder: RecordBuilder = RecordBuilder(),
+            sanitizer: Sanitizer? = nil,
+            configuration: Configuration = Configuration(),
+            captureLimits: CaptureLimits = CaptureLimits(),
+            privacy: PrivacyPolicy = .default
+        ) {
+            self.routes = routes
+            self.builder = builder
+            self.sanitizer = sanitizer
+            self.configuration = configuration
+            self.captureLimits = captureLimits
+            self.privacy = privacy
+        }
+
+        var intake: Intake {
+            Intake(minimumLevel: routes.map(\.minimumLevel).min() ?? .error, captureLimits: captureLimits, privacy: privacy)
+        }
+
+        var dispatcher: RecordDispatcher {
+            RecordDispatcher(routes: routes, builder: builder, sanitizer: sanitizer)
+        }
+    }
+
+    /// While ``reconfigure(_:)`` replaces the destinations, how long a log call waits for room in a full queue
+    /// (closing a Logstash connection and opening files can take seconds under load) before its event is
+    /// dropped and counted. 30 s.
+    public static let reconfigurationPatience = 30.0
+
     /// The clock of log calls (injected so that tests can pin it).
     public let now: @Sendable () -> LogTimestamp
-    let configuration: Configuration
     private let queue: PipelineQueue
 
     /// Creates a pipeline and starts its worker thread.
-    public init(
+    public convenience init(
         routes: [Route],
         builder: RecordBuilder = RecordBuilder(),
         sanitizer: Sanitizer? = nil,
@@ -86,17 +139,71 @@ public final class LogPipeline: Sendable {
         diagnostics: DiagnosticSink = .standardError,
         now: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
     ) {
-        self.minimumLevel = routes.map(\.minimumLevel).min() ?? .error
+        self.init(setup: Setup(routes: routes, builder: builder, sanitizer: sanitizer, configuration: configuration),
+                  diagnostics: diagnostics, now: now)
+    }
+
+    /// Creates a pipeline running `setup` and starts its worker thread.
+    public init(
+        setup: Setup,
+        diagnostics: DiagnosticSink = .standardError,
+        now: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
+    ) {
         self.now = now
-        self.configuration = configuration
-        let dispatcher = RecordDispatcher(routes: routes, builder: builder, sanitizer: sanitizer)
-        self.queue = PipelineQueue(dispatcher: dispatcher, configuration: configuration, diagnostics: diagnostics, now: now)
+        self.queue = PipelineQueue(dispatcher: setup.dispatcher, configuration: setup.configuration, intake: setup.intake,
+                                   diagnostics: diagnostics, now: now)
+        queue.startWorker()
+        ExitFlusher.shared.register(queue)
+    }
+
+    /// A pipeline without destinations yet, which keeps what is logged (at most `capacity` events, the oldest
+    /// dropped and counted) until its first ``reconfigure(_:)`` delivers it: `Logger.shared` before `setup()`.
+    /// Flushing it fails with a message that says so.
+    public init(
+        holdingUpTo capacity: Int,
+        configuration: Configuration = Configuration(),
+        diagnostics: DiagnosticSink = .standardError,
+        now: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
+    ) {
+        self.now = now
+        self.queue = PipelineQueue(
+            dispatcher: Setup(routes: []).dispatcher, configuration: configuration,
+            intake: Intake(minimumLevel: .verbose), holdCapacity: capacity, diagnostics: diagnostics, now: now
+        )
         queue.startWorker()
         ExitFlusher.shared.register(queue)
     }
 
     deinit {
-        _ = queue.shutdown(timeout: configuration.exitFlushTimeout)
+        _ = queue.shutdown(timeout: queue.configuration.exitFlushTimeout)
+    }
+
+    /// The lowest level any route receives: a cheaper call is filtered out before it is captured.
+    public var minimumLevel: LogLevel { queue.intake.minimumLevel }
+
+    /// What a log call reads before capturing (one lock, uncontended in the common case).
+    public var intake: Intake { queue.intake }
+
+    /// The pipeline's limits and timing.
+    public var configuration: Configuration { queue.configuration }
+
+    /// Whether the pipeline still holds events for its first ``reconfigure(_:)``.
+    public var isAwaitingSetup: Bool { queue.isHolding }
+
+    /// Replaces the destinations, the record builder, the sanitizer and the limits, **in log order**: every
+    /// event logged before the call reaches the old destinations, every event after it the new ones, each
+    /// exactly once; front ends attached to this pipeline (a `StructuredLogger`, a swift-log handler) keep
+    /// working. The old background destinations get a final flush (at most
+    /// ``Configuration/exitFlushTimeout``); then every old destination is shut down, and only then is `build`
+    /// called (on this thread): new destinations can take over what the old ones held — the same file, the same
+    /// spool folder. Log calls made meanwhile wait in the queue. Returns when the new destinations are in place,
+    /// with the old ones' shutdown failure, if any. Not to be called from a destination.
+    @discardableResult
+    public func reconfigure(_ build: () -> Setup) -> (any Error)? {
+        queue.reconfigure {
+            let setup = build()
+            return (setup.dispatcher, setup.configuration, setup.intake)
+        }
     }
 
     /// Accepts an event: writes it to inline destinations now and queues it for the others.

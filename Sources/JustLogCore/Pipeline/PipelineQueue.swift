@@ -4,24 +4,29 @@ import Foundation
 /// it. The worker holds this object, not the pipeline, so a released pipeline can stop its worker.
 final class PipelineQueue: @unchecked Sendable {
     private enum Item {
-        case event(LogEvent, sequence: UInt64, bytes: Int)
+        /// An event for the worker to build; `inline` when the inline destinations have not seen it yet (it was
+        /// queued while the pipeline held events or was being reconfigured).
+        case event(LogEvent, sequence: UInt64, bytes: Int, inline: Bool)
+        /// A record the inline destinations already have, for the background ones.
         case record(LogRecord, bytes: Int)
         case flush(FlushBarrier)
         case action(@Sendable () -> Void)
+        /// The point in log order where the destinations are replaced (see ``Reconfiguration``).
+        case reconfigure(Reconfiguration)
 
         /// The message bytes the item counted against the queue's byte bound when it was queued (a
         /// sanitizer may have changed the record's message since: the same number must come off).
         var bytes: Int {
             switch self {
-            case .event(_, _, let bytes), .record(_, let bytes): bytes
-            case .flush, .action: 0
+            case .event(_, _, let bytes, _), .record(_, let bytes): bytes
+            case .flush, .action, .reconfigure: 0
             }
         }
 
         var isEvent: Bool {
             switch self {
             case .event, .record: true
-            case .flush, .action: false
+            case .flush, .action, .reconfigure: false
             }
         }
     }
@@ -40,12 +45,26 @@ final class PipelineQueue: @unchecked Sendable {
 
     private enum State { case running, stopping, stopped }
 
-    let dispatcher: RecordDispatcher
-    let configuration: LogPipeline.Configuration
     let diagnostics: DiagnosticSink
     let now: @Sendable () -> LogTimestamp
 
     private let lock = ConditionLock()
+    /// The destinations callers write inline to (under the lock). The worker keeps its own view, which changes
+    /// at the ``Item/reconfigure(_:)`` item, in log order.
+    private var dispatcher: RecordDispatcher
+    private var limits: LogPipeline.Configuration
+    /// What a log call reads before it captures: see ``LogPipeline/intake``.
+    private var currentIntake: LogPipeline.Intake
+    /// Before the first configuration (`Logger.shared` before `setup()`): events are kept, at most this many
+    /// (the oldest dropped and counted), and nothing is written. `nil` once configured.
+    private var holdCapacity: Int?
+    private var heldDrops: UInt64 = 0
+    /// Reconfigurations asked for and not finished: while there are any, events are queued for the worker
+    /// (the inline destinations are being replaced).
+    private var reconfigurationsInProgress = 0
+    /// `.event` items queued with `inline: true` that the worker has not written yet. Callers write inline
+    /// themselves again only when it is 0, so that no event overtakes an older one at an inline destination.
+    private var inlineBacklog = 0
     /// The FIFO: `items[head...]` are waiting; the worker advances `head` and compacts now and then.
     private var items: [Item] = []
     private var head = 0
@@ -61,14 +80,24 @@ final class PipelineQueue: @unchecked Sendable {
     private var exiting = false
     private var destinationFailure: (any Error)?
 
-    init(dispatcher: RecordDispatcher, configuration: LogPipeline.Configuration, diagnostics: DiagnosticSink,
-         now: @escaping @Sendable () -> LogTimestamp) {
+    init(dispatcher: RecordDispatcher, configuration: LogPipeline.Configuration, intake: LogPipeline.Intake,
+         holdCapacity: Int? = nil, diagnostics: DiagnosticSink, now: @escaping @Sendable () -> LogTimestamp) {
         self.dispatcher = dispatcher
-        self.configuration = configuration
+        self.limits = configuration
+        self.currentIntake = intake
+        self.holdCapacity = holdCapacity.map { max(1, $0) }
         self.diagnostics = diagnostics
         self.now = now
         items.reserveCapacity(min(configuration.capacity, 4096))
     }
+
+    /// The pipeline's limits (they change when it is reconfigured).
+    var configuration: LogPipeline.Configuration { lock.withLock { limits } }
+
+    var intake: LogPipeline.Intake { lock.withLock { currentIntake } }
+
+    /// Whether the pipeline still waits for its first configuration.
+    var isHolding: Bool { lock.withLock { holdCapacity != nil } }
 
     func startWorker() {
         let thread = Thread { [self] in self.runWorker() }
@@ -83,8 +112,6 @@ final class PipelineQueue: @unchecked Sendable {
 
     func submit(_ event: LogEvent) {
         let bytes = event.message.utf8.count
-        let hasInline = !dispatcher.inlineRoutes.isEmpty
-        let hasBackground = !dispatcher.backgroundRoutes.isEmpty
         lock.lock()
         guard state == .running else {
             counters.dropped += 1
@@ -92,10 +119,25 @@ final class PipelineQueue: @unchecked Sendable {
             diagnostics.reportOnce(key: "pipeline.stopped", "an event was logged after shutdown and dropped; log before shutting the logger down")
             return
         }
-        // Only the background destinations wait in the queue. When it stays full (a stuck terminal), the
-        // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
-        var queued = hasBackground
-        if hasBackground, !hasRoom(for: bytes), !waitForRoom(bytes: bytes) {
+        if let holdCapacity {
+            hold(event, bytes: bytes, capacity: holdCapacity)
+            lock.unlock()
+            return
+        }
+        var hasInline = false
+        var queued = false
+        while true {
+            if reconfigurationsInProgress > 0 || inlineBacklog > 0 {
+                submitQueued(event, bytes: bytes)
+                return
+            }
+            hasInline = !dispatcher.inlineRoutes.isEmpty
+            queued = !dispatcher.backgroundRoutes.isEmpty
+            // Only the background destinations wait in the queue. When it stays full (a stuck terminal), the
+            // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
+            guard queued, !hasRoom(for: bytes) else { break }
+            // The lock is released while waiting: a reconfiguration may have begun meanwhile (look again).
+            if waitForRoom(bytes: bytes) { continue }
             queued = false
             counters.dropped += 1
             unreportedDrops += 1
@@ -104,16 +146,18 @@ final class PipelineQueue: @unchecked Sendable {
             reportFullQueue()
             guard hasInline, !stopped else { return }
             lock.lock()
-            guard state == .running else {
+            guard state == .running, reconfigurationsInProgress == 0, inlineBacklog == 0, !dispatcher.inlineRoutes.isEmpty else {
                 lock.unlock()
                 return
             }
+            break
         }
+        let hasBackground = !dispatcher.backgroundRoutes.isEmpty
         let sequence = nextSequence
         nextSequence += 1
         counters.submitted += 1
         if !hasInline {
-            items.append(.event(event, sequence: sequence, bytes: bytes))
+            items.append(.event(event, sequence: sequence, bytes: bytes, inline: false))
         } else {
             let record = dispatcher.record(event, sequence: sequence)
             dispatcher.writeInline(record)
@@ -131,15 +175,63 @@ final class PipelineQueue: @unchecked Sendable {
         if wake { lock.broadcast() }
     }
 
+    /// Before the first configuration (lock held): keeps the event; past `capacity` the oldest is dropped and
+    /// counted (reported when the pipeline is configured).
+    private func hold(_ event: LogEvent, bytes: Int, capacity: Int) {
+        if items.count - head >= capacity, case .event(_, _, let oldBytes, _) = items[head] {
+            head += 1
+            queuedBytes -= oldBytes
+            inlineBacklog -= 1
+            heldDrops += 1
+            counters.dropped += 1
+            if head >= capacity {
+                items.removeFirst(head)
+                head = 0
+            }
+        }
+        counters.submitted += 1
+        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true))
+        nextSequence += 1
+        queuedBytes += bytes
+        inlineBacklog += 1
+    }
+
+    /// While the destinations are replaced, or the worker still writes events queued meanwhile (lock held, released
+    /// here): every destination gets the event from the worker, in order. A full queue is waited for as long as
+    /// the reconfiguration may take, then the event is dropped and counted.
+    private func submitQueued(_ event: LogEvent, bytes: Int) {
+        let patience = reconfigurationsInProgress > 0 ? max(limits.fullQueueWait, LogPipeline.reconfigurationPatience) : limits.fullQueueWait
+        if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
+            counters.dropped += 1
+            unreportedDrops += 1
+            lock.unlock()
+            reportFullQueue()
+            return
+        }
+        guard state == .running else {
+            counters.dropped += 1
+            lock.unlock()
+            return
+        }
+        counters.submitted += 1
+        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true))
+        nextSequence += 1
+        queuedBytes += bytes
+        inlineBacklog += 1
+        let wake = workerIsWaiting
+        lock.unlock()
+        if wake { lock.broadcast() }
+    }
+
     private func reportFullQueue() {
         diagnostics.reportOnce(
             key: "pipeline.full",
-            "the log queue made no progress for \(configuration.fullQueueWait) s (a destination is stalled); dropping events for the background destinations and counting them"
+            "the log queue made no progress for \(limits.fullQueueWait) s (a destination is stalled); dropping events for the background destinations and counting them"
         )
     }
 
     private func hasRoom(for bytes: Int) -> Bool {
-        items.count - head < configuration.capacity && (queuedBytes == 0 || queuedBytes + bytes <= configuration.maximumQueuedBytes)
+        items.count - head < limits.capacity && (queuedBytes == 0 || queuedBytes + bytes <= limits.maximumQueuedBytes)
     }
 
     /// Waits (lock held) for room; `false` when the worker made no progress for `fullQueueWait`.
@@ -147,15 +239,16 @@ final class PipelineQueue: @unchecked Sendable {
     /// The deadline restarts each time the worker takes a batch: a slow destination that keeps moving
     /// slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at most
     /// `fullQueueWait`, after which events are dropped and counted.
-    private func waitForRoom(bytes: Int) -> Bool {
+    private func waitForRoom(bytes: Int, patience: Double? = nil) -> Bool {
+        let patience = patience ?? limits.fullQueueWait
         var seenBatches = batchesTaken
-        var deadline = Date().addingTimeInterval(configuration.fullQueueWait)
+        var deadline = Date().addingTimeInterval(patience)
         producersWaiting += 1
         defer { producersWaiting -= 1 }
         while !hasRoom(for: bytes), state == .running {
             if batchesTaken != seenBatches {
                 seenBatches = batchesTaken
-                deadline = Date().addingTimeInterval(configuration.fullQueueWait)
+                deadline = Date().addingTimeInterval(patience)
             }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return false }
@@ -165,10 +258,11 @@ final class PipelineQueue: @unchecked Sendable {
         return state == .running
     }
 
-    /// Appends a control item; `false` (and nothing appended) once the queue has stopped.
+    /// Appends a control item; `false` (and nothing appended) once the queue has stopped, or while it holds
+    /// events before its first configuration (there are no destinations yet).
     private func enqueueControl(_ item: Item) -> Bool {
         lock.lock()
-        guard state != .stopped else {
+        guard state != .stopped, holdCapacity == nil else {
             lock.unlock()
             return false
         }
@@ -186,7 +280,11 @@ final class PipelineQueue: @unchecked Sendable {
     // MARK: - Flushing and stopping
 
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        if !enqueueControl(.flush(FlushBarrier(completion: completion))) {
+        guard !enqueueControl(.flush(FlushBarrier(completion: completion))) else { return }
+        let held: Int? = lock.withLock { state == .running ? holdCapacity.map { _ in items.count - head } : nil }
+        if let held {
+            completion(JustLogError(.invalidConfiguration, "the logger is not set up: call setup() first (\(held) event(s) waiting)"))
+        } else {
             completion(JustLogError(.shutdown, "the logger was shut down"))
         }
     }
@@ -227,7 +325,8 @@ final class PipelineQueue: @unchecked Sendable {
         }
         guard first else { return nil }
         let deadline = Date().addingTimeInterval(timeout)
-        var error = flush(timeout: timeout)
+        // A pipeline still waiting for its first configuration has nothing to flush (the worker reports what it held).
+        var error = isHolding ? nil : flush(timeout: timeout)
         let (finished, failure) = lock.withLock { () -> (Bool, (any Error)?) in
             state = .stopped
             lock.broadcast()
@@ -253,8 +352,10 @@ final class PipelineQueue: @unchecked Sendable {
         batch.reserveCapacity(min(configuration.capacity, 4096))
         while true {
             lock.lock()
-            if head == items.count && state != .stopped {
-                while head == items.count && state != .stopped {
+            // Nothing to take: the queue is empty, or it holds events until the pipeline is first configured.
+            func idle() -> Bool { (head == items.count || holdCapacity != nil) && state != .stopped }
+            if idle() {
+                while idle() {
                     workerIsWaiting = true
                     lock.wait()
                     workerIsWaiting = false
@@ -265,9 +366,18 @@ final class PipelineQueue: @unchecked Sendable {
                     _ = lock.wait(seconds: Self.linger)
                 }
             }
-            if head == items.count && state == .stopped {
+            if state == .stopped && (head == items.count || holdCapacity != nil) {
+                // Shut down before it was ever configured: the held events had nowhere to go.
+                let held = items.count - head
+                if holdCapacity != nil, held > 0 {
+                    counters.dropped += UInt64(held)
+                    items.removeAll()
+                    head = 0
+                    diagnostics.report("\(held) event(s) logged before the logger was set up were never delivered (it was shut down first)")
+                }
+                let current = dispatcher
                 lock.unlock()
-                let failure = dispatcher.shutdownDestinations()
+                let failure = current.shutdownDestinations()
                 lock.withLock {
                     destinationFailure = failure
                     workerFinished = true
@@ -290,34 +400,53 @@ final class PipelineQueue: @unchecked Sendable {
             batchesTaken += 1
             let drops = unreportedDrops
             unreportedDrops = 0
+            let current = dispatcher
             if producersWaiting > 0 { lock.broadcast() }
             lock.unlock()
 
-            process(batch, reportingDrops: drops)
+            process(batch, with: current, reportingDrops: drops)
             batch.removeAll(keepingCapacity: true)
         }
     }
 
-    private func process(_ batch: [Item], reportingDrops drops: UInt64) {
+    private func process(_ batch: [Item], with dispatcher: RecordDispatcher, reportingDrops drops: UInt64) {
+        var dispatcher = dispatcher
         var records: [LogRecord] = []
         records.reserveCapacity(batch.count + 1)
         if drops > 0 {
-            let report = dropReport(drops)
+            let report = dropReport(drops, dispatcher: dispatcher)
             // Inline destinations are written under the lock, in order with the callers' writes.
             lock.withLock { dispatcher.writeInline(report) }
             records.append(report)
         }
+        var inlineWritten = 0
         func deliver() {
-            guard !records.isEmpty else { return }
-            dispatcher.writeBackground(records)
             let count = UInt64(records.count)
-            lock.withLock { counters.delivered += count }
+            if !records.isEmpty { dispatcher.writeBackground(records) }
+            // Events queued for the inline destinations are written: callers may write inline again once
+            // none is left (`inlineBacklog`).
+            let caughtUp = inlineWritten
+            guard count > 0 || caughtUp > 0 else { return }
+            lock.withLock {
+                counters.delivered += count
+                inlineBacklog -= caughtUp
+            }
             records.removeAll(keepingCapacity: true)
+            inlineWritten = 0
         }
         for item in batch {
             switch item {
-            case .event(let event, let sequence, _):
-                records.append(dispatcher.record(event, sequence: sequence))
+            case .event(let event, let sequence, _, let inline):
+                let record = dispatcher.record(event, sequence: sequence)
+                if inline {
+                    dispatcher.writeInline(record)
+                    inlineWritten += 1
+                }
+                if dispatcher.backgroundRoutes.isEmpty {
+                    if inline { lock.withLock { counters.delivered += 1 } }
+                } else {
+                    records.append(record)
+                }
             case .record(let record, _):
                 records.append(record)
             case .flush(let barrier):
@@ -326,12 +455,28 @@ final class PipelineQueue: @unchecked Sendable {
             case .action(let action):
                 deliver()
                 action()
+            case .reconfigure(let reconfiguration):
+                deliver()
+                dispatcher = replaceDestinations(of: dispatcher, at: reconfiguration)
             }
         }
         deliver()
     }
 
-    private func dropReport(_ count: UInt64) -> LogRecord {
+    /// At a ``Reconfiguration``'s place in log order: the old background destinations get a final flush (at most
+    /// ``LogPipeline/Configuration/exitFlushTimeout``), every old destination is shut down, then the worker waits
+    /// for the new ones, which the caller of ``reconfigure(_:)`` builds meanwhile (they may need what the old
+    /// ones held: a file, a spool folder's lock).
+    private func replaceDestinations(of old: RecordDispatcher, at reconfiguration: Reconfiguration) -> RecordDispatcher {
+        let background = RecordDispatcher(routes: old.backgroundRoutes, builder: old.builder, sanitizer: old.sanitizer)
+        let flushed = PendingFlush(queue: self)
+        background.flush(FlushBarrier { error in flushed.finish(error) })
+        let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
+        let failure = old.shutdownDestinations() ?? flushError
+        return reconfiguration.oldDestinationsClosed(failure: failure)
+    }
+
+    private func dropReport(_ count: UInt64, dispatcher: RecordDispatcher) -> LogRecord {
         let event = LogEvent.report(
             "JustLog dropped \(count) event(s): the log queue made no progress for \(configuration.fullQueueWait) s",
             userInfo: ["dropped_events": .uint(count)],
@@ -342,6 +487,90 @@ final class PipelineQueue: @unchecked Sendable {
             return nextSequence
         }
         return dispatcher.record(event, sequence: sequence)
+    }
+
+    // MARK: - Reconfiguring
+
+    /// Replaces the destinations in log order: events logged before the call reach the old destinations, events
+    /// logged after it the new ones that `build` returns, each exactly once. `build` runs on the caller's thread
+    /// once the old destinations are shut down. Meanwhile log calls queue their events (waiting, when the queue
+    /// is full, for up to ``LogPipeline/reconfigurationPatience``). The first configuration of a holding pipeline also
+    /// delivers what it held. Returns the old destinations' ``LogDestination/shutdownFailure``, or their final
+    /// flush's error.
+    func reconfigure(_ build: () -> (RecordDispatcher, LogPipeline.Configuration, LogPipeline.Intake)) -> (any Error)? {
+        reconfiguring.lock()
+        defer { reconfiguring.unlock() }
+        let reconfiguration = Reconfiguration()
+        let holding: Bool? = lock.withLock {
+            guard state == .running else { return nil }
+            reconfigurationsInProgress += 1
+            guard holdCapacity == nil else { return true }
+            items.append(.reconfigure(reconfiguration))
+            if workerIsWaiting { lock.broadcast() }
+            return false
+        }
+        guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }
+        let failure = holding ? nil : reconfiguration.waitForOldDestinations()
+        let (replacement, configuration, intake) = build()
+        let (heldDrops, heldCapacity): (UInt64, Int) = lock.withLock {
+            dispatcher = replacement
+            limits = configuration
+            currentIntake = intake
+            reconfigurationsInProgress -= 1
+            defer { self.heldDrops = 0 }
+            guard let capacity = holdCapacity else { return (0, 0) }
+            holdCapacity = nil
+            return (self.heldDrops, capacity)
+        }
+        if !holding { reconfiguration.provide(replacement) }
+        lock.broadcast()
+        if heldDrops > 0 {
+            submit(.report(
+                "JustLog dropped \(heldDrops) event(s) logged before setup() (more than the \(heldCapacity) it keeps)",
+                userInfo: ["dropped_events": .uint(heldDrops)],
+                timestamp: now()
+            ))
+        }
+        return failure
+    }
+
+    /// One reconfiguration at a time.
+    private let reconfiguring = ConditionLock()
+}
+
+/// A replacement of a pipeline's destinations at one point in log order, between the worker (which reaches
+/// it, retires the old destinations, then waits) and the caller of ``PipelineQueue/reconfigure(_:)`` (which
+/// waits for that, builds the new destinations, and hands them over).
+final class Reconfiguration: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var closed = false
+    private var failure: (any Error)?
+    private var replacement: RecordDispatcher?
+
+    /// The worker: the old destinations are closed; waits for and returns the new ones.
+    func oldDestinationsClosed(failure: (any Error)?) -> RecordDispatcher {
+        lock.withLock {
+            closed = true
+            self.failure = failure
+            lock.broadcast()
+            while replacement == nil { lock.wait() }
+            return replacement!
+        }
+    }
+
+    /// The caller: waits until the old destinations are closed; returns why they did not close cleanly.
+    func waitForOldDestinations() -> (any Error)? {
+        lock.withLock {
+            while !closed { lock.wait() }
+            return failure
+        }
+    }
+
+    func provide(_ dispatcher: RecordDispatcher) {
+        lock.withLock {
+            replacement = dispatcher
+            lock.broadcast()
+        }
     }
 }
 

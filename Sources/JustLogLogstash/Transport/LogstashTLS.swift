@@ -1,4 +1,5 @@
 import Foundation
+import JustLogCore
 import NIOCore
 import NIOSSL
 

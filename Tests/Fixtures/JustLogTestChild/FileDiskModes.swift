@@ -49,13 +49,13 @@ func fileSizeLimitRaisedMode(_ arguments: [String]) {
     for index in 0..<count / 2 {
         logger.info("child event \(index)", userInfo: ["index": index])
     }
-    logger.pipeline?.flush(timeout: 30)
+    logger.pipeline.flush(timeout: 30)
     var current = rlimit()
     getrlimit(resourceFileSize, &current)
     var raised = rlimit(rlim_cur: current.rlim_max, rlim_max: current.rlim_max)
     setrlimit(resourceFileSize, &raised)
     // "Space returns": the flush writes the loss report, with nothing new to log.
-    logger.pipeline?.flush(timeout: 30)
+    logger.pipeline.flush(timeout: 30)
     for index in count / 2..<count {
         logger.info("child event \(index)", userInfo: ["index": index])
     }

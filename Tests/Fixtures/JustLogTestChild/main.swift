@@ -15,6 +15,7 @@
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit        see SpoolModes.swift
+//   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
 import JustLog
 import JustLogCore
@@ -25,7 +26,7 @@ guard arguments.count >= 4 else {
     exit(2)
 }
 let mode = arguments[1]
-let logger = Logger.shared
+let logger = JustLog.Logger.shared
 logger.baseUrlForFileLogging = URL(fileURLWithPath: arguments[2], isDirectory: true)
 logger.logFilename = "child.log"
 logger.enableConsoleLogging = false
@@ -68,7 +69,7 @@ case "spool-cap":
     let payload = String(repeating: "x", count: 1000)
     for round in 1...3 {
         for index in 0..<40_000 { logger.info("round \(round) event \(index) \(payload)") }
-        _ = logger.pipeline?.flush(timeout: 0.2)
+        _ = logger.pipeline.flush(timeout: 0.2)
         FileHandle.standardOutput.write(Data("round \(round) rss \(residentBytes())\n".utf8))
     }
 
@@ -88,6 +89,18 @@ case "file-size-limit": fileSizeLimitMode(arguments)
 case "file-size-limit-rotating": fileSizeLimitRotatingMode(arguments)
 case "file-size-limit-raised": fileSizeLimitRaisedMode(arguments)
 case "hostile-value": logHostileValue(arguments)
+case "front-doors": frontDoors(logger, threads: Int(arguments[3]) ?? 4, events: arguments.count > 4 ? Int(arguments[4]) ?? 1000 : 1000)
+
+case "flush-top-level":
+    // Top-level code: `flush()` has no synchronous twin, so this waits and throws (nothing is set up).
+    do {
+        try await logger.flush()
+        FileHandle.standardOutput.write(Data("flush returned without error\n".utf8))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("flush threw: \(error)\n".utf8))
+        exit(3)
+    }
 
 default:
     FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))

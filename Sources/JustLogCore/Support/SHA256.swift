@@ -1,8 +1,9 @@
 // MARK: - SHA-256 (FIPS 180-4)
 
-/// SHA-256, used only to hash a certificate's SubjectPublicKeyInfo for pin checks (once per connection),
+/// SHA-256 (and HMAC-SHA-256), used to hash a certificate's SubjectPublicKeyInfo for pin checks (once per
+/// connection) and to hash private values under ``PrivacyPolicy/hashed(key:)`` (once per such value),
 /// so this plain implementation is fast enough and keeps the module free of another dependency.
-enum SHA256 {
+package enum SHA256 {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -15,7 +16,7 @@ enum SHA256 {
     ]
 
     /// The 32-byte digest of `message`.
-    static func hash(_ message: [UInt8]) -> [UInt8] {
+    package static func hash(_ message: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
         var padded = message
         padded.append(0x80)
@@ -48,6 +49,14 @@ enum SHA256 {
             h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
         }
         return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+    }
+
+    /// HMAC-SHA-256 (RFC 2104) of `message` under `key`.
+    package static func hmac(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var block = key.count > 64 ? hash(key) : key
+        block += [UInt8](repeating: 0, count: 64 - block.count)
+        let inner = hash(block.map { $0 ^ 0x36 } + message)
+        return hash(block.map { $0 ^ 0x5c } + inner)
     }
 
     @inline(__always)

@@ -1,0 +1,106 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import Testing
+
+/// `LogPipeline.reconfigure`: the destinations change in place, in log order, while callers keep logging.
+@Suite struct ReconfigurationTests {
+    /// Each destination kind before and after: inline (a spool) and background (a file).
+    static let deliveries: [DestinationDelivery] = [.background, .inline]
+
+    @Test(arguments: deliveries)
+    func everyEventReachesTheOldOrTheNewDestinationsExactlyOnceInOrder(delivery: DestinationDelivery) async throws {
+        let first = CapturingDestination(delivery: delivery)
+        let logger = StructuredLogger(configuration: .init(destinations: [.init(first)], runtime: Fixtures.runtime))
+        let threads = 4, perThread = 5_000
+        let seconds = (0..<3).map { _ in CapturingDestination(delivery: delivery) }
+        let done = LockedValue(0)
+        for thread in 0..<threads {
+            Thread.detachNewThread {
+                for index in 0..<perThread { logger.info("t\(thread)-\(index)") }
+                done.withLock { $0 += 1 }
+            }
+        }
+        for destination in seconds {
+            try await Task.sleep(for: .milliseconds(5))
+            let failure = await offThePool {
+                logger.pipeline.reconfigure { .init(routes: [.init(destination)], builder: RecordBuilder(runtime: Fixtures.runtime)) }
+            }
+            #expect(failure == nil)
+        }
+        #expect(await eventually(timeout: .seconds(60)) { done.current == threads })
+        try await logger.flush()
+
+        let all = ([first] + seconds).flatMap(\.records)
+        #expect(all.count == threads * perThread, "every event once: \(all.count)")
+        #expect(Set(all.map(\.eventID)).count == all.count, "no event twice")
+        // Per thread, in log order across the handovers.
+        var next = [Int](repeating: 0, count: threads)
+        for record in all {
+            let parts = record.message.dropFirst().split(separator: "-")
+            let thread = Int(parts[0])!, index = Int(parts[1])!
+            #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
+            next[thread] = index + 1
+        }
+        #expect(logger.pipeline.currentStatistics.dropped == 0)
+        await logger.pipeline.shutdown()
+    }
+
+    @Test func theOldDestinationsAreShutDownBeforeTheNewOnesAreBuilt() async throws {
+        let old = ShutdownRecorder()
+        let logger = StructuredLogger(configuration: .init(destinations: [.init(old)], runtime: Fixtures.runtime))
+        logger.info("before")
+        let shutDownFirst = await offThePool {
+            var seen = false
+            logger.pipeline.reconfigure {
+                seen = old.isShutDown
+                return .init(routes: [.init(CapturingDestination())])
+            }
+            return seen
+        }
+        #expect(shutDownFirst, "a new destination can take over the old one's file or spool folder")
+        #expect(old.written == ["before"])
+        await logger.pipeline.shutdown()
+    }
+
+    @Test func aHoldingPipelineKeepsEventsUntilItsFirstSetupAndCountsWhatItDropped() async throws {
+        let pipeline = LogPipeline(holdingUpTo: 100)
+        let logger = StructuredLogger(pipeline: pipeline)
+        for index in 0..<150 { logger.debug("early \(index)") }
+        let flushError = await pipeline.flush(timeout: 1) as? JustLogError
+        #expect(flushError?.message.contains("not set up") == true, "flushing before setup says why: \(String(describing: flushError))")
+
+        let capture = CapturingDestination()
+        await offThePool { _ = pipeline.reconfigure { .init(routes: [.init(capture)], builder: RecordBuilder(runtime: Fixtures.runtime)) } }
+        logger.info("after")
+        try await logger.flush()
+        let messages = capture.records.map(\.message)
+        #expect(Array(messages.prefix(100)) == (50..<150).map { "early \($0)" }, "the newest 100 are kept, in order")
+        #expect(messages.contains { $0.contains("dropped 50 event(s) logged before setup()") })
+        #expect(messages.last == "after")
+        #expect(pipeline.currentStatistics.dropped == 50)
+        await pipeline.shutdown()
+    }
+
+    @Test func aNewMinimumLevelAppliesToCallsAfterTheReconfiguration() async throws {
+        let capture = CapturingDestination()
+        let logger = StructuredLogger(configuration: .init(destinations: [.init(capture)], runtime: Fixtures.runtime))
+        logger.debug("kept")
+        await offThePool { _ = logger.pipeline.reconfigure { .init(routes: [.init(capture, minimumLevel: .warning)]) } }
+        #expect(logger.pipeline.minimumLevel == .warning)
+        logger.debug("filtered out")
+        logger.warning("kept too")
+        try await logger.flush()
+        #expect(capture.records.map(\.message) == ["kept", "kept too"])
+        await logger.pipeline.shutdown()
+    }
+}
+
+/// Records what it was given and whether it was shut down.
+final class ShutdownRecorder: LogDestination {
+    private let state = LockedValue((messages: [String](), shutDown: false))
+    func write(_ batch: LogBatch) { state.withLock { $0.messages += batch.records.map(\.message) } }
+    func shutdown() { state.withLock { $0.shutDown = true } }
+    var isShutDown: Bool { state.current.shutDown }
+    var written: [String] { state.current.messages }
+}

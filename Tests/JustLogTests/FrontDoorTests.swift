@@ -1,0 +1,115 @@
+import Foundation
+import JustLog
+import JustLogCore
+import JustLogLogging
+import JustLogTestSupport
+import Logging
+import Testing
+
+/// One front door: `Logger` is a thin shell over one `StructuredLogger` whose pipeline keeps its identity across
+/// `setup()`, so the swift-log handler bootstrapped for `Logger.shared` follows it; private values never leave
+/// the caller's thread in clear.
+@Suite struct FrontDoorTests {
+    /// In a child process (swift-log can be bootstrapped once per process): swift-log bootstrapped for
+    /// `Logger.shared` before its first `setup()`, four threads logging through both front ends, `setup()` called
+    /// three more times with new settings meanwhile.
+    @Test func everyEventOfBothFrontEndsReachesTheFileOnceInOrderAcrossRepeatedSetup() async throws {
+        let folder = try TemporaryDirectory(prefix: "front-doors")
+        defer { folder.remove() }
+        let threads = 4, events = 5_000
+        let child = try ChildProcess(arguments: ["front-doors", folder.path, "\(threads)", "\(events)"])
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "child: \(child.errorOutput)")
+        #expect(child.outputLines.last == "done")
+
+        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
+        let records = try lines.map { try FileLine(parsing: $0).record }
+        let early = records.map(\.message).filter { $0.hasPrefix("early-") }
+        #expect(early == (0..<50).map { "early-\($0)" }, "events logged before the first setup() are delivered, in order")
+        var next = [Int](repeating: 0, count: threads)
+        var phases = Set<LogValue>()
+        for record in records where record.message.hasPrefix("t") {
+            let parts = record.message.dropFirst().split(separator: "-")
+            guard parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]), thread < threads else {
+                Issue.record("unexpected line: \(record.message)")
+                continue
+            }
+            #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
+            next[thread] = index + 1
+            let front: LogValue = index % 2 == 0 ? "facade" : "swift-log"
+            #expect(record.userInfo["front"] == front)
+            if index % 2 == 1 { #expect(record.metadata["logger"] == "front-door", "swift-log events keep their label") }
+            if let phase = record.userInfo["phase"] { phases.insert(phase) }
+        }
+        #expect(next == [Int](repeating: events, count: threads), "every event exactly once")
+        #expect(Set(records.map(\.eventID)).count == records.count, "event_id stays unique across setup()")
+        #expect(phases.contains(0) && phases.contains(3), "each setup() applied its defaultUserInfo: \(phases)")
+    }
+
+    /// `try await logger.forceSend()` at the top level of main.swift resolves to the synchronous overload (Swift
+    /// types top-level code as synchronous); `flush()` has no synchronous twin, so it waits and throws there.
+    @Test func flushAtTheTopLevelOfMainWaitsAndThrows() async throws {
+        let folder = try TemporaryDirectory(prefix: "top-level")
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["flush-top-level", folder.path, "-"])
+        let status = await child.waitForExit(timeout: .seconds(60))
+        #expect(status == 3, "flush() must throw before setup(): \(child.outputLines) \(child.errorOutput)")
+        #expect(child.errorOutput.contains("not set up"))
+    }
+
+    @Test func theSharedLoggersPipelineIsTheSameObjectBeforeAndAfterSetup() {
+        let logger = JustLog.Logger()
+        let before = logger.pipeline
+        #expect(before.isAwaitingSetup)
+        logger.enableConsoleLogging = false
+        logger.enableFileLogging = false
+        logger.setup()
+        #expect(logger.pipeline === before)
+        #expect(!logger.pipeline.isAwaitingSetup)
+        logger.shutdown()
+    }
+}
+
+/// A private value in `userInfo` and a swift-log value marked sensitive, end to end: neither is in the file nor in
+/// the bytes the collector (syslog-ng) received.
+@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+struct PrivateValueDeliveryTests {
+    @Test(arguments: ["redacted", "hashed"])
+    func privateValuesNeverReachTheFileOrTheCollectorInClear(policy: String) async throws {
+        guard Collectors.requireSyslogNG() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        defer { syslog.shutdown() }
+        let folder = try TemporaryDirectory(prefix: "privacy")
+        defer { folder.remove() }
+        let privacy: PrivacyPolicy = policy == "redacted" ? .redacted : .hashed(key: Array("test key".utf8))
+        let logstash = JustLog.Logger.Configuration.Logstash(
+            host: "127.0.0.1", port: UInt16(syslog.plainPort), sendInterval: 0.2, useTLS: false,
+            spoolFolder: folder.appending("app.log.spool")
+        )
+        let logger = JustLog.Logger(configuration: .init(
+            console: nil, file: .init(url: folder.appending("app.log")), logstash: logstash, privacy: privacy
+        ))
+        let swiftLog = Logging.Logger(label: "privacy") { JustLogLogHandler(label: $0, pipeline: logger.pipeline) }
+        logger.info("signed in", userInfo: ["email": Sensitive("ann.secret@example.com"), "plan": "gold"])
+        swiftLog.info("charged", metadata: ["card": "\("4111-SECRET-1111", sensitivity: .sensitive)", "amount": "12.50"])
+        try await logger.flush()
+        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= 2 })
+        await logger.shutdown()
+
+        let file = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)
+        let collected = try String(contentsOfFile: syslog.receivedFile, encoding: .utf8)
+        for (place, text) in [("file", file), ("collector", collected)] {
+            #expect(!text.contains("ann.secret") && !text.contains("SECRET"), "\(place) holds a private value in clear:\n\(text)")
+            #expect(text.contains("gold") && text.contains("12.50"), "\(place) keeps the other values")
+            let marker = policy == "redacted" ? "\"<private>\"" : "\"<private:"
+            #expect(text.components(separatedBy: marker).count - 1 >= 2, "\(place): both private values are marked")
+        }
+        // The spool (Logstash's crash-safe copy on disk) never held them in clear either.
+        let spool = try FileManager.default.contentsOfDirectory(atPath: folder.appending("app.log.spool").path)
+        for name in spool {
+            let bytes = (try? Data(contentsOf: folder.appending("app.log.spool").appendingPathComponent(name))) ?? Data()
+            #expect(bytes.range(of: Data("SECRET".utf8)) == nil && bytes.range(of: Data("ann.secret".utf8)) == nil, "spool file \(name)")
+        }
+    }
+}
