@@ -191,6 +191,40 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         #expect(errors.text.isEmpty)
     }
 
+    /// Issue #10: `view -f` silently skipped a whole rotated file (32,463 events) when it fell behind. Here two
+    /// rotations happen between two polls: the file rotated in between must be read too, in order.
+    @Test func followReadsEveryFileRotatedWhileItWasBehind() async throws {
+        let folder = try TemporaryDirectory(prefix: "view-behind")
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        func line(_ message: String) -> String {
+            #"2016-12-24 12:31:38.475  ℹ️ INFO: {"message":"\#(message)","metadata":{},"userInfo":{}}"# + "\n"
+        }
+        try line("first file").write(to: url, atomically: false, encoding: .utf8)
+        let output = LineCapture()
+        let errors = LineCapture()
+        let tool = ViewTool(options: .init(
+            files: [url.path], follow: true, colors: .never, timeZone: utc, pollInterval: .milliseconds(300),
+            output: output.output, errors: errors.output
+        ))
+        let task = Task { try await tool.run() }
+        defer { task.cancel() }
+        #expect(await eventually { output.lines.count == 1 })
+        // Two rotations as the file destination makes them, well within one poll interval.
+        let manager = FileManager.default
+        try manager.moveItem(atPath: url.path, toPath: url.path + ".1")
+        try line("second file").write(to: url, atomically: false, encoding: .utf8)
+        try manager.moveItem(atPath: url.path + ".1", toPath: url.path + ".2")
+        try manager.moveItem(atPath: url.path, toPath: url.path + ".1")
+        try line("third file").write(to: url, atomically: false, encoding: .utf8)
+        #expect(await eventually(timeout: .seconds(30)) { output.lines.count >= 3 })
+        task.cancel()
+        let summary = try await task.value
+        #expect(output.lines.map(shownMessage) == ["first file", "second file", "third file"])
+        #expect(summary.rotations == 2)
+        #expect(errors.text.isEmpty, "\(errors.text)")
+    }
+
     @Test func followStartsAgainWhenTheFileIsTruncated() async throws {
         let folder = try TemporaryDirectory(prefix: "view-truncate")
         let url = folder.appending("app.log")

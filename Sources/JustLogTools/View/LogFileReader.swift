@@ -132,6 +132,29 @@ final class LogFileReader {
         lineNumber = 0
     }
 
+    /// After a rotation, the files rotated *after* the open one, oldest first — `path.(N-1)` … `path.1` when the
+    /// open file is now `path.N` — opened now, so that a reader that fell behind several rotations reads each of
+    /// them instead of skipping to the newest. `nil` when the open file is no longer among `path.1` …
+    /// `path.<limit>` (deleted, or rotated past the retention): which files it missed can't be known.
+    func filesRotatedAfterThisOne(limit: Int = 1000) -> [LogFileReader]? {
+        for attempt in 0..<3 {
+            guard let position = (1...limit).first(where: { isThisFile("\(path).\($0)") }) else {
+                return attempt == 0 ? nil : []
+            }
+            let newer = (1..<position).reversed().compactMap { try? LogFileReader(path: "\(path).\($0)") }
+            // A rotation between the look-up and the opens shifts every name: look again.
+            if isThisFile("\(path).\(position)"), newer.count == position - 1 { return newer }
+        }
+        return []
+    }
+
+    /// Whether the file at `other` is the open one (same device and inode).
+    private func isThisFile(_ other: String) -> Bool {
+        var info = stat()
+        guard stat(other, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
+    }
+
     /// Opens the new file at the path (after a rotation), from its beginning; `false` if there is none yet.
     func reopen() -> Bool {
         let newFD = open(path, O_RDONLY | O_CLOEXEC)

@@ -97,7 +97,7 @@ public struct ViewTool: Sendable {
     ///
     /// - Throws: ``ToolError`` when no file is given or a file can't be opened (before anything is printed).
     public func run() async throws -> Summary {
-        guard !options.files.isEmpty else { throw ToolError("no log file given: name one or more files, such as app.log") }
+        guard !options.files.isEmpty else { throw ToolError.usage("no log file given: name one or more files, such as app.log") }
         // Open every file first, so a wrong name fails before anything is printed.
         var readers = try options.files.map { try LogFileReader(path: $0) }
         var printer = Printer(options: options)
@@ -125,8 +125,17 @@ public struct ViewTool: Sendable {
                 last.restartFromBeginning()
                 continue
             case .replaced:
-                // Rotated: the old file may have got lines since the last read; finish it, then switch.
+                // Rotated: the old file may have got lines since the last read; finish it, then the files rotated
+                // after it (when the reader fell behind several rotations), then switch to the new one.
                 printer.drain(last, atEnd: true)
+                if let newer = last.filesRotatedAfterThisOne() {
+                    for file in newer {
+                        printer.drain(file, atEnd: true)
+                        printer.summary.rotations += 1
+                    }
+                } else {
+                    printer.warnOnce("\(TerminalSafeText.escape(last.path)) was replaced and the file being read is gone (deleted, or rotated past the retention) before it was read to the end: lines of files rotated meanwhile may be missing")
+                }
                 if last.reopen() {
                     printer.summary.rotations += 1
                     continue
@@ -169,6 +178,15 @@ extension ViewTool {
             if fileEvents == 0 && fileMalformed > 0 { summary.filesWithoutLogLines.append(reader.path) }
             fileEvents = 0
             fileMalformed = 0
+        }
+
+        /// Warnings already said (each once).
+        private var warned = Set<String>()
+
+        /// Says `warning` on the error output, once.
+        mutating func warnOnce(_ warning: String) {
+            guard warned.insert(warning).inserted else { return }
+            options.errors.write(Array("justlog: \(warning)\n".utf8))
         }
 
         /// Says how many malformed lines were not listed.
