@@ -6,7 +6,7 @@ struct ShipCommand: AsyncParsableCommand {
         commandName: "ship",
         abstract: "Send log files written by the file destination to a Logstash collector, resumably.",
         discussion: """
-            Each line is sent in the flattened form with its own event_id and @timestamp, through a disk spool (default <first file>.ship-spool). TLS with the system's CAs by default. The spool folder keeps checkpoints.json: run the same command again after an interruption and it continues where it stopped. Ctrl-C stops reading, sends what it can, saves the checkpoints and exits 130.
+            Each line is sent in the flattened form with its own event_id and @timestamp, through a disk spool (default ~/.cache/justlog/ship/<first file>-<hash>, one per set of files and collector). TLS with the system's CAs by default. The spool folder keeps checkpoints.json: run the same command again after an interruption and it continues where it stopped. Ctrl-C stops reading, sends what it can, saves the checkpoints and exits 130.
 
             Examples:
               justlog ship app.log.2 app.log.1 app.log --host logstash.example.com --port 5052
@@ -38,10 +38,10 @@ struct ShipCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            guard !files.isEmpty else { throw ToolError("no log file given: name one or more files, such as app.log") }
-            guard let host, let port else { throw ToolError("pass the collector with --host and --port") }
+            guard !files.isEmpty else { throw ToolError.usage("no log file given: name one or more files, such as app.log") }
+            guard let host, let port else { throw ToolError.usage("pass the collector with --host and --port") }
             if [plain, caFile != nil, allowUntrusted].filter({ $0 }).count > 1 {
-                throw ToolError("choose one of --plain, --ca-file and --allow-untrusted")
+                throw ToolError.usage("choose one of --plain, --ca-file and --allow-untrusted")
             }
             let options = ShipTool.Options(
                 files: files, host: host, port: port, useTLS: !plain, caFile: caFile, allowUntrustedServer: allowUntrusted, spoolDirectory: spool

@@ -249,3 +249,19 @@ struct ShipToolTests {
         }
     }
 }
+
+/// Issue #10: `ship` created `<file>.ship-spool/` next to any input (a read-only or shared folder).
+@Suite struct ShipSpoolLocationTests {
+    @Test func theDefaultSpoolIsInTheCacheFolderOnePerInputSetAndCollector() {
+        let cache = URL(fileURLWithPath: "/home/ann/.cache/justlog")
+        func folder(_ files: [String], port: Int = 5000) -> String {
+            ShipTool.Options(files: files, host: "logs.example.com", port: port).defaultSpoolDirectory(cache: cache)
+        }
+        let first = folder(["/var/log/app/app.log.1", "/var/log/app/app.log"])
+        #expect(first.hasPrefix("/home/ann/.cache/justlog/ship/app.log.1-"), "\(first)")
+        #expect(!first.hasPrefix("/var/log"))
+        #expect(first == folder(["/var/log/app/app.log.1", "/var/log/app/app.log"]), "a rerun finds the same spool (and its checkpoints)")
+        #expect(first != folder(["/var/log/app/app.log.1", "/var/log/app/app.log"], port: 5001), "another collector, another spool")
+        #expect(first != folder(["/srv/other/app.log.1", "/var/log/app/app.log"]), "other files, another spool")
+    }
+}

@@ -1,5 +1,6 @@
-import Foundation
+package import Foundation
 public import JustLogCore
+import JustLog
 import JustLogLogstash
 
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ import Darwin
 ///    keeping the event's own `event_id` and `@timestamp` (a line without an `event_id` gets one derived
 ///    from its bytes, so a rerun sends the same id). A line that can't be read back is reported as
 ///    `FILE:LINE: reason` and skipped.
-/// 2. Records are appended to a ``LogstashSpool`` (default folder `<first file>.ship-spool`), which a
+/// 2. Records are appended to a ``LogstashSpool`` (default folder: see ``Options/resolvedSpoolDirectory``), which a
 ///    ``LogstashClient`` drains. Reading waits while the spool holds more than ``Options/maxSpooledBytes``,
 ///    so the spool never reaches its cap and drops nothing.
 /// 3. After each chunk, `checkpoints.json` in the spool folder records how far each file was spooled
@@ -45,7 +46,7 @@ public struct ShipTool: Sendable {
         public var caFile: String?
         /// TLS without certificate verification (a warning is printed).
         public var allowUntrustedServer: Bool
-        /// The spool folder (default `<first file>.ship-spool`); it also holds `checkpoints.json`.
+        /// The spool folder (default: see ``resolvedSpoolDirectory``); it also holds `checkpoints.json`.
         public var spoolDirectory: String?
         /// Longest time to connect and finish the TLS handshake (default 10 s).
         public var connectTimeout: Duration
@@ -99,9 +100,21 @@ public struct ShipTool: Sendable {
             self.onChunk = onChunk
         }
 
-        /// The spool folder used.
+        /// The spool folder used: ``spoolDirectory``, or by default one per set of input files and collector in
+        /// the user's cache folder — `$XDG_CACHE_HOME/justlog/ship/<first file's name>-<hash>` (`~/.cache/…`;
+        /// the caches directory on Apple platforms) — never next to the input, which may be read-only or shared.
+        /// The same command finds the same folder again, so a rerun continues where the last one stopped.
         public var resolvedSpoolDirectory: String {
-            spoolDirectory ?? ((files.first ?? "justlog") + ".ship-spool")
+            spoolDirectory ?? defaultSpoolDirectory(cache: LogFolder.defaultFolder(programName: "justlog"))
+        }
+
+        /// The default spool folder under `cache`.
+        package func defaultSpoolDirectory(cache: URL) -> String {
+            let paths = files.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            let identity = (paths + ["\(host):\(port)"]).joined(separator: "\n")
+            let hash = SHA256.hash(Array(identity.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+            let name = URL(fileURLWithPath: files.first ?? "input").lastPathComponent
+            return cache.appendingPathComponent("ship", isDirectory: true).appendingPathComponent("\(name)-\(hash)", isDirectory: true).path
         }
     }
 
@@ -238,7 +251,7 @@ public struct ShipTool: Sendable {
         if interrupted {
             throw ToolError(
                 "interrupted: \(summary.progress.eventsSpooled) event(s) spooled this run, \(summary.leftInSpool) not yet delivered stay in \(spoolDirectory); run the same command again to continue",
-                exitCode: 130
+                exitCode: ToolError.interrupted
             )
         }
         if summary.leftInSpool > 0 {
@@ -263,11 +276,11 @@ public struct ShipTool: Sendable {
     // MARK: - Steps
 
     private func validate() throws {
-        guard !options.files.isEmpty else { throw ToolError("no log file given: name one or more files written by the file destination") }
-        guard !options.host.isEmpty else { throw ToolError("no collector given: pass --host and --port") }
-        guard (1...65535).contains(options.port) else { throw ToolError("--port \(options.port) is not a TCP port: give 1–65535") }
+        guard !options.files.isEmpty else { throw ToolError.usage("no log file given: name one or more files written by the file destination") }
+        guard !options.host.isEmpty else { throw ToolError.usage("no collector given: pass --host and --port") }
+        guard (1...65535).contains(options.port) else { throw ToolError.usage("--port \(options.port) is not a TCP port: give 1–65535") }
         if let caFile = options.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw ToolError("--ca-file \(caFile): no such readable file; give the PEM file of the collector's CA certificate")
+            throw ToolError.usage("--ca-file \(caFile): no such readable file; give the PEM file of the collector's CA certificate")
         }
     }
 
@@ -472,6 +485,9 @@ final class SpoolFolderLock {
     private var fd: Int32
 
     init(directory: String) throws {
+        // The default folder's parents (`~/.cache/justlog/ship`) may not exist yet: owner-only, as the spool.
+        let parent = URL(fileURLWithPath: directory).deletingLastPathComponent().path
+        try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw ToolError("can't create the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder")
         }
