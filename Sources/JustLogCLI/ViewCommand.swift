@@ -37,11 +37,11 @@ struct ViewCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            guard !files.isEmpty else { throw ToolError("no log file given: name one or more files, such as app.log") }
+            guard !files.isEmpty else { throw ToolError.usage("no log file given: name one or more files, such as app.log") }
             var minimumLevel = LogLevel.verbose
             if let level {
                 guard let parsed = LogLevel(name: level) else {
-                    throw ToolError("--level \(level) is not a level: give verbose, debug, info, warning or error")
+                    throw ToolError.usage("--level \(level) is not a level: give verbose, debug, info, warning or error")
                 }
                 minimumLevel = parsed
             }

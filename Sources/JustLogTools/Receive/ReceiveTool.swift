@@ -105,10 +105,10 @@ public struct ReceiveTool: Sendable {
     public func run(onReady: @Sendable (Int) -> Void = { _ in }) async throws -> Summary {
         let tls = try validatedTLS()
         if options.outFile != nil && options.pretty {
-            throw ToolError("--out and --pretty can't be used together: --out writes raw lines to a file, --pretty prints them")
+            throw ToolError.usage("--out and --pretty can't be used together: --out writes raw lines to a file, --pretty prints them")
         }
         guard (0...65535).contains(options.port) else {
-            throw ToolError("--port \(options.port) is not a TCP port: give 1–65535, or 0 for a free one")
+            throw ToolError.usage("--port \(options.port) is not a TCP port: give 1–65535, or 0 for a free one")
         }
         let sink = try options.outFile.map(AppendingFile.init(path:))
         defer { sink?.close() }
@@ -144,11 +144,11 @@ public struct ReceiveTool: Sendable {
         case (nil, nil): return nil
         case (let certificate?, let key?):
             for (flag, path) in [("--tls-cert", certificate), ("--tls-key", key)] where !FileManager.default.isReadableFile(atPath: path) {
-                throw ToolError("\(flag) \(path): no such readable file; give the path of a PEM file")
+                throw ToolError.usage("\(flag) \(path): no such readable file; give the path of a PEM file")
             }
             return .init(certificateFile: certificate, keyFile: key)
-        case (_?, nil): throw ToolError("--tls-cert needs --tls-key: give the certificate's PEM private key too")
-        case (nil, _?): throw ToolError("--tls-key needs --tls-cert: give the PEM certificate too")
+        case (_?, nil): throw ToolError.usage("--tls-cert needs --tls-key: give the certificate's PEM private key too")
+        case (nil, _?): throw ToolError.usage("--tls-key needs --tls-cert: give the PEM certificate too")
         }
     }
 }
