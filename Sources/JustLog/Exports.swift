@@ -1,0 +1,3 @@
+// `import JustLog` is all the documented API needs: levels, `Sensitive`, `PrivacyPolicy`, `LogValue`,
+// destinations and the rest of the core come with it (the README's snippets compile with that one import).
+@_exported public import JustLogCore
