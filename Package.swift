@@ -7,6 +7,7 @@
 //   JustLogLogging   swift-log bridge: a `LogHandler` routing `Logging.Logger` into a JustLogCore pipeline
 //   JustLogLogstash  the Logstash destination: disk spool, connection state machine, NIO + NIOSSL transport
 //   JustLog          the documented `Logger.shared` facade over all of the above (and the swift-log bootstrap for it)
+//   JustLogTestKit   for users' own tests: a capturing destination, a manual clock
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
 import PackageDescription
 
@@ -18,6 +19,7 @@ let package = Package(
         .library(name: "JustLogLogging", targets: ["JustLogLogging"]),
         .library(name: "JustLogLogstash", targets: ["JustLogLogstash"]),
         .library(name: "JustLog", targets: ["JustLog"]),
+        .library(name: "JustLogTestKit", targets: ["JustLogTestKit"]),
         .executable(name: "justlog", targets: ["JustLogCLI"]),
     ],
     dependencies: [
@@ -59,6 +61,8 @@ let package = Package(
             dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", .product(name: "Logging", package: "swift-log")]
         ),
 
+        .target(name: "JustLogTestKit", dependencies: ["JustLogCore"]),
+
         // MARK: - Command-line tool
         .executableTarget(
             name: "JustLogCLI",
@@ -66,7 +70,7 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .target(name: "JustLogTestSupport", dependencies: ["JustLogCore"], path: "Tests/JustLogTestSupport"),
+        .target(name: "JustLogTestSupport", dependencies: ["JustLogCore", "JustLogTestKit"], path: "Tests/JustLogTestSupport"),
         .executableTarget(
             name: "JustLogTestChild",
             dependencies: ["JustLog", "JustLogCore", "JustLogLogging", .product(name: "Logging", package: "swift-log")],

@@ -1,9 +1,36 @@
 import Foundation
+public import JustLogCore
 
-/// A clock that only moves when a test calls ``advance(by:)``; `sleep` resumes when the time is reached. For the
-/// state machine's timers and the file destination's retry interval, without waiting on real time.
+/// A clock that only moves when a test calls ``advance(by:)``; `sleep` resumes when the time is reached. Give it
+/// to a logger as its clock (``logClock``) to pin the timestamps of your events, or to anything that takes a Swift
+/// `Clock` (a file destination's retry interval) to test timing without waiting on real time.
+///
+/// ```swift
+/// let clock = ManualClock(start: LogTimestamp(nanosecondsSinceEpoch: 1_700_000_000_000_000_000))
+/// let logger = StructuredLogger(configuration: .init(destinations: [.init(capture)], clock: clock.logClock))
+/// logger.info("first")
+/// clock.advance(by: .seconds(2))
+/// logger.info("two seconds later")
+/// ```
 public final class ManualClock: Clock, @unchecked Sendable {
-    public init() {}
+    /// The wall-clock time that ``Instant`` zero stands for, in ``timestamp``.
+    public let start: LogTimestamp
+
+    public init(start: LogTimestamp = LogTimestamp(nanosecondsSinceEpoch: 1_482_582_698_475_000_000)) {
+        self.start = start
+    }
+
+    /// The current time as a log timestamp: ``start`` plus how far the clock was advanced.
+    public var timestamp: LogTimestamp {
+        let offset = now.offset.components
+        let nanoseconds = offset.seconds * 1_000_000_000 + offset.attoseconds / 1_000_000_000
+        return LogTimestamp(nanosecondsSinceEpoch: start.nanosecondsSinceEpoch + nanoseconds)
+    }
+
+    /// A logger's clock (`StructuredLogger.Configuration.clock`, `Logger.Configuration.clock`) reading this one.
+    public var logClock: @Sendable () -> LogTimestamp {
+        { [self] in self.timestamp }
+    }
 
     public struct Instant: InstantProtocol {
         public var offset: Duration
