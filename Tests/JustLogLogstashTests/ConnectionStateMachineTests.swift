@@ -207,7 +207,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         _ = machine.start(at: position(16))
         _ = machine.connectFailed(refused)
         #expect(machine.shutdownRequested().contains(.shutdownComplete))
-        #expect(flushes(machine.flushRequested(id: 1, upTo: position(16))).first?.1?.code == .shutDown)
+        #expect(flushes(machine.flushRequested(id: 1, upTo: position(16))).first?.1?.code == .shutdown)
     }
 
     // MARK: - Hardening (issue #7)

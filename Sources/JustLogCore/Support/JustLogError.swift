@@ -1,11 +1,13 @@
-/// An error from JustLog: what went wrong, where, and what caused it.
+/// The one error type of JustLog: an opaque ``code`` to compare against, a ``message`` that says what went wrong
+/// and what to do, and the underlying error as a real value in ``cause``.
 ///
-/// Like `FileSystemError` in SwiftNIO, the code is an opaque struct rather than a public enum, so new
-/// codes can be added without breaking anyone's `switch`.
+/// Like `FileSystemError` in SwiftNIO, the code is an opaque struct rather than a public enum, so new codes can
+/// be added without breaking anyone's `switch`. Every module (the core, the Logstash destination, the facade)
+/// throws this type; `LogstashError` is another name for it.
 ///
 /// ```swift
 /// do { _ = try FileDestination(configuration: .init(url: url)) }
-/// catch let error as JustLogError where error.code == .fileSystem { print(error) }
+/// catch let error as JustLogError where error.code == .fileSystem { print(error, error.cause as Any) }
 /// ```
 public struct JustLogError: Error, Hashable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -15,32 +17,84 @@ public struct JustLogError: Error, Hashable, CustomStringConvertible {
 
         /// A file or folder could not be created, opened or written.
         public static let fileSystem = Code("fileSystem")
-        /// The pipeline was shut down, or did not finish in time.
+        /// The logger, the pipeline or the client was shut down (or not started), or did not finish in time.
         public static let shutdown = Code("shutdown")
-        /// A flush did not complete before its deadline.
+        /// An operation (a flush, a connection's close) did not complete before its deadline.
         public static let timeout = Code("timeout")
-        /// A configuration value is invalid.
+        /// A configuration value can't be used (the message says which).
         public static let invalidConfiguration = Code("invalidConfiguration")
-        /// A line could not be read back.
+        /// A line or a frame could not be read back.
         public static let malformedInput = Code("malformedInput")
         /// The collector could not be reached or refused the connection.
         public static let connection = Code("connection")
+        /// A record is larger than the spool's `maxRecordBytes`; it was not spooled.
+        public static let recordTooLarge = Code("recordTooLarge")
+        /// A record is empty (collectors drop empty lines); it was not spooled.
+        public static let emptyRecord = Code("emptyRecord")
+        /// The spool's folder or files can't be created, mapped or written.
+        public static let spoolUnavailable = Code("spoolUnavailable")
+        /// The spool was closed.
+        public static let spoolClosed = Code("spoolClosed")
+        /// Connecting (resolving, TCP connect, TLS handshake) failed.
+        public static let connectFailed = Code("connectFailed")
+        /// The server's certificate was refused (untrusted, wrong host, expired, pin mismatch).
+        public static let certificateRejected = Code("certificateRejected")
+        /// An established connection failed or was closed by the peer.
+        public static let connectionLost = Code("connectionLost")
+        /// The TLS settings can't be used (unreadable CA file, malformed pin).
+        public static let invalidTLSConfiguration = Code("invalidTLSConfiguration")
+
+        /// The same as ``shutdown`` (the Logstash client's earlier name).
+        @available(*, deprecated, renamed: "shutdown")
+        public static let shutDown = shutdown
+        /// The same as ``timeout`` (the Logstash client's earlier name).
+        @available(*, deprecated, renamed: "timeout")
+        public static let timedOut = timeout
     }
 
     public var code: Code
     /// A sentence that says what is wrong and, where possible, what to do.
     public var message: String
-    /// The underlying error's description, if any.
-    public var cause: String?
+    /// The underlying error, if any: the system call's, the TLS library's, the file system's.
+    public var cause: (any Error)?
 
     public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
         self.code = code
         self.message = message
-        self.cause = cause.map { String(describing: $0) }
+        self.cause = cause
+    }
+
+    public init(code: Code, message: String, cause: (any Error)? = nil) {
+        self.init(code, message, cause: cause)
+    }
+
+    /// An error whose cause is known only as text (a C library's `strerror`, a peer's answer).
+    public init(code: Code, message: String, cause: String) {
+        self.init(code, message, cause: DescribedCause(description: cause))
     }
 
     public var description: String {
         if let cause { return "\(message) (\(cause))" }
         return message
+    }
+
+    /// Equal when code, message and the cause's description are.
+    public static func == (lhs: JustLogError, rhs: JustLogError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.cause.map { "\($0)" } == rhs.cause.map { "\($0)" }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(cause.map { "\($0)" })
+    }
+}
+
+/// A cause known only by its description.
+public struct DescribedCause: Error, Hashable, CustomStringConvertible {
+    public var description: String
+
+    public init(description: String) {
+        self.description = description
     }
 }

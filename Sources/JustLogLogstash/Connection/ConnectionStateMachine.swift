@@ -1,3 +1,5 @@
+import JustLogCore
+
 /// The Logstash client's decisions — when to connect, what to send, what the spool may forget, when to
 /// retry — as a value that does no I/O: each input returns the ``Action``s the transport must carry out.
 ///
@@ -369,7 +371,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .connected:
             if let deadline = shutdownDeadline, now >= deadline {
                 return [.reportActivity("shutdown timed out; closing the connection to \(configuration.endpoint)"), .close(graceful: false)]
-                    + finishShutdown(error: LogstashError(code: .timedOut, message: "shutdown timed out before everything was sent; the rest stays spooled"))
+                    + finishShutdown(error: LogstashError(code: .timeout, message: "shutdown timed out before everything was sent; the rest stays spooled"))
             }
             var actions: [Action] = []
             if let next = nextDispatch, now >= next {
@@ -381,7 +383,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .closing(let deadline):
             guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
             return [.close(graceful: false)]
-                + finishShutdown(error: LogstashError(code: .timedOut, message: "the collector did not close the connection in time"))
+                + finishShutdown(error: LogstashError(code: .timeout, message: "the collector did not close the connection in time"))
         case .idle, .connecting, .closed:
             return []
         }
@@ -398,7 +400,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package mutating func flushRequested(id: Int, upTo: SpoolPosition) -> [Action] {
         switch state {
         case .idle, .closed:
-            return [.completeFlush(id: id, error: LogstashError(code: .shutDown, message: "the Logstash client is not running; records stay spooled"))]
+            return [.completeFlush(id: id, error: LogstashError(code: .shutdown, message: "the Logstash client is not running; records stay spooled"))]
         case .connected:
             pendingFlushes.append((id, upTo))
             return readIfIdle()
@@ -422,11 +424,11 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             state = .closed
             return [.shutdownComplete]
         case .backingOff:
-            return finishShutdown(error: LogstashError(code: .shutDown, message: "shut down while reconnecting; records stay spooled"))
+            return finishShutdown(error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled"))
         case .connecting:
             shutdownDeadline = deadline
             return [.close(graceful: false)]
-                + finishShutdown(error: LogstashError(code: .shutDown, message: "shut down while connecting; records stay spooled"))
+                + finishShutdown(error: LogstashError(code: .shutdown, message: "shut down while connecting; records stay spooled"))
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
@@ -488,7 +490,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         shutdownDeadline = nil
         inFlight = nil
         readPending = false
-        var actions = failFlushes(error ?? LogstashError(code: .shutDown, message: "the Logstash client shut down"))
+        var actions = failFlushes(error ?? LogstashError(code: .shutdown, message: "the Logstash client shut down"))
         actions.append(.reportActivity("closed the connection to \(configuration.endpoint)"))
         actions.append(.shutdownComplete)
         return actions

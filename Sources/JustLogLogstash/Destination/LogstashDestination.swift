@@ -160,7 +160,7 @@ public final class LogstashDestination: LogDestination {
         let once = CompletionOnce(completion)
         let timeout = configuration.flushTimeout
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-            once.complete(LogstashError(code: .timedOut, message: "Logstash flush did not finish within \(timeout) s; the events stay spooled"))
+            once.complete(LogstashError(code: .timeout, message: "Logstash flush did not finish within \(timeout) s; the events stay spooled"))
         }
         client.flush { error in once.complete(error) }
     }
@@ -189,7 +189,7 @@ public final class LogstashDestination: LogDestination {
         let seconds = Double(configuration.client.shutdownTimeout.components.seconds) + 1
         var failure: LogstashError?
         if done.wait(timeout: .now() + seconds) == .timedOut {
-            failure = LogstashError(code: .timedOut, message: "the Logstash client did not shut down within \(seconds) s; unconfirmed events stay spooled")
+            failure = LogstashError(code: .timeout, message: "the Logstash client did not shut down within \(seconds) s; unconfirmed events stay spooled")
         } else {
             failure = outcome.withLock { $0 }
         }

@@ -261,7 +261,7 @@ public final class JSONLinesReceiver: Sendable {
             throw LogstashError(
                 code: .invalidTLSConfiguration,
                 message: "can't read the server certificate \(tls.certificateFile): give a PEM certificate file",
-                cause: "\(error)"
+                cause: error
             )
         }
         guard !chain.isEmpty else {
@@ -274,7 +274,7 @@ public final class JSONLinesReceiver: Sendable {
             throw LogstashError(
                 code: .invalidTLSConfiguration,
                 message: "can't read the private key \(tls.keyFile): give the PEM key of the certificate",
-                cause: "\(error)"
+                cause: error
             )
         }
         var configuration = TLSConfiguration.makeServerConfiguration(
@@ -288,7 +288,7 @@ public final class JSONLinesReceiver: Sendable {
             throw LogstashError(
                 code: .invalidTLSConfiguration,
                 message: "can't serve TLS with \(tls.certificateFile) and \(tls.keyFile): check that the key belongs to the certificate",
-                cause: "\(error)"
+                cause: error
             )
         }
     }
@@ -302,25 +302,25 @@ public final class JSONLinesReceiver: Sendable {
                 return LogstashError(
                     code: .invalidConfiguration,
                     message: "port \(configuration.port) on \(configuration.host) is already in use: stop what listens there or choose another port (0 picks a free one)",
-                    cause: "\(error)"
+                    cause: error
                 )
             case EACCES:
                 return LogstashError(
                     code: .invalidConfiguration,
                     message: "not allowed to listen on \(address): ports below 1024 need privileges; choose a port of 1024 or more",
-                    cause: "\(error)"
+                    cause: error
                 )
             case EADDRNOTAVAIL:
                 return LogstashError(
                     code: .invalidConfiguration,
                     message: "\(configuration.host) is not an address of this machine: listen on 127.0.0.1, 0.0.0.0 or one of its addresses",
-                    cause: "\(error)"
+                    cause: error
                 )
             default:
                 break
             }
         }
-        return LogstashError(code: .invalidConfiguration, message: "can't listen on \(address)", cause: "\(error)")
+        return LogstashError(code: .invalidConfiguration, message: "can't listen on \(address)", cause: error)
     }
 }
 

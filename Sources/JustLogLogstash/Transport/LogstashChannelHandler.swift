@@ -1,3 +1,4 @@
+import JustLogCore
 import NIOCore
 import NIOSSL
 import NIOTLS

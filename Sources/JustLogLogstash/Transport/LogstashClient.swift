@@ -1,7 +1,7 @@
 public import NIOCore
 import NIOPosix
 import NIOSSL
-import JustLogCore
+public import JustLogCore
 
 /// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector as `json_lines` over one
 /// persistent TCP or TLS connection, carrying out the decisions of a ``ConnectionStateMachine``.
@@ -329,7 +329,7 @@ public final class LogstashClient: @unchecked Sendable {
             connectInProgress = false
             let failure = handshakeTimedOut
                 ? LogstashError(
-                    code: .timedOut,
+                    code: .timeout,
                     message: "the TLS handshake with \(configuration.endpoint) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
                 )
                 : describeConnectError(error ?? ChannelError.eof)
@@ -347,7 +347,7 @@ public final class LogstashClient: @unchecked Sendable {
             run(machine.connectionClosed(error: nil, peerClosedAfterUs: peerClosedAfterUs))
         } else {
             run(machine.connectionClosed(error: error.map {
-                $0 as? LogstashError ?? LogstashError(code: .connectionLost, message: "connection error", cause: "\($0)")
+                $0 as? LogstashError ?? LogstashError(code: .connectionLost, message: "connection error", cause: $0)
             }))
         }
     }
@@ -402,7 +402,7 @@ public final class LogstashClient: @unchecked Sendable {
             channel.close(promise: nil)
         }
         generation += 1
-        let error = LogstashError(code: .shutDown, message: "the Logstash client shut down; records stay spooled")
+        let error = LogstashError(code: .shutdown, message: "the Logstash client shut down; records stay spooled")
         for callback in flushCallbacks.values { callback(error) }
         flushCallbacks.removeAll()
         let callbacks = shutdownCallbacks

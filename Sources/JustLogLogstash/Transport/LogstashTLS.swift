@@ -37,7 +37,7 @@ struct LogstashTLS: Sendable {
                     throw LogstashError(
                         code: .invalidTLSConfiguration,
                         message: "can't read the CA bundle \(caFile): give the path of a PEM file with the collector's CA certificate",
-                        cause: "\(error)"
+                        cause: error
                     )
                 }
             } else {
@@ -57,7 +57,7 @@ struct LogstashTLS: Sendable {
         do {
             context = try NIOSSLContext(configuration: tls)
         } catch {
-            throw LogstashError(code: .invalidTLSConfiguration, message: "can't set up TLS", cause: "\(error)")
+            throw LogstashError(code: .invalidTLSConfiguration, message: "can't set up TLS", cause: error)
         }
         serverHostname = Self.isIPLiteral(host) ? nil : host
     }

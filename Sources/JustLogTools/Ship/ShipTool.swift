@@ -451,10 +451,10 @@ public struct ShipTool: Sendable {
         case .certificateRejected:
             return ToolError("the TLS certificate of \(target) was refused (untrusted, expired or for another host): pass --ca-file with the collector's CA certificate, or --allow-untrusted to skip verification\(left)")
         case .connectFailed:
-            let cause = error.cause.map { Self.shortCause($0) } ?? "no answer"
+            let cause = error.cause.map { Self.shortCause("\($0)") } ?? "no answer"
             return ToolError("can't connect to \(target) (\(cause)): check --host and --port and that the collector is running\(left)")
         default:
-            return ToolError("can't ship to \(target): \(error.message)\(error.cause.map { " (\(Self.shortCause($0)))" } ?? "")\(left)")
+            return ToolError("can't ship to \(target): \(error.message)\(error.cause.map { " (\(Self.shortCause("\($0)")))" } ?? "")\(left)")
         }
     }
 
