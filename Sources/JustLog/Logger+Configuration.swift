@@ -144,6 +144,8 @@ extension Logger {
         var sanitizer: Sanitizer?
         var privacy = PrivacyPolicy.default
         var captureLimits = CaptureLimits()
+        var extraDestinations: [LogPipeline.Route] = []
+        var pipeline = LogPipeline.Configuration()
 
         func configuration(switches: DestinationSwitches) -> Configuration {
             let fileURL = baseUrlForFileLogging.appendingPathComponent(logFilename ?? LogFolder.defaultFilename(), isDirectory: false)
@@ -156,8 +158,10 @@ extension Logger {
                 console: switches.console.isOn ? .init(minimumLevel: consoleMinimumLevel) : nil,
                 file: switches.file.isOn ? .init(file, minimumLevel: fileMinimumLevel) : nil,
                 logstash: switches.logstash.isOn && !logstash.host.isEmpty ? logstash : nil,
+                extraDestinations: extraDestinations,
                 defaultUserInfo: defaultUserInfo,
                 sanitizer: sanitizer,
+                pipeline: pipeline,
                 privacy: privacy,
                 captureLimits: captureLimits
             )

@@ -158,6 +158,31 @@ public final class Logger: @unchecked Sendable {
         set { write(\.logstash.minimumLevel, newValue) }
     }
 
+    /// Base64 SHA-256 digests of the collector's SubjectPublicKeyInfo; when set, the collector's key must match one
+    /// (on top of the certificate's verification). Default `[]`.
+    public var logstashPinnedPublicKeys: [String] {
+        get { read(\.logstash.pinnedPublicKeys) }
+        set { write(\.logstash.pinnedPublicKeys, newValue) }
+    }
+
+    /// The Logstash spool's folder. Default `nil`: `<log folder>/<log file name>.spool/`, next to the log file.
+    public var logstashSpoolFolder: URL? {
+        get { read(\.logstash.spoolFolder) }
+        set { write(\.logstash.spoolFolder, newValue) }
+    }
+
+    /// Your own destinations, beside the console, file and Logstash ones, each with its minimum level. Default `[]`.
+    public var additionalDestinations: [LogPipeline.Route] {
+        get { read(\.extraDestinations) }
+        set { write(\.extraDestinations, newValue) }
+    }
+
+    /// Queue limits and exit flushing (`LogPipeline.Configuration`). Default `.init()`.
+    public var pipelineConfiguration: LogPipeline.Configuration {
+        get { read(\.pipeline) }
+        set { write(\.pipeline, newValue) }
+    }
+
     /// The Logstash spool's size cap in bytes; past it the oldest events are dropped and counted. Default 64 MiB.
     public var logstashSpoolCapacity: Int {
         get { read(\.logstash.spoolCapacity) }

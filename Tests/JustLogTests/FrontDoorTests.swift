@@ -113,3 +113,34 @@ struct PrivateValueDeliveryTests {
         }
     }
 }
+
+/// Issue #10: the property-style API could not set rotation (10 MiB and 5 files, fixed) nor what
+/// `Logger(configuration:)` offers.
+@Suite struct SharedInstanceSettingsTests {
+    @Test func rotationLevelsAndOwnDestinationsAreSettableOnTheSharedStyleLogger() async throws {
+        let folder = try TemporaryDirectory(prefix: "settings")
+        defer { folder.remove() }
+        let capture = CapturingDestination()
+        let logger = JustLog.Logger()
+        logger.baseUrlForFileLogging = folder.url
+        logger.logFilename = "app.log"
+        logger.enableConsoleLogging = false
+        logger.logFileMaximumSize = 2_000
+        logger.logFileRetainedCount = 2
+        logger.fileMinimumLevel = .info
+        logger.additionalDestinations = [.init(capture, minimumLevel: .warning)]
+        logger.setup()
+        for index in 0..<100 {
+            logger.debug("debug \(index)")
+            logger.info("info \(index) with some padding to fill the 2 kB files quickly")
+        }
+        logger.warning("last")
+        #expect(await logger.pipeline.flush(timeout: 30) == nil)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("app.log") }.sorted()
+        #expect(files == ["app.log", "app.log.1", "app.log.2"], "rotated at 2 kB, two kept: \(files)")
+        let current = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)
+        #expect(!current.contains("debug "), "the file takes info and above")
+        #expect(capture.messages == ["last"], "the own destination takes warning and above")
+        await logger.shutdown()
+    }
+}
