@@ -256,39 +256,39 @@ public final class Logger: @unchecked Sendable {
     // MARK: - Logging
 
     /// Logs `message` at `level`, with an optional error and `userInfo`.
-    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                     file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(level, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(level, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/verbose`` 📣.
-    public func verbose(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func verbose(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.verbose, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.verbose, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/debug`` 📝.
-    public func debug(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func debug(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.debug, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.debug, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/info`` ℹ️.
-    public func info(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func info(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                      file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.info, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.info, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/warning`` ⚠️.
-    public func warning(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func warning(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.warning, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.warning, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/error`` ☠️.
-    public func error(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func error(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.error, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        structured.log(.error, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     // MARK: - Sending

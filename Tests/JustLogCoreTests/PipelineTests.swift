@@ -80,6 +80,22 @@ import Testing
         #expect(capture.records.isEmpty)
     }
 
+    /// Issue #8: a filtered-out call still built its `userInfo` dictionary (and evaluated its error).
+    @Test func userInfoAndErrorBelowEveryMinimumLevelAreNeverEvaluated() async throws {
+        let capture = CapturingDestination()
+        let logger = logger([.init(capture, minimumLevel: .info)])
+        let evaluations = LockedValue(0)
+        func fields() -> [String: Any] { evaluations.withLock { $0 += 1 }; return ["userID": 42] }
+        func failure() -> any Error { evaluations.withLock { $0 += 1 }; return CocoaError(.fileNoSuchFile) }
+        logger.debug("filtered", error: failure(), userInfo: fields())
+        #expect(evaluations.current == 0)
+        logger.info("kept", error: failure(), userInfo: fields())
+        try await logger.flush()
+        #expect(evaluations.current == 2)
+        #expect(capture.records.map(\.message) == ["kept"])
+        #expect(capture.records.first?.userInfo["userID"] == 42)
+    }
+
     @Test func sanitizerRedactsBeforeAnyDestination() async throws {
         let capture = CapturingDestination(), inline = CapturingDestination(delivery: .inline)
         let logger = logger([.init(capture), .init(inline)], sanitizer: { record in

@@ -93,20 +93,21 @@ public struct StructuredLogger: Sendable {
 
     // MARK: - Logging
 
-    /// Logs `message` at `level`. The message is not evaluated when no destination takes `level`.
+    /// Logs `message` at `level`. The message, the error and `userInfo` are not evaluated (the dictionary literal is
+    /// never built) when no destination takes `level`.
     @inlinable
     public func log(
         _ level: LogLevel,
         _ message: @autoclosure () -> String,
-        error: (any Error)? = nil,
-        userInfo: [String: Any]? = nil,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
         file: String = #fileID,
         function: String = #function,
         line: UInt = #line
     ) {
         let intake = pipeline.intake
         guard level >= intake.minimumLevel else { return }
-        submit(level, message(), error: error, userInfo: userInfo, callSite: CallSite(file: file, function: function, line: line), intake: intake)
+        submit(level, message(), error: error(), userInfo: userInfo(), callSite: CallSite(file: file, function: function, line: line), intake: intake)
     }
 
     @usableFromInline
@@ -128,37 +129,37 @@ public struct StructuredLogger: Sendable {
 
     /// Logs at ``LogLevel/verbose`` 📣.
     @inlinable
-    public func verbose(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func verbose(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.verbose, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        log(.verbose, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/debug`` 📝.
     @inlinable
-    public func debug(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func debug(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.debug, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        log(.debug, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/info`` ℹ️.
     @inlinable
-    public func info(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func info(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                      file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.info, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        log(.info, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/warning`` ⚠️.
     @inlinable
-    public func warning(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func warning(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.warning, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        log(.warning, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/error`` ☠️.
     @inlinable
-    public func error(_ message: @autoclosure () -> String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
+    public func error(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(.error, message(), error: error, userInfo: userInfo, file: file, function: function, line: line)
+        log(.error, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     // MARK: - Flushing
