@@ -117,3 +117,9 @@ for target in package.targets {
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
     target.swiftSettings = settings
 }
+
+// The documentation plugin only where the docs are built (`Scripts/build-docs`, CI), so that users of the
+// package never resolve it.
+if Context.environment["JUSTLOG_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

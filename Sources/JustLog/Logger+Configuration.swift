@@ -32,7 +32,7 @@ extension Logger {
         public var pipeline: LogPipeline.Configuration
         /// Where JustLog reports its own problems. Default: standard error.
         public var diagnostics: DiagnosticSink
-        /// What ``Sensitive`` values and swift-log values marked sensitive become. Default ``PrivacyPolicy/default``.
+        /// What `Sensitive` values and swift-log values marked sensitive become. Default `PrivacyPolicy/default`.
         public var privacy: PrivacyPolicy
         /// What one call may carry. Default `CaptureLimits()`.
         public var captureLimits: CaptureLimits

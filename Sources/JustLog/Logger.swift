@@ -24,7 +24,7 @@ public import JustLogCore
 ///
 /// Logging before ``setup()`` is kept (up to ``pendingCapacity`` events) and delivered when it runs; calling
 /// ``setup()`` again applies the current settings in place, in log order. Every call goes through one
-/// ``StructuredLogger`` (``structured``) over one ``LogPipeline`` that keeps its identity for the logger's life:
+/// `StructuredLogger` (``structured``) over one `LogPipeline` that keeps its identity for the logger's life:
 /// no facade lock is held while logging, and the pipeline's clock stamps every event.
 public final class Logger: @unchecked Sendable {
     /// The instance of the documented API.
@@ -90,13 +90,13 @@ public final class Logger: @unchecked Sendable {
         set { write(\.file.retainedFileCount, max(0, newValue)) }
     }
 
-    /// The lowest level the console shows. Default ``LogLevel/verbose`` (every level).
+    /// The lowest level the console shows. Default `LogLevel/verbose` (every level).
     public var consoleMinimumLevel: LogLevel {
         get { read(\.consoleMinimumLevel) }
         set { write(\.consoleMinimumLevel, newValue) }
     }
 
-    /// The lowest level written to the file. Default ``LogLevel/verbose`` (every level).
+    /// The lowest level written to the file. Default `LogLevel/verbose` (every level).
     public var fileMinimumLevel: LogLevel {
         get { read(\.fileMinimumLevel) }
         set { write(\.fileMinimumLevel, newValue) }
@@ -152,7 +152,7 @@ public final class Logger: @unchecked Sendable {
         set { write(\.logstash.token, newValue) }
     }
 
-    /// The lowest level sent to Logstash. Default ``LogLevel/verbose`` (every level).
+    /// The lowest level sent to Logstash. Default `LogLevel/verbose` (every level).
     public var logstashMinimumLevel: LogLevel {
         get { read(\.logstash.minimumLevel) }
         set { write(\.logstash.minimumLevel, newValue) }
@@ -189,7 +189,7 @@ public final class Logger: @unchecked Sendable {
         set { write(\.logstash.spoolCapacity, newValue) }
     }
 
-    /// Added to the `userInfo` of every log; a per-call key replaces a default key. A ``Sensitive`` value here
+    /// Added to the `userInfo` of every log; a per-call key replaces a default key. A `Sensitive` value here
     /// is replaced as ``privacy`` says at the moment this property is set.
     public var defaultUserInfo: [String: Any]? {
         get { read(\.defaultUserInfo).mapValues(\.plainValue) }
@@ -201,8 +201,8 @@ public final class Logger: @unchecked Sendable {
         }
     }
 
-    /// What ``Sensitive`` values and swift-log values marked sensitive become. Default
-    /// ``PrivacyPolicy/default``: `"<private>"` in release builds, in clear in debug builds.
+    /// What `Sensitive` values and swift-log values marked sensitive become. Default
+    /// `PrivacyPolicy/default`: `"<private>"` in release builds, in clear in debug builds.
     public var privacy: PrivacyPolicy {
         get { read(\.privacy) }
         set { write(\.privacy, newValue) }
@@ -261,31 +261,31 @@ public final class Logger: @unchecked Sendable {
         structured.log(level, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
-    /// Logs at ``LogLevel/verbose`` 📣.
+    /// Logs at `LogLevel/verbose` 📣.
     public func verbose(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
         structured.log(.verbose, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
-    /// Logs at ``LogLevel/debug`` 📝.
+    /// Logs at `LogLevel/debug` 📝.
     public func debug(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
         structured.log(.debug, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
-    /// Logs at ``LogLevel/info`` ℹ️.
+    /// Logs at `LogLevel/info` ℹ️.
     public func info(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                      file: String = #fileID, function: String = #function, line: UInt = #line) {
         structured.log(.info, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
-    /// Logs at ``LogLevel/warning`` ⚠️.
+    /// Logs at `LogLevel/warning` ⚠️.
     public func warning(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                         file: String = #fileID, function: String = #function, line: UInt = #line) {
         structured.log(.warning, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
-    /// Logs at ``LogLevel/error`` ☠️.
+    /// Logs at `LogLevel/error` ☠️.
     public func error(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
                       file: String = #fileID, function: String = #function, line: UInt = #line) {
         structured.log(.error, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
