@@ -5,9 +5,12 @@
 // Products are layered so that a program only compiles what it uses:
 //   JustLogCore      front end, event value, formats, console + file destinations, pipeline (Foundation only)
 //   JustLogLogging   swift-log bridge: a `LogHandler` routing `Logging.Logger` into a JustLogCore pipeline
-//   JustLogLogstash  the Logstash destination: disk spool, connection state machine, NIO + NIOSSL transport
+//   JustLogLogstash  the Logstash destination: disk spool, connection state machines (json_lines, Beats),
+//                    NIO + NIOSSL transport
 //   JustLog          the documented `Logger.shared` facade over all of the above
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
+// Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests)
+// and CJustLogZlib (the system zlib, for compressed Beats frames).
 import PackageDescription
 
 let package = Package(
@@ -31,6 +34,7 @@ let package = Package(
     targets: [
         // MARK: - Libraries
         .target(name: "JustLogCore"),
+        .systemLibrary(name: "CJustLogZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "JustLogLogging",
             dependencies: ["JustLogCore", .product(name: "Logging", package: "swift-log")]
@@ -44,6 +48,16 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                "CJustLogZlib",
+            ]
+        ),
+        .target(
+            name: "JustLogReceivers",
+            dependencies: [
+                "JustLogCore", "JustLogLogstash",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .target(
@@ -55,7 +69,7 @@ let package = Package(
         ),
         .target(
             name: "JustLogTools",
-            dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", "JustLogReceivers", .product(name: "Logging", package: "swift-log")]
         ),
 
         // MARK: - Command-line tool
@@ -75,7 +89,7 @@ let package = Package(
         .testTarget(
             name: "JustLogLogstashTests",
             dependencies: [
-                "JustLogLogstash", "JustLogCore", "JustLogTestSupport",
+                "JustLogLogstash", "JustLogCore", "JustLogTestSupport", "JustLogReceivers",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -85,7 +99,7 @@ let package = Package(
         .testTarget(
             name: "JustLogTests",
             dependencies: [
-                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogTestChild",
+                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport", "JustLogTestChild",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -93,7 +107,7 @@ let package = Package(
         .testTarget(
             name: "JustLogToolsTests",
             dependencies: [
-                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI",
+                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport", "JustLogCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -101,7 +115,7 @@ let package = Package(
 )
 
 // One strict setting for every target (as swift-log does): Swift 6 mode comes from the tools version.
-for target in package.targets {
+for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))

@@ -36,6 +36,9 @@ public struct LogstashError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let shutDown = Code("shutDown")
         /// The operation did not complete in time.
         public static let timedOut = Code("timedOut")
+        /// A peer sent bytes that are not a valid frame of the protocol in use (Lumberjack v2: an unknown
+        /// version or type, a frame past the size limit, corrupt zlib data, an ACK beyond the window).
+        public static let malformedFrame = Code("malformedFrame")
 
         public var description: String { name }
     }

@@ -3,8 +3,13 @@ import NIOPosix
 import NIOSSL
 import JustLogCore
 
-/// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector as `json_lines` over one
-/// persistent TCP or TLS connection, carrying out the decisions of a ``ConnectionStateMachine``.
+/// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector over one persistent TCP or
+/// TLS connection — as `json_lines` (carrying out the decisions of a ``ConnectionStateMachine``) or as
+/// Lumberjack v2 windows that the collector acknowledges (a ``BeatsStateMachine``), per
+/// ``Configuration/transport``.
+///
+/// With several ``Configuration/hosts`` it sends to one at a time, starting with the first, and moves to the
+/// next when a connect fails or a connection is lost (failover); activity lines name the host they concern.
 ///
 /// ## Who calls what
 /// - The destination appends each record to the spool on the logging caller's thread, then calls
@@ -34,7 +39,8 @@ public final class LogstashClient: @unchecked Sendable {
     /// The spool the client drains.
     public let spool: LogstashSpool
     private let eventLoop: any EventLoop
-    private let tls: LogstashTLS?
+    /// The TLS settings of each host (its name is checked against its certificate), or `nil` for plain TCP.
+    private let tlsByHost: [LogstashTLS?]
     private let activity: (@Sendable (String) -> Void)?
     private let warning: @Sendable (String) -> Void
     private let onDeliveryResumed: (@Sendable (UInt64) -> Void)?
@@ -47,7 +53,11 @@ public final class LogstashClient: @unchecked Sendable {
 
     // MARK: - Sender side (event loop only)
 
-    private var machine: ConnectionStateMachine<ContinuousClock>
+    private var machine: any DeliveryMachine
+    /// The index in ``Configuration/hosts`` of the collector connected to, or tried next.
+    private var currentHost = 0
+    /// Decodes the collector's ACK frames (Beats only), fresh for each connection.
+    private let beats: Transport.Beats?
     private var channel: (any Channel)?
     private var generation = 0
     private var timer: Scheduled<Void>?
@@ -88,24 +98,41 @@ public final class LogstashClient: @unchecked Sendable {
         self.activity = activity
         self.warning = warning ?? { message in DiagnosticSink.standardError.report(message) }
         self.onDeliveryResumed = onDeliveryResumed
-        self.tls = configuration.useTLS
-            ? try LogstashTLS(
-                host: configuration.host,
-                caFile: configuration.caFile,
-                pinnedSPKISHA256: configuration.pinnedSPKISHA256,
-                allowUntrustedServer: configuration.allowUntrustedServer
-            )
-            : nil
-        var policies = ConnectionStateMachine<ContinuousClock>.Configuration()
-        policies.sendInterval = configuration.sendInterval
-        policies.maxBatchBytes = configuration.maxBatchBytes
-        policies.maxBatchRecords = configuration.maxBatchRecords
-        policies.resendWindowBytes = configuration.resendWindowBytes
-        policies.backoffMinimum = configuration.backoffMinimum
-        policies.backoffMaximum = configuration.backoffMaximum
-        policies.shutdownTimeout = configuration.shutdownTimeout
-        policies.endpoint = configuration.endpoint
-        self.machine = ConnectionStateMachine(configuration: policies, clock: ContinuousClock())
+        self.tlsByHost = try configuration.hosts.map { host in
+            configuration.useTLS
+                ? try LogstashTLS(
+                    host: host.host,
+                    caFile: configuration.caFile,
+                    pinnedSPKISHA256: configuration.pinnedSPKISHA256,
+                    allowUntrustedServer: configuration.allowUntrustedServer
+                )
+                : nil
+        }
+        self.beats = configuration.transport.beatsSettings
+        if let beats {
+            var policies = BeatsStateMachine<ContinuousClock>.Configuration()
+            policies.sendInterval = configuration.sendInterval
+            policies.maxBatchBytes = configuration.maxBatchBytes
+            policies.initialWindow = beats.initialWindow
+            policies.maxWindow = beats.maxWindow
+            policies.ackTimeout = beats.ackTimeout
+            policies.backoff.minimum = configuration.backoffMinimum
+            policies.backoff.maximum = configuration.backoffMaximum
+            policies.shutdownTimeout = configuration.shutdownTimeout
+            policies.endpoint = configuration.endpoint
+            self.machine = BeatsStateMachine(configuration: policies, clock: ContinuousClock())
+        } else {
+            var policies = ConnectionStateMachine<ContinuousClock>.Configuration()
+            policies.sendInterval = configuration.sendInterval
+            policies.maxBatchBytes = configuration.maxBatchBytes
+            policies.maxBatchRecords = configuration.maxBatchRecords
+            policies.resendWindowBytes = configuration.resendWindowBytes
+            policies.backoffMinimum = configuration.backoffMinimum
+            policies.backoffMaximum = configuration.backoffMaximum
+            policies.shutdownTimeout = configuration.shutdownTimeout
+            policies.endpoint = configuration.endpoint
+            self.machine = ConnectionStateMachine(configuration: policies, clock: ContinuousClock())
+        }
     }
 
     // MARK: - Public API
@@ -116,8 +143,9 @@ public final class LogstashClient: @unchecked Sendable {
             guard !self.started else { return }
             self.started = true
             if self.configuration.useTLS && self.configuration.allowUntrustedServer {
+                let hosts = self.configuration.hosts.map { "\($0.host):\($0.port)" }.joined(separator: ", ")
                 self.warning(
-                    "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(self.configuration.host):\(self.configuration.port) is NOT verified; anyone on the path can read and change the logs"
+                    "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(hosts) is NOT verified; anyone on the path can read and change the logs"
                 )
             }
             self.run(self.machine.start(at: self.spool.cursor))
@@ -211,13 +239,14 @@ public final class LogstashClient: @unchecked Sendable {
             dropped: spoolCounters.droppedRecords,
             connects: machineCounters?.counters.connects ?? 0,
             connectionErrors: machineCounters?.counters.connectionErrors ?? 0,
-            lastConnectionError: machineCounters?.unresolvedError
+            lastConnectionError: machineCounters?.unresolvedError,
+            acknowledged: machineCounters?.counters.acknowledgedRecords ?? 0
         )
     }
 
     // MARK: - Carrying out actions (event loop)
 
-    private func run(_ actions: [ConnectionStateMachine<ContinuousClock>.Action]) {
+    private func run(_ actions: [DeliveryAction<ContinuousClock.Instant>]) {
         eventLoop.assertInEventLoop()
         for action in actions {
             switch action {
@@ -230,9 +259,20 @@ public final class LogstashClient: @unchecked Sendable {
                 write(batch)
             case .acknowledge(let upTo):
                 spool.acknowledge(upTo: upTo)
+            case .acknowledgeRecords(let from, let count):
+                // A partial ACK: find where the acknowledged records end. If the spool dropped records at its cap
+                // meanwhile (its cursor passed `from`), the records after the cursor may be unsent: forget nothing.
+                var end = from
+                if spool.cursor <= from {
+                    end = spool.read(from: from, maxBytes: .max, maxRecords: count).end
+                    spool.acknowledge(upTo: end)
+                }
+                run(machine.recordsAcknowledged(upTo: end))
             case .scheduleTimer(let instant):
                 scheduleTimer(at: instant)
             case .close(let graceful):
+                // The Beats machine drops a connection itself (no ACK in time, a malformed answer): fail over then too.
+                if !graceful, beats != nil, channel != nil, shutdownCallbacks.isEmpty { failOver() }
                 close(graceful: graceful)
             case .completeFlush(let id, let error):
                 flushCallbacks.removeValue(forKey: id)?(error)
@@ -253,7 +293,9 @@ public final class LogstashClient: @unchecked Sendable {
     private func connect() {
         generation += 1
         let generation = generation
-        let tls = tls
+        let host = configuration.hosts[currentHost]
+        let tls = tlsByHost[currentHost]
+        let beats = beats
         connectInProgress = true
         handshakeTimedOut = false
         largestPeerWindow = 0
@@ -273,11 +315,11 @@ public final class LogstashClient: @unchecked Sendable {
                         try channel.pipeline.syncOperations.addHandler(sslHandler)
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        LogstashChannelHandler(client: self, generation: generation, tls: tls)
+                        LogstashChannelHandler(client: self, generation: generation, tls: tls, decodesAcks: beats != nil)
                     )
                 }
             }
-        bootstrap.connect(host: configuration.host, port: configuration.port).hop(to: eventLoop).whenComplete { result in
+        bootstrap.connect(host: host.host, port: host.port).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation else {
                 if case .success(let channel) = result { channel.close(promise: nil) }
                 return
@@ -298,6 +340,7 @@ public final class LogstashClient: @unchecked Sendable {
             case .failure(let error):
                 self.connectInProgress = false
                 self.run(self.machine.connectFailed(self.describeConnectError(error)))
+                self.failOver()
             }
         }
     }
@@ -310,6 +353,23 @@ public final class LogstashClient: @unchecked Sendable {
         handshakeTimeout?.cancel()
         activity?(detail)
         run(machine.connected())
+    }
+
+    /// The collector acknowledged up to event `sequence` of the window on connection `generation` (Beats).
+    func ackReceived(generation: Int, sequence: UInt32) {
+        eventLoop.assertInEventLoop()
+        guard generation == self.generation, channel != nil else { return }
+        run(machine.ackReceived(sequence: sequence))
+    }
+
+    /// After a failed connect or a lost connection: the next host, if there are several.
+    private func failOver() {
+        guard configuration.hosts.count > 1, !isShutDown else { return }
+        let failed = configuration.endpoint(of: configuration.hosts[currentHost])
+        currentHost = (currentHost + 1) % configuration.hosts.count
+        let next = configuration.endpoint(of: configuration.hosts[currentHost])
+        machine.endpoint = next
+        activity?("failing over from \(failed) to \(next)")
     }
 
     /// Connection `generation` is being closed; `info` is what the kernel said about it just before.
@@ -330,13 +390,14 @@ public final class LogstashClient: @unchecked Sendable {
             let failure = handshakeTimedOut
                 ? LogstashError(
                     code: .timedOut,
-                    message: "the TLS handshake with \(configuration.endpoint) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
+                    message: "the TLS handshake with \(configuration.endpoint(of: configuration.hosts[currentHost])) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
                 )
                 : describeConnectError(error ?? ChannelError.eof)
             run(machine.connectFailed(failure))
+            failOver()
             return
         }
-        if case .closing = machine.state, Self.isCleanEnd(error) {
+        if machine.isClosing, Self.isCleanEnd(error) {
             // Where the kernel can't say (not Linux), a clean close is taken as the end of a collector that read
             // everything, as json_lines servers do; on Linux only a close that came after ours counts.
             #if os(Linux)
@@ -346,23 +407,30 @@ public final class LogstashClient: @unchecked Sendable {
             #endif
             run(machine.connectionClosed(error: nil, peerClosedAfterUs: peerClosedAfterUs))
         } else {
+            let wasClosing = machine.isClosing
             run(machine.connectionClosed(error: error.map {
                 $0 as? LogstashError ?? LogstashError(code: .connectionLost, message: "connection error", cause: "\($0)")
-            }))
+            }, peerClosedAfterUs: true))
+            if !wasClosing { failOver() }
         }
     }
 
     private func write(_ batch: SpoolBatch) {
         guard let channel else {
-            run(machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "no connection to write to")))
+            run(machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "no connection to write to"), peerClosedAfterUs: false))
             return
         }
         let generation = generation
-        let buffer = channel.allocator.buffer(bytes: batch.bytes)
+        let buffer: ByteBuffer
+        if let beats {
+            buffer = channel.allocator.buffer(bytes: LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel))
+        } else {
+            buffer = channel.allocator.buffer(bytes: batch.bytes)
+        }
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation, case .success = result else { return }
             // A failed write closes the channel: channelClosed reports it.
-            self.run(self.machine.writeCompleted(bufferBound: self.measuredBufferBound(channel)))
+            self.run(self.machine.writeCompleted(bufferBound: self.beats == nil ? self.measuredBufferBound(channel) : nil))
         }
     }
 
@@ -424,17 +492,20 @@ public final class LogstashClient: @unchecked Sendable {
     private func describeConnectError(_ error: any Error) -> LogstashError {
         if let error = error as? LogstashError { return error }
         let text = "\(error)"
+        let host = configuration.hosts[currentHost]
+        let endpoint = configuration.endpoint(of: host)
+        let tls = tlsByHost[currentHost]
         if error is NIOSSLExtraError || text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("failedToValidateHostname") {
             return LogstashError(
                 code: .certificateRejected,
-                message: "TLS: the server certificate of \(configuration.host):\(configuration.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
+                message: "TLS: the server certificate of \(host.host):\(host.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
                 cause: text
             )
         }
         if tls != nil, Self.isCleanEnd(error) {
             return LogstashError(
                 code: .connectFailed,
-                message: "\(configuration.endpoint) closed the connection during the TLS handshake: the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)",
+                message: "\(endpoint) closed the connection during the TLS handshake: the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)",
                 cause: text
             )
         }
