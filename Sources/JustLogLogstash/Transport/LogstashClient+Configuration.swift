@@ -29,6 +29,11 @@ extension LogstashClient {
         /// The protocol spoken to the collector (default ``Transport/jsonLines``; ``Transport/beats`` for
         /// acknowledged delivery to Logstash's `beats` input).
         public var transport: Transport = .jsonLines
+        /// Beats with several ``hosts``: keep a connection to every host at once and share the records out
+        /// among them, each connection with its own window and acknowledgements (default `false`: one host at
+        /// a time, failing over). A host that fails gets nothing until it is back; its unacknowledged window
+        /// goes to another. Ignored with json_lines, whose collectors acknowledge nothing to share by.
+        public var loadBalance: Bool = false
         /// TLS (default `true`). `false` sends plain TCP: an explicit choice, never a fallback.
         public var useTLS: Bool = true
         /// Accept any server certificate (default `false`). TLS stays on, without verification, and a
@@ -43,15 +48,15 @@ extension LogstashClient {
         public var sendInterval: Duration = .seconds(5)
         /// Longest time to resolve, connect and finish the TLS handshake (default 10 s).
         public var connectTimeout: Duration = .seconds(10)
-        /// Most bytes per batch (default 1 MiB).
+        /// Most bytes per batch or Beats window (default 1 MiB).
         public var maxBatchBytes: Int = 1 << 20
-        /// Most records per batch (default 1000).
+        /// Most records per batch (default 1000; json_lines — Beats windows follow ``Transport/Beats``).
         public var maxBatchRecords: Int = 1000
         /// The longest line (record without its `\n`) the collector accepts (default 1 MiB). The spool
         /// enforces it: see ``LogstashSpool/Configuration/maxRecordBytes``; keep the two equal.
         public var maxLineBytes: Int = 1 << 20
-        /// Bytes written after a record before the spool may forget it (default 16 MiB); see
-        /// ``ConnectionStateMachine`` for why this proves delivery.
+        /// json_lines only: bytes written after a record before the spool may forget it (default 16 MiB); see
+        /// ``ConnectionStateMachine`` for why this proves delivery. Beats forgets what the collector acknowledged.
         public var resendWindowBytes: Int = 16 << 20
         /// First reconnect delay (default 0.5 s).
         public var backoffMinimum: Duration = .milliseconds(500)

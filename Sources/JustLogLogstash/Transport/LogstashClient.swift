@@ -10,6 +10,8 @@ import JustLogCore
 ///
 /// With several ``Configuration/hosts`` it sends to one at a time, starting with the first, and moves to the
 /// next when a connect fails or a connection is lost (failover); activity lines name the host they concern.
+/// With Beats and ``Configuration/loadBalance``, it keeps one connection to each host instead, each with its
+/// own window and acknowledgements, sharing out the spool's records (a ``WindowDispatcher``).
 ///
 /// ## Who calls what
 /// - The destination appends each record to the spool on the logging caller's thread, then calls
@@ -44,6 +46,10 @@ public final class LogstashClient: @unchecked Sendable {
     private let activity: (@Sendable (String) -> Void)?
     private let warning: @Sendable (String) -> Void
     private let onDeliveryResumed: (@Sendable (UInt64) -> Void)?
+    /// Where records are read and acknowledged: the spool, or this connection's lane when load balancing.
+    private let source: any SpoolSource
+    /// With load balancing: one client per host, sharing the spool (this client then only forwards).
+    private let lanes: [LogstashClient]
 
     // MARK: - Appender side (any thread, guarded by `appendLock`)
 
@@ -84,7 +90,7 @@ public final class LogstashClient: @unchecked Sendable {
     ///     dropped since the last call (called only when it is more than zero): emit one report event.
     /// - Throws: ``LogstashError`` with ``LogstashError/Code/invalidTLSConfiguration`` for an unreadable
     ///   CA file or a malformed pin.
-    public init(
+    public convenience init(
         configuration: Configuration,
         spool: LogstashSpool,
         eventLoopGroup: (any EventLoopGroup)? = nil,
@@ -92,8 +98,39 @@ public final class LogstashClient: @unchecked Sendable {
         warning: (@Sendable (String) -> Void)? = nil,
         onDeliveryResumed: (@Sendable (UInt64) -> Void)? = nil
     ) throws {
+        var lanes: [LogstashClient] = []
+        if configuration.loadBalance, configuration.transport.isBeats, configuration.hosts.count > 1 {
+            let dispatcher = WindowDispatcher(spool: spool)
+            for (index, host) in configuration.hosts.enumerated() {
+                var lane = configuration
+                lane.hosts = [host]
+                lane.loadBalance = false
+                lanes.append(try LogstashClient(
+                    configuration: lane, spool: spool, source: dispatcher.lane(index), lanes: [], eventLoopGroup: eventLoopGroup,
+                    activity: activity, warning: warning, onDeliveryResumed: onDeliveryResumed
+                ))
+            }
+        }
+        try self.init(
+            configuration: configuration, spool: spool, source: spool, lanes: lanes, eventLoopGroup: eventLoopGroup,
+            activity: activity, warning: warning, onDeliveryResumed: onDeliveryResumed
+        )
+    }
+
+    private init(
+        configuration: Configuration,
+        spool: LogstashSpool,
+        source: any SpoolSource,
+        lanes: [LogstashClient],
+        eventLoopGroup: (any EventLoopGroup)?,
+        activity: (@Sendable (String) -> Void)?,
+        warning: (@Sendable (String) -> Void)?,
+        onDeliveryResumed: (@Sendable (UInt64) -> Void)?
+    ) throws {
         self.configuration = configuration
         self.spool = spool
+        self.source = source
+        self.lanes = lanes
         self.eventLoop = (eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton).next()
         self.activity = activity
         self.warning = warning ?? { message in DiagnosticSink.standardError.report(message) }
@@ -139,6 +176,10 @@ public final class LogstashClient: @unchecked Sendable {
 
     /// Starts connecting and sending. Later calls do nothing.
     public func start() {
+        guard lanes.isEmpty else {
+            for lane in lanes { lane.start() }
+            return
+        }
         eventLoop.execute {
             guard !self.started else { return }
             self.started = true
@@ -148,13 +189,17 @@ public final class LogstashClient: @unchecked Sendable {
                     "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(hosts) is NOT verified; anyone on the path can read and change the logs"
                 )
             }
-            self.run(self.machine.start(at: self.spool.cursor))
+            self.run(self.machine.start(at: self.source.cursor))
         }
     }
 
     /// Tells the sender that a record was appended to the spool. Cheap: it wakes the sender only when a
     /// full batch is waiting; otherwise the records go at the next ``Configuration/sendInterval``.
     public func recordsAppended(_ count: Int = 1) {
+        guard lanes.isEmpty else {
+            for lane in lanes { lane.recordsAppended(count) }
+            return
+        }
         let wake = appendLock.withLock { () -> Bool in
             appendedSinceWake += count
             guard !wakeScheduled, appendedSinceWake >= configuration.maxBatchRecords else { return false }
@@ -176,6 +221,15 @@ public final class LogstashClient: @unchecked Sendable {
     /// says why not (the records then stay spooled). Called on the event loop.
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
         let upTo = spool.endPosition
+        guard lanes.isEmpty else {
+            // Done once every lane is: then everything before `upTo` is acknowledged, unless a lane failed.
+            let group = LaneGroup(count: lanes.count) { errors in
+                let spool = self.spool
+                completion(spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0 ? nil : errors.first ?? nil)
+            }
+            for lane in lanes { lane.flush { group.done($0) } }
+            return
+        }
         eventLoop.execute {
             let id = self.nextFlushID
             self.nextFlushID += 1
@@ -202,6 +256,13 @@ public final class LogstashClient: @unchecked Sendable {
     /// ``shutdown(completion:)``, and says why it did not end cleanly: `nil`, or a ``LogstashError`` such as a
     /// timeout, a close the collector did not confirm, or no connection — the records not confirmed stay spooled.
     public func shutdown(reporting completion: @escaping @Sendable (LogstashError?) -> Void) {
+        guard lanes.isEmpty else {
+            let group = LaneGroup(count: lanes.count) { errors in
+                completion(errors.compactMap { $0 as? LogstashError }.first)
+            }
+            for lane in lanes { lane.shutdown(reporting: { group.done($0) }) }
+            return
+        }
         eventLoop.execute {
             if self.isShutDown {
                 completion(self.machine.shutdownFailure)
@@ -229,6 +290,22 @@ public final class LogstashClient: @unchecked Sendable {
 
     /// A snapshot of the counters (waits briefly for the event loop).
     public func counters() async -> Counters {
+        if !lanes.isEmpty {
+            var total = Counters(queued: 0, spooledBytes: 0, sent: 0, resent: 0, dropped: 0, connects: 0, connectionErrors: 0)
+            for lane in lanes {
+                let counters = await lane.counters()
+                total.queued = counters.queued
+                total.spooledBytes = counters.spooledBytes
+                total.dropped = counters.dropped
+                total.sent += counters.sent
+                total.resent += counters.resent
+                total.connects += counters.connects
+                total.connectionErrors += counters.connectionErrors
+                total.acknowledged += counters.acknowledged
+                total.lastConnectionError = total.lastConnectionError ?? counters.lastConnectionError
+            }
+            return total
+        }
         let spoolCounters = spool.counterSnapshot
         let machineCounters = try? await eventLoop.submit { (counters: self.machine.counters, unresolvedError: self.machine.unresolvedError) }.get()
         return Counters(
@@ -253,33 +330,30 @@ public final class LogstashClient: @unchecked Sendable {
             case .connect:
                 connect()
             case .readBatch(let from, let maxBytes, let maxRecords):
-                let batch = spool.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
+                let batch = source.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
                 run(machine.batchRead(batch))
             case .write(let batch):
                 write(batch)
             case .acknowledge(let upTo):
-                spool.acknowledge(upTo: upTo)
+                source.acknowledge(upTo: upTo)
             case .acknowledgeRecords(let from, let count):
-                // A partial ACK: find where the acknowledged records end. If the spool dropped records at its cap
-                // meanwhile (its cursor passed `from`), the records after the cursor may be unsent: forget nothing.
-                var end = from
-                if spool.cursor <= from {
-                    end = spool.read(from: from, maxBytes: .max, maxRecords: count).end
-                    spool.acknowledge(upTo: end)
-                }
-                run(machine.recordsAcknowledged(upTo: end))
+                // A partial ACK: the source finds where the acknowledged records end.
+                run(machine.recordsAcknowledged(upTo: source.acknowledgeRecords(from: from, count: count)))
             case .scheduleTimer(let instant):
                 scheduleTimer(at: instant)
             case .close(let graceful):
                 // The Beats machine drops a connection itself (no ACK in time, a malformed answer): fail over then too.
-                if !graceful, beats != nil, channel != nil, shutdownCallbacks.isEmpty { failOver() }
+                if !graceful, beats != nil, channel != nil {
+                    source.connectionLost()
+                    if shutdownCallbacks.isEmpty { failOver() }
+                }
                 close(graceful: graceful)
             case .completeFlush(let id, let error):
                 flushCallbacks.removeValue(forKey: id)?(error)
             case .reportActivity(let line):
                 activity?(line)
             case .deliveryResumed:
-                let dropped = spool.takeDropsToReport()
+                let dropped = source.takeDropsToReport()
                 if dropped > 0 {
                     activity?("\(dropped) events were dropped because the spool was full")
                     onDeliveryResumed?(dropped)
@@ -384,6 +458,7 @@ public final class LogstashClient: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         guard generation == self.generation else { return }
         channel = nil
+        source.connectionLost()
         handshakeTimeout?.cancel()
         if connectInProgress {
             connectInProgress = false
@@ -525,5 +600,27 @@ public final class LogstashClient: @unchecked Sendable {
         // Capped at a year: longer would overflow nanoseconds in an Int64 (and means "never" anyway).
         let cappedSeconds = min(max(seconds, 0), 365 * 86_400)
         return .nanoseconds(cappedSeconds * 1_000_000_000 + (cappedSeconds == seconds ? attoseconds / 1_000_000_000 : 0))
+    }
+}
+
+/// Completes once each of `count` lanes called ``done(_:)``, with what they reported.
+private final class LaneGroup: @unchecked Sendable {
+    private let lock = SpoolLock()
+    private var remaining: Int
+    private var errors: [(any Error)?] = []
+    private let completion: @Sendable ([(any Error)?]) -> Void
+
+    init(count: Int, completion: @escaping @Sendable ([(any Error)?]) -> Void) {
+        self.remaining = count
+        self.completion = completion
+    }
+
+    func done(_ error: (any Error)?) {
+        let finished = lock.withLock { () -> [(any Error)?]? in
+            if let error { errors.append(error) }
+            remaining -= 1
+            return remaining == 0 ? errors : nil
+        }
+        if let finished { completion(finished) }
     }
 }
