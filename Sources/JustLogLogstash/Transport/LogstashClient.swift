@@ -62,7 +62,7 @@ public final class LogstashClient: @unchecked Sendable {
     private var machine: any DeliveryMachine
     /// The index in ``Configuration/hosts`` of the collector connected to, or tried next.
     private var currentHost = 0
-    /// Decodes the collector's ACK frames (Beats only), fresh for each connection.
+    /// The Beats settings, or `nil` for json_lines.
     private let beats: Transport.Beats?
     private var channel: (any Channel)?
     private var generation = 0
