@@ -12,8 +12,9 @@ import Testing
 ///
 ///     JUSTLOG_THROUGHPUT=1 swift test --filter TransportThroughputTests
 ///
-/// A debug build (the default) measures mostly unoptimized code; add `-c release -Xswiftc -enable-testing`
-/// for release figures.
+/// A debug build (the default) measures mostly unoptimized code; for release figures (RELIABILITY.md):
+///
+///     JUSTLOG_THROUGHPUT=1 swift test -c release -Xswiftc -enable-testing --scratch-path .build-release --filter TransportThroughputTests
 @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["JUSTLOG_THROUGHPUT"] == "1", "set JUSTLOG_THROUGHPUT=1 to measure"))
 struct TransportThroughputTests {
     static let total = Int(ProcessInfo.processInfo.environment["JUSTLOG_THROUGHPUT_EVENTS"] ?? "") ?? 200_000
