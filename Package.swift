@@ -5,10 +5,13 @@
 // Products are layered so that a program only compiles what it uses:
 //   JustLogCore      front end, event value, formats, console + file destinations, pipeline (Foundation only)
 //   JustLogLogging   swift-log bridge: a `LogHandler` routing `Logging.Logger` into a JustLogCore pipeline
-//   JustLogLogstash  the Logstash destination: disk spool, connection state machine, NIO + NIOSSL transport
+//   JustLogLogstash  the Logstash destination: disk spool, connection state machines (json_lines, Beats),
+//                    NIO + NIOSSL transport
 //   JustLog          the documented `Logger.shared` facade over all of the above (and the swift-log bootstrap for it)
 //   JustLogTestKit   for users' own tests: a capturing destination, a manual clock
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
+// Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests)
+// and CJustLogZlib (the system zlib, for compressed Beats frames).
 import PackageDescription
 
 let package = Package(
@@ -33,6 +36,7 @@ let package = Package(
     targets: [
         // MARK: - Libraries
         .target(name: "JustLogCore"),
+        .systemLibrary(name: "CJustLogZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "JustLogLogging",
             dependencies: ["JustLogCore", .product(name: "Logging", package: "swift-log")]
@@ -46,6 +50,16 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                "CJustLogZlib",
+            ]
+        ),
+        .target(
+            name: "JustLogReceivers",
+            dependencies: [
+                "JustLogCore", "JustLogLogstash",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .target(
@@ -58,7 +72,7 @@ let package = Package(
         ),
         .target(
             name: "JustLogTools",
-            dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", "JustLogReceivers", .product(name: "Logging", package: "swift-log")]
         ),
 
         .target(name: "JustLogTestKit", dependencies: ["JustLogCore"]),
@@ -84,7 +98,7 @@ let package = Package(
         .testTarget(
             name: "JustLogLogstashTests",
             dependencies: [
-                "JustLogLogstash", "JustLogCore", "JustLogTestSupport",
+                "JustLogLogstash", "JustLogCore", "JustLogTestSupport", "JustLogReceivers",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -94,7 +108,8 @@ let package = Package(
         .testTarget(
             name: "JustLogTests",
             dependencies: [
-                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogLogging", "JustLogTestSupport", "JustLogTestChild",
+                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogLogging", "JustLogReceivers", "JustLogTestSupport",
+                "JustLogTestChild",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -102,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "JustLogToolsTests",
             dependencies: [
-                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI",
+                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport", "JustLogCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -110,7 +125,7 @@ let package = Package(
 )
 
 // One strict setting for every target (as swift-log does): Swift 6 mode comes from the tools version.
-for target in package.targets {
+for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))

@@ -1,6 +1,6 @@
 public import Foundation
 public import JustLogCore
-import JustLogLogstash
+public import JustLogLogstash
 
 extension Logger.Configuration {
     /// The Logstash destination's settings (SPEC §1, §4).
@@ -35,6 +35,10 @@ extension Logger.Configuration {
         public var spoolCapacity: Int
         /// The lowest level sent. Default: every level.
         public var minimumLevel: LogLevel
+        /// The protocol spoken to the collector: `.jsonLines` (the default: Logstash's `tcp` input with the
+        /// `json_lines` codec, syslog-ng, rsyslog) or `.beats` (Logstash's `beats` input: the collector
+        /// acknowledges what it queued, and only that is forgotten — recommended for Logstash).
+        public var transport: LogstashClient.Transport = .jsonLines
 
         public init(
             host: String,
@@ -79,6 +83,7 @@ extension Logger {
         client.allowUntrustedServer = logstash.allowUntrustedServer
         client.caFile = logstash.caFile
         client.pinnedSPKISHA256 = logstash.pinnedPublicKeys
+        client.transport = logstash.transport
         // Between 50 ms and a day; NaN or infinity must not trap converting to an integer.
         let interval = logstash.sendInterval.isNaN ? 5 : min(max(0.05, logstash.sendInterval), 86_400)
         client.sendInterval = .milliseconds(Int64(interval * 1000))

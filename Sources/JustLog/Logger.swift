@@ -1,5 +1,6 @@
 public import Foundation
 public import JustLogCore
+public import JustLogLogstash
 
 /// JustLog's logger: one call site, console, rotating files and Logstash.
 ///
@@ -156,6 +157,14 @@ public final class Logger: @unchecked Sendable {
     public var logstashMinimumLevel: LogLevel {
         get { read(\.logstash.minimumLevel) }
         set { write(\.logstash.minimumLevel, newValue) }
+    }
+
+    /// The protocol spoken to the collector: `.jsonLines` (the default; Logstash's `tcp` input with the `json_lines`
+    /// codec, syslog-ng, rsyslog) or `.beats` (Logstash's `beats` input, which acknowledges what it queued: no
+    /// resend window, no duplicates after a collector restart — recommended for Logstash).
+    public var logstashTransport: LogstashClient.Transport {
+        get { read(\.logstash.transport) }
+        set { write(\.logstash.transport, newValue) }
     }
 
     /// Base64 SHA-256 digests of the collector's SubjectPublicKeyInfo; when set, the collector's key must match one

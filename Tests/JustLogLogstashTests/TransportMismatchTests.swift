@@ -1,5 +1,6 @@
 import Foundation
 import JustLogLogstash
+import JustLogReceivers
 import JustLogTestSupport
 import Testing
 

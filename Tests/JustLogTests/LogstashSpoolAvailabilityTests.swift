@@ -2,6 +2,7 @@ import Foundation
 import JustLog
 import JustLogCore
 import JustLogLogstash
+import JustLogReceivers
 import JustLogTestSupport
 import Testing
 

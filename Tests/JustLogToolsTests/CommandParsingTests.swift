@@ -24,6 +24,17 @@ import Testing
         #expect(try ReceiveCommand.parse(["--pretty"]).pretty)
     }
 
+    @Test func receiveSpeaksJSONLinesByDefaultOrBeatsAndRefusesOtherProtocols() throws {
+        #expect(try ReceiveCommand.parse([]).wireProtocol == "json_lines")
+        #expect(try ReceiveCommand.parse(["--protocol", "beats", "--port", "5044"]).wireProtocol == "beats")
+        #expect(try ReceiveCommand.parse(["--protocol", "json-lines"]).wireProtocol == "json-lines")
+        #expect {
+            _ = try ReceiveCommand.parse(["--protocol", "http"])
+        } throws: { error in
+            ReceiveCommand.message(for: error).contains("give json_lines or beats")
+        }
+    }
+
     @Test func viewParsesFilesAndFilters() throws {
         let command = try ViewCommand.parse(["app.log.1", "app.log", "--level", "warning", "--grep", "pay", "--since", "10m", "-f", "--json"])
         #expect(command.files == ["app.log.1", "app.log"])

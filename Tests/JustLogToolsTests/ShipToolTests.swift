@@ -1,6 +1,7 @@
 import Foundation
 import JustLogCore
 import JustLogLogstash
+import JustLogReceivers
 import JustLogTestSupport
 import JustLogTools
 import Testing

@@ -34,6 +34,25 @@ final class PlainSocket {
         }
     }
 
+    /// Reads until `count` bytes arrived, the peer closed (`closed` is then true) or `timeout` passed, without
+    /// blocking a thread of the test pool (non-blocking reads, polled every 10 ms).
+    func receive(count: Int, timeout: Duration = .seconds(10)) async -> (bytes: [UInt8], closed: Bool) {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + timeout
+        while bytes.count < count, ContinuousClock.now < deadline {
+            let read = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if read > 0 {
+                bytes += chunk[0..<read]
+            } else if read == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                return (bytes, true)
+            } else {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        return (bytes, false)
+    }
+
     /// Closes the socket (the receiver sees the end of the stream).
     func close() { _ = Foundation.close(fd) }
 

@@ -43,6 +43,9 @@ public struct JustLogError: Error, Hashable, CustomStringConvertible {
         public static let connectionLost = Code("connectionLost")
         /// The TLS settings can't be used (unreadable CA file, malformed pin).
         public static let invalidTLSConfiguration = Code("invalidTLSConfiguration")
+        /// A peer sent bytes that are not a valid frame of the protocol in use (Lumberjack v2: an unknown
+        /// version or type, a frame past the size limit, corrupt zlib data, an ACK beyond the window).
+        public static let malformedFrame = Code("malformedFrame")
 
         /// The same as ``shutdown`` (the Logstash client's earlier name).
         @available(*, deprecated, renamed: "shutdown")

@@ -79,30 +79,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         package init() {}
     }
 
-    /// What the transport must do.
-    package enum Action: Sendable, Equatable {
-        /// Open a connection (TCP, then TLS if configured); answer ``connected()`` or ``connectFailed(_:)``.
-        case connect
-        /// Read a batch from the spool; answer ``batchRead(_:)``.
-        case readBatch(from: SpoolPosition, maxBytes: Int, maxRecords: Int)
-        /// Write these bytes; answer ``writeCompleted()`` or ``connectionClosed(error:)``.
-        case write(SpoolBatch)
-        /// Let the spool forget everything before this position.
-        case acknowledge(upTo: SpoolPosition)
-        /// Call ``timerFired()`` at (or after) this instant; replaces any earlier timer.
-        case scheduleTimer(at: C.Instant)
-        /// Close the connection: gracefully (half-close and wait for the peer) or at once. Answer
-        /// ``connectionClosed(error:)`` once it is closed.
-        case close(graceful: Bool)
-        /// Complete flush `id` with `nil` (everything requested was written) or the reason it wasn't.
-        case completeFlush(id: Int, error: LogstashError?)
-        /// Print this activity line (if activity is shown).
-        case reportActivity(String)
-        /// Records are flowing again after a connection: report drops now, if any.
-        case deliveryResumed
-        /// The shutdown is done; nothing else will happen.
-        case shutdownComplete
-    }
+    /// What the transport must do (see ``DeliveryAction``; this machine never asks for
+    /// ``DeliveryAction/acknowledgeRecords(from:count:)``).
+    package typealias Action = DeliveryAction<C.Instant>
 
     /// Where the connection is.
     package enum State: Sendable, Equatable {
@@ -115,15 +94,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     }
 
     /// What has been sent and resent.
-    package struct Counters: Sendable, Hashable {
-        package var sentRecords: UInt64 = 0
-        package var sentBytes: UInt64 = 0
-        package var resentRecords: UInt64 = 0
-        package var connects: UInt64 = 0
-        package var connectionErrors: UInt64 = 0
-    }
+    package typealias Counters = DeliveryCounters
 
-    package let configuration: Configuration
+    package var configuration: Configuration
     package private(set) var state: State = .idle
     package private(set) var counters = Counters()
     private let clock: C
@@ -143,7 +116,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private var inFlight: SpoolBatch?
     private var readPending = false
     private var nextDispatch: C.Instant?
-    private var pendingFlushes: [(id: Int, upTo: SpoolPosition)] = []
+    private var pendingFlushes = PendingFlushes()
     private var shutdownDeadline: C.Instant?
     private var lastError: String?
     /// The last connection error since delivery last made proven progress (kept across reconnects, unlike
@@ -402,14 +375,14 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .idle, .closed:
             return [.completeFlush(id: id, error: LogstashError(code: .shutdown, message: "the Logstash client is not running; records stay spooled"))]
         case .connected:
-            pendingFlushes.append((id, upTo))
+            pendingFlushes.add(id: id, upTo: upTo)
             return readIfIdle()
         case .connecting, .closing:
-            pendingFlushes.append((id, upTo))
+            pendingFlushes.add(id: id, upTo: upTo)
             return []
         case .backingOff(_, let failures):
             // Try now rather than make the caller wait for the backoff.
-            pendingFlushes.append((id, upTo))
+            pendingFlushes.add(id: id, upTo: upTo)
             state = .connecting(failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]
         }
@@ -442,14 +415,11 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
 
     /// The reconnect delay after `failures` consecutive failures, jitter included.
     package func backoffDelay(failures: Int) -> Duration {
-        var delay = configuration.backoffMinimum
-        for _ in 0..<min(failures, 62) {
-            delay = delay * 2
-            if delay >= configuration.backoffMaximum { break }
-        }
-        delay = min(delay, configuration.backoffMaximum)
-        let jitter = min(max(configuration.backoffJitter, 0), 1) * min(max(random(), 0), 1)
-        return delay * (1 - jitter)
+        var backoff = ReconnectBackoff()
+        backoff.minimum = configuration.backoffMinimum
+        backoff.maximum = configuration.backoffMaximum
+        backoff.jitter = configuration.backoffJitter
+        return backoff.delay(failures: failures, random: random())
     }
 
     private mutating func readIfIdle() -> [Action] {
@@ -465,23 +435,15 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     }
 
     private mutating func completeFlushes(upTo position: SpoolPosition) -> [Action] {
-        var actions: [Action] = []
-        pendingFlushes.removeAll { flush in
-            guard flush.upTo <= position else { return false }
-            actions.append(.completeFlush(id: flush.id, error: nil))
-            return true
-        }
-        return actions
+        pendingFlushes.takeDone(upTo: position).map { .completeFlush(id: $0, error: nil) }
     }
 
     private mutating func completeAllFlushes() -> [Action] {
-        defer { pendingFlushes.removeAll() }
-        return pendingFlushes.map { .completeFlush(id: $0.id, error: nil) }
+        pendingFlushes.takeAll().map { .completeFlush(id: $0, error: nil) }
     }
 
     private mutating func failFlushes(_ error: LogstashError) -> [Action] {
-        defer { pendingFlushes.removeAll() }
-        return pendingFlushes.map { .completeFlush(id: $0.id, error: error) }
+        pendingFlushes.takeAll().map { .completeFlush(id: $0, error: error) }
     }
 
     private mutating func finishShutdown(error: LogstashError?) -> [Action] {

@@ -8,9 +8,10 @@ public import NIOCore
 /// - **Crash-safe on the caller's thread.** `delivery` is ``DestinationDelivery/inline``: each record is
 ///   encoded and copied into the memory-mapped ``LogstashSpool`` before the log call returns — a `memcpy`,
 ///   no syscall — so a program killed right after logging still has the event on disk.
-/// - **Batched in the background.** A ``LogstashClient`` drains the spool over one TCP or TLS connection,
-///   every `sendInterval` or as soon as a batch is full, reconnecting with backoff, resending what was not
-///   proven delivered.
+/// - **Batched in the background.** A ``LogstashClient`` drains the spool over one TCP or TLS connection
+///   (json_lines or Beats, to one of several collectors with failover), every `sendInterval` or as soon as a
+///   batch is full, reconnecting with backoff, resending what was not proven delivered (with Beats: what the
+///   collector did not acknowledge).
 /// - **Bounded.** Records larger than the collector's line limit are truncated (and say so); the spool has
 ///   a size cap past which the oldest records are dropped, counted, reported once on the diagnostics sink
 ///   and then as an event when delivery resumes.
@@ -90,13 +91,15 @@ public final class LogstashDestination: LogDestination {
         diagnostics: DiagnosticSink = .standardError,
         metrics metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) throws {
-        let window = configuration.client.resendWindowBytes
+        // json_lines forgets records only after `window` more bytes were sent; Beats once they are acknowledged,
+        // so at most one window is unconfirmed. A smaller spool would delete delivered records at its cap and
+        // report them as dropped.
+        let isBeats = configuration.client.transport.isBeats
+        let window = isBeats ? configuration.client.maxBatchBytes : configuration.client.resendWindowBytes
         guard configuration.spool.maxTotalBytes >= window + 2 * configuration.spool.segmentBytes else {
-            // Records are forgotten only after `window` more bytes were sent: a smaller spool would delete
-            // delivered records at its cap and report them as dropped.
             throw LogstashError(
                 code: .invalidConfiguration,
-                message: "the spool cap (\(configuration.spool.maxTotalBytes) bytes) must be at least the resend window (\(window) bytes) plus two segments (\(2 * configuration.spool.segmentBytes) bytes); raise the spool capacity"
+                message: "the spool cap (\(configuration.spool.maxTotalBytes) bytes) must be at least the \(isBeats ? "largest window" : "resend window") (\(window) bytes) plus two segments (\(2 * configuration.spool.segmentBytes) bytes); raise the spool capacity"
             )
         }
         self.configuration = configuration

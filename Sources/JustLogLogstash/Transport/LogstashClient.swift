@@ -3,8 +3,15 @@ import NIOPosix
 import NIOSSL
 public import JustLogCore
 
-/// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector as `json_lines` over one
-/// persistent TCP or TLS connection, carrying out the decisions of a ``ConnectionStateMachine``.
+/// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector over one persistent TCP or
+/// TLS connection — as `json_lines` (carrying out the decisions of a ``ConnectionStateMachine``) or as
+/// Lumberjack v2 windows that the collector acknowledges (a ``BeatsStateMachine``), per
+/// ``Configuration/transport``.
+///
+/// With several ``Configuration/hosts`` it sends to one at a time, starting with the first, and moves to the
+/// next when a connect fails or a connection is lost (failover); activity lines name the host they concern.
+/// With Beats and ``Configuration/loadBalance``, it keeps one connection to each host instead, each with its
+/// own window and acknowledgements, sharing out the spool's records (a ``WindowDispatcher``).
 ///
 /// ## Who calls what
 /// - The destination appends each record to the spool on the logging caller's thread, then calls
@@ -34,10 +41,15 @@ public final class LogstashClient: @unchecked Sendable {
     /// The spool the client drains.
     public let spool: LogstashSpool
     private let eventLoop: any EventLoop
-    private let tls: LogstashTLS?
+    /// The TLS settings of each host (its name is checked against its certificate), or `nil` for plain TCP.
+    private let tlsByHost: [LogstashTLS?]
     private let activity: (@Sendable (String) -> Void)?
     private let warning: @Sendable (String) -> Void
     private let onDeliveryResumed: (@Sendable (UInt64) -> Void)?
+    /// Where records are read and acknowledged: the spool, or this connection's lane when load balancing.
+    private let source: any SpoolSource
+    /// With load balancing: one client per host, sharing the spool (this client then only forwards).
+    private let lanes: [LogstashClient]
 
     // MARK: - Appender side (any thread, guarded by `appendLock`)
 
@@ -47,7 +59,11 @@ public final class LogstashClient: @unchecked Sendable {
 
     // MARK: - Sender side (event loop only)
 
-    private var machine: ConnectionStateMachine<ContinuousClock>
+    private var machine: any DeliveryMachine
+    /// The index in ``Configuration/hosts`` of the collector connected to, or tried next.
+    private var currentHost = 0
+    /// The Beats settings, or `nil` for json_lines.
+    private let beats: Transport.Beats?
     private var channel: (any Channel)?
     private var generation = 0
     private var timer: Scheduled<Void>?
@@ -74,7 +90,7 @@ public final class LogstashClient: @unchecked Sendable {
     ///     dropped since the last call (called only when it is more than zero): emit one report event.
     /// - Throws: ``LogstashError`` with ``LogstashError/Code/invalidTLSConfiguration`` for an unreadable
     ///   CA file or a malformed pin.
-    public init(
+    public convenience init(
         configuration: Configuration,
         spool: LogstashSpool,
         eventLoopGroup: (any EventLoopGroup)? = nil,
@@ -82,51 +98,108 @@ public final class LogstashClient: @unchecked Sendable {
         warning: (@Sendable (String) -> Void)? = nil,
         onDeliveryResumed: (@Sendable (UInt64) -> Void)? = nil
     ) throws {
+        var lanes: [LogstashClient] = []
+        if configuration.loadBalance, configuration.transport.isBeats, configuration.hosts.count > 1 {
+            let dispatcher = WindowDispatcher(spool: spool)
+            for (index, host) in configuration.hosts.enumerated() {
+                var lane = configuration
+                lane.hosts = [host]
+                lane.loadBalance = false
+                lanes.append(try LogstashClient(
+                    configuration: lane, spool: spool, source: dispatcher.lane(index), lanes: [], eventLoopGroup: eventLoopGroup,
+                    activity: activity, warning: warning, onDeliveryResumed: onDeliveryResumed
+                ))
+            }
+        }
+        try self.init(
+            configuration: configuration, spool: spool, source: spool, lanes: lanes, eventLoopGroup: eventLoopGroup,
+            activity: activity, warning: warning, onDeliveryResumed: onDeliveryResumed
+        )
+    }
+
+    private init(
+        configuration: Configuration,
+        spool: LogstashSpool,
+        source: any SpoolSource,
+        lanes: [LogstashClient],
+        eventLoopGroup: (any EventLoopGroup)?,
+        activity: (@Sendable (String) -> Void)?,
+        warning: (@Sendable (String) -> Void)?,
+        onDeliveryResumed: (@Sendable (UInt64) -> Void)?
+    ) throws {
         self.configuration = configuration
         self.spool = spool
+        self.source = source
+        self.lanes = lanes
         self.eventLoop = (eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton).next()
         self.activity = activity
         self.warning = warning ?? { message in DiagnosticSink.standardError.report(message) }
         self.onDeliveryResumed = onDeliveryResumed
-        self.tls = configuration.useTLS
-            ? try LogstashTLS(
-                host: configuration.host,
-                caFile: configuration.caFile,
-                pinnedSPKISHA256: configuration.pinnedSPKISHA256,
-                allowUntrustedServer: configuration.allowUntrustedServer
-            )
-            : nil
-        var policies = ConnectionStateMachine<ContinuousClock>.Configuration()
-        policies.sendInterval = configuration.sendInterval
-        policies.maxBatchBytes = configuration.maxBatchBytes
-        policies.maxBatchRecords = configuration.maxBatchRecords
-        policies.resendWindowBytes = configuration.resendWindowBytes
-        policies.backoffMinimum = configuration.backoffMinimum
-        policies.backoffMaximum = configuration.backoffMaximum
-        policies.shutdownTimeout = configuration.shutdownTimeout
-        policies.endpoint = configuration.endpoint
-        self.machine = ConnectionStateMachine(configuration: policies, clock: ContinuousClock())
+        self.tlsByHost = try configuration.hosts.map { host in
+            configuration.useTLS
+                ? try LogstashTLS(
+                    host: host.host,
+                    caFile: configuration.caFile,
+                    pinnedSPKISHA256: configuration.pinnedSPKISHA256,
+                    allowUntrustedServer: configuration.allowUntrustedServer
+                )
+                : nil
+        }
+        self.beats = configuration.transport.beatsSettings
+        if let beats {
+            var policies = BeatsStateMachine<ContinuousClock>.Configuration()
+            policies.sendInterval = configuration.sendInterval
+            policies.maxBatchBytes = configuration.maxBatchBytes
+            policies.initialWindow = beats.initialWindow
+            policies.maxWindow = beats.maxWindow
+            policies.ackTimeout = beats.ackTimeout
+            policies.backoff.minimum = configuration.backoffMinimum
+            policies.backoff.maximum = configuration.backoffMaximum
+            policies.shutdownTimeout = configuration.shutdownTimeout
+            policies.endpoint = configuration.endpoint
+            self.machine = BeatsStateMachine(configuration: policies, clock: ContinuousClock())
+        } else {
+            var policies = ConnectionStateMachine<ContinuousClock>.Configuration()
+            policies.sendInterval = configuration.sendInterval
+            policies.maxBatchBytes = configuration.maxBatchBytes
+            policies.maxBatchRecords = configuration.maxBatchRecords
+            policies.resendWindowBytes = configuration.resendWindowBytes
+            policies.backoffMinimum = configuration.backoffMinimum
+            policies.backoffMaximum = configuration.backoffMaximum
+            policies.shutdownTimeout = configuration.shutdownTimeout
+            policies.endpoint = configuration.endpoint
+            self.machine = ConnectionStateMachine(configuration: policies, clock: ContinuousClock())
+        }
     }
 
     // MARK: - Public API
 
     /// Starts connecting and sending. Later calls do nothing.
     public func start() {
+        guard lanes.isEmpty else {
+            for lane in lanes { lane.start() }
+            return
+        }
         eventLoop.execute {
             guard !self.started else { return }
             self.started = true
             if self.configuration.useTLS && self.configuration.allowUntrustedServer {
+                let hosts = self.configuration.hosts.map { "\($0.host):\($0.port)" }.joined(separator: ", ")
                 self.warning(
-                    "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(self.configuration.host):\(self.configuration.port) is NOT verified; anyone on the path can read and change the logs"
+                    "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(hosts) is NOT verified; anyone on the path can read and change the logs"
                 )
             }
-            self.run(self.machine.start(at: self.spool.cursor))
+            self.run(self.machine.start(at: self.source.cursor))
         }
     }
 
     /// Tells the sender that a record was appended to the spool. Cheap: it wakes the sender only when a
     /// full batch is waiting; otherwise the records go at the next ``Configuration/sendInterval``.
     public func recordsAppended(_ count: Int = 1) {
+        guard lanes.isEmpty else {
+            for lane in lanes { lane.recordsAppended(count) }
+            return
+        }
         let wake = appendLock.withLock { () -> Bool in
             appendedSinceWake += count
             guard !wakeScheduled, appendedSinceWake >= configuration.maxBatchRecords else { return false }
@@ -148,6 +221,15 @@ public final class LogstashClient: @unchecked Sendable {
     /// says why not (the records then stay spooled). Called on the event loop.
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
         let upTo = spool.endPosition
+        guard lanes.isEmpty else {
+            // Done once every lane is: then everything before `upTo` is acknowledged, unless a lane failed.
+            let group = LaneGroup(count: lanes.count) { errors in
+                let spool = self.spool
+                completion(spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0 ? nil : errors.first ?? nil)
+            }
+            for lane in lanes { lane.flush { group.done($0) } }
+            return
+        }
         eventLoop.execute {
             let id = self.nextFlushID
             self.nextFlushID += 1
@@ -174,6 +256,13 @@ public final class LogstashClient: @unchecked Sendable {
     /// ``shutdown(completion:)``, and says why it did not end cleanly: `nil`, or a ``LogstashError`` such as a
     /// timeout, a close the collector did not confirm, or no connection — the records not confirmed stay spooled.
     public func shutdown(reporting completion: @escaping @Sendable (LogstashError?) -> Void) {
+        guard lanes.isEmpty else {
+            let group = LaneGroup(count: lanes.count) { errors in
+                completion(errors.compactMap { $0 as? LogstashError }.first)
+            }
+            for lane in lanes { lane.shutdown(reporting: { group.done($0) }) }
+            return
+        }
         eventLoop.execute {
             if self.isShutDown {
                 completion(self.machine.shutdownFailure)
@@ -201,6 +290,22 @@ public final class LogstashClient: @unchecked Sendable {
 
     /// A snapshot of the counters (waits briefly for the event loop).
     public func counters() async -> Counters {
+        if !lanes.isEmpty {
+            var total = Counters(queued: 0, spooledBytes: 0, sent: 0, resent: 0, dropped: 0, connects: 0, connectionErrors: 0)
+            for lane in lanes {
+                let counters = await lane.counters()
+                total.queued = counters.queued
+                total.spooledBytes = counters.spooledBytes
+                total.dropped = counters.dropped
+                total.sent += counters.sent
+                total.resent += counters.resent
+                total.connects += counters.connects
+                total.connectionErrors += counters.connectionErrors
+                total.acknowledged += counters.acknowledged
+                total.lastConnectionError = total.lastConnectionError ?? counters.lastConnectionError
+            }
+            return total
+        }
         let spoolCounters = spool.counterSnapshot
         let machineCounters = try? await eventLoop.submit { (counters: self.machine.counters, unresolvedError: self.machine.unresolvedError) }.get()
         return Counters(
@@ -211,35 +316,44 @@ public final class LogstashClient: @unchecked Sendable {
             dropped: spoolCounters.droppedRecords,
             connects: machineCounters?.counters.connects ?? 0,
             connectionErrors: machineCounters?.counters.connectionErrors ?? 0,
-            lastConnectionError: machineCounters?.unresolvedError
+            lastConnectionError: machineCounters?.unresolvedError,
+            acknowledged: machineCounters?.counters.acknowledgedRecords ?? 0
         )
     }
 
     // MARK: - Carrying out actions (event loop)
 
-    private func run(_ actions: [ConnectionStateMachine<ContinuousClock>.Action]) {
+    private func run(_ actions: [DeliveryAction<ContinuousClock.Instant>]) {
         eventLoop.assertInEventLoop()
         for action in actions {
             switch action {
             case .connect:
                 connect()
             case .readBatch(let from, let maxBytes, let maxRecords):
-                let batch = spool.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
+                let batch = source.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
                 run(machine.batchRead(batch))
             case .write(let batch):
                 write(batch)
             case .acknowledge(let upTo):
-                spool.acknowledge(upTo: upTo)
+                source.acknowledge(upTo: upTo)
+            case .acknowledgeRecords(let from, let count):
+                // A partial ACK: the source finds where the acknowledged records end.
+                run(machine.recordsAcknowledged(upTo: source.acknowledgeRecords(from: from, count: count)))
             case .scheduleTimer(let instant):
                 scheduleTimer(at: instant)
             case .close(let graceful):
+                // The Beats machine drops a connection itself (no ACK in time, a malformed answer): fail over then too.
+                if !graceful, beats != nil, channel != nil {
+                    source.connectionLost()
+                    if shutdownCallbacks.isEmpty { failOver() }
+                }
                 close(graceful: graceful)
             case .completeFlush(let id, let error):
                 flushCallbacks.removeValue(forKey: id)?(error)
             case .reportActivity(let line):
                 activity?(line)
             case .deliveryResumed:
-                let dropped = spool.takeDropsToReport()
+                let dropped = source.takeDropsToReport()
                 if dropped > 0 {
                     activity?("\(dropped) events were dropped because the spool was full")
                     onDeliveryResumed?(dropped)
@@ -253,7 +367,9 @@ public final class LogstashClient: @unchecked Sendable {
     private func connect() {
         generation += 1
         let generation = generation
-        let tls = tls
+        let host = configuration.hosts[currentHost]
+        let tls = tlsByHost[currentHost]
+        let beats = beats
         connectInProgress = true
         handshakeTimedOut = false
         largestPeerWindow = 0
@@ -273,11 +389,11 @@ public final class LogstashClient: @unchecked Sendable {
                         try channel.pipeline.syncOperations.addHandler(sslHandler)
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        LogstashChannelHandler(client: self, generation: generation, tls: tls)
+                        LogstashChannelHandler(client: self, generation: generation, tls: tls, decodesAcks: beats != nil)
                     )
                 }
             }
-        bootstrap.connect(host: configuration.host, port: configuration.port).hop(to: eventLoop).whenComplete { result in
+        bootstrap.connect(host: host.host, port: host.port).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation else {
                 if case .success(let channel) = result { channel.close(promise: nil) }
                 return
@@ -298,6 +414,7 @@ public final class LogstashClient: @unchecked Sendable {
             case .failure(let error):
                 self.connectInProgress = false
                 self.run(self.machine.connectFailed(self.describeConnectError(error)))
+                self.failOver()
             }
         }
     }
@@ -312,6 +429,23 @@ public final class LogstashClient: @unchecked Sendable {
         run(machine.connected())
     }
 
+    /// The collector acknowledged up to event `sequence` of the window on connection `generation` (Beats).
+    func ackReceived(generation: Int, sequence: UInt32) {
+        eventLoop.assertInEventLoop()
+        guard generation == self.generation, channel != nil else { return }
+        run(machine.ackReceived(sequence: sequence))
+    }
+
+    /// After a failed connect or a lost connection: the next host, if there are several.
+    private func failOver() {
+        guard configuration.hosts.count > 1, !isShutDown else { return }
+        let failed = configuration.endpoint(of: configuration.hosts[currentHost])
+        currentHost = (currentHost + 1) % configuration.hosts.count
+        let next = configuration.endpoint(of: configuration.hosts[currentHost])
+        machine.endpoint = next
+        activity?("failing over from \(failed) to \(next)")
+    }
+
     /// Connection `generation` is being closed; `info` is what the kernel said about it just before.
     private func connectionClosing(generation: Int, info: TCPConnectionInfo?) {
         eventLoop.assertInEventLoop()
@@ -324,19 +458,21 @@ public final class LogstashClient: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         guard generation == self.generation else { return }
         channel = nil
+        source.connectionLost()
         handshakeTimeout?.cancel()
         if connectInProgress {
             connectInProgress = false
             let failure = handshakeTimedOut
                 ? LogstashError(
                     code: .timeout,
-                    message: "the TLS handshake with \(configuration.endpoint) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
+                    message: "the TLS handshake with \(configuration.endpoint(of: configuration.hosts[currentHost])) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
                 )
                 : describeConnectError(error ?? ChannelError.eof)
             run(machine.connectFailed(failure))
+            failOver()
             return
         }
-        if case .closing = machine.state, Self.isCleanEnd(error) {
+        if machine.isClosing, Self.isCleanEnd(error) {
             // Where the kernel can't say (not Linux), a clean close is taken as the end of a collector that read
             // everything, as json_lines servers do; on Linux only a close that came after ours counts.
             #if os(Linux)
@@ -346,23 +482,30 @@ public final class LogstashClient: @unchecked Sendable {
             #endif
             run(machine.connectionClosed(error: nil, peerClosedAfterUs: peerClosedAfterUs))
         } else {
+            let wasClosing = machine.isClosing
             run(machine.connectionClosed(error: error.map {
                 $0 as? LogstashError ?? LogstashError(code: .connectionLost, message: "connection error", cause: $0)
-            }))
+            }, peerClosedAfterUs: true))
+            if !wasClosing { failOver() }
         }
     }
 
     private func write(_ batch: SpoolBatch) {
         guard let channel else {
-            run(machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "no connection to write to")))
+            run(machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "no connection to write to"), peerClosedAfterUs: false))
             return
         }
         let generation = generation
-        let buffer = channel.allocator.buffer(bytes: batch.bytes)
+        let buffer: ByteBuffer
+        if let beats {
+            buffer = channel.allocator.buffer(bytes: LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel))
+        } else {
+            buffer = channel.allocator.buffer(bytes: batch.bytes)
+        }
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation, case .success = result else { return }
             // A failed write closes the channel: channelClosed reports it.
-            self.run(self.machine.writeCompleted(bufferBound: self.measuredBufferBound(channel)))
+            self.run(self.machine.writeCompleted(bufferBound: self.beats == nil ? self.measuredBufferBound(channel) : nil))
         }
     }
 
@@ -424,17 +567,20 @@ public final class LogstashClient: @unchecked Sendable {
     private func describeConnectError(_ error: any Error) -> LogstashError {
         if let error = error as? LogstashError { return error }
         let text = "\(error)"
+        let host = configuration.hosts[currentHost]
+        let endpoint = configuration.endpoint(of: host)
+        let tls = tlsByHost[currentHost]
         if error is NIOSSLExtraError || text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("failedToValidateHostname") {
             return LogstashError(
                 code: .certificateRejected,
-                message: "TLS: the server certificate of \(configuration.host):\(configuration.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
+                message: "TLS: the server certificate of \(host.host):\(host.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
                 cause: text
             )
         }
         if tls != nil, Self.isCleanEnd(error) {
             return LogstashError(
                 code: .connectFailed,
-                message: "\(configuration.endpoint) closed the connection during the TLS handshake: the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)",
+                message: "\(endpoint) closed the connection during the TLS handshake: the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)",
                 cause: text
             )
         }
@@ -454,5 +600,27 @@ public final class LogstashClient: @unchecked Sendable {
         // Capped at a year: longer would overflow nanoseconds in an Int64 (and means "never" anyway).
         let cappedSeconds = min(max(seconds, 0), 365 * 86_400)
         return .nanoseconds(cappedSeconds * 1_000_000_000 + (cappedSeconds == seconds ? attoseconds / 1_000_000_000 : 0))
+    }
+}
+
+/// Completes once each of `count` lanes called ``done(_:)``, with what they reported.
+private final class LaneGroup: @unchecked Sendable {
+    private let lock = SpoolLock()
+    private var remaining: Int
+    private var errors: [(any Error)?] = []
+    private let completion: @Sendable ([(any Error)?]) -> Void
+
+    init(count: Int, completion: @escaping @Sendable ([(any Error)?]) -> Void) {
+        self.remaining = count
+        self.completion = completion
+    }
+
+    func done(_ error: (any Error)?) {
+        let finished = lock.withLock { () -> [(any Error)?]? in
+            if let error { errors.append(error) }
+            remaining -= 1
+            return remaining == 0 ? errors : nil
+        }
+        if let finished { completion(finished) }
     }
 }

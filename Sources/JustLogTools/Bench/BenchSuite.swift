@@ -1,6 +1,7 @@
 public import Foundation
 import JustLogCore
 import JustLogLogstash
+import JustLogReceivers
 import Logging
 #if canImport(Glibc)
 import Glibc

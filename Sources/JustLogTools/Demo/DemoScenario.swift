@@ -2,6 +2,7 @@ public import Foundation
 import JustLog
 public import JustLogCore
 import JustLogLogstash
+import JustLogReceivers
 
 /// What `justlog demo` does: logs a realistic scenario at every level — a sign-in, a slow call, an error
 /// with a chain of underlying errors, a burst — through the console, file and Logstash destinations, then

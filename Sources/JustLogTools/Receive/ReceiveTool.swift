@@ -1,6 +1,7 @@
 public import Foundation
 public import JustLogCore
 import JustLogLogstash
+import JustLogReceivers
 
 #if canImport(Glibc)
 import Glibc
@@ -10,9 +11,13 @@ import Musl
 import Darwin
 #endif
 
-/// What `justlog receive` does: runs a Logstash-compatible `json_lines` receiver (TCP or TLS) and shows
-/// every event readably — or appends each raw line to a file — until the task running it is cancelled
-/// (the command cancels it on Ctrl-C / SIGTERM), then prints how many events it received.
+/// What `justlog receive` does: runs a Logstash-compatible `json_lines` receiver — or, with
+/// ``Options/wireProtocol`` `.beats`, a Beats (Lumberjack v2) server like Logstash's `beats` input — over TCP
+/// or TLS, and shows every event readably — or appends each raw line to a file — until the task running it
+/// is cancelled (the command cancels it on Ctrl-C / SIGTERM), then prints how many events it received.
+///
+/// With Beats, each event is acknowledged to the client only once it has been printed or appended to the
+/// file: events that could not be written (a full disk) are not acknowledged, and the client sends them again.
 ///
 /// - Events go to ``Options/output``: each raw JSON line as received (for piping into `jq`; made
 ///   terminal-safe only when the output is a terminal); with ``Options/pretty``, one readable line each
@@ -30,6 +35,16 @@ import Darwin
 public struct ReceiveTool: Sendable {
     /// How `justlog receive` runs.
     public struct Options: Sendable {
+        /// The protocol spoken (default json_lines).
+        public enum WireProtocol: String, Sendable, CaseIterable {
+            /// One JSON object per line (Logstash's `tcp` input with the `json_lines` codec).
+            case jsonLines = "json_lines"
+            /// Lumberjack v2 (Logstash's `beats` input): windows, compressed frames, ACKs.
+            case beats
+        }
+
+        /// The protocol spoken (default ``WireProtocol/jsonLines``).
+        public var wireProtocol: WireProtocol = .jsonLines
         /// Address to listen on (default `127.0.0.1`: this machine only).
         public var host: String
         /// Port to listen on (default 5000, the `logstashPort` default; 0 picks a free one).
@@ -114,28 +129,56 @@ public struct ReceiveTool: Sendable {
         defer { sink?.close() }
 
         let printer = Printer(options: options, sink: sink)
-        let receiver = JSONLinesReceiver(
-            configuration: .init(host: options.host, port: options.port, tls: tls),
-            handler: printer.handle
-        )
+        let jsonLines: JSONLinesReceiver?
+        let beats: BeatsReceiver?
+        switch options.wireProtocol {
+        case .jsonLines:
+            jsonLines = JSONLinesReceiver(configuration: .init(host: options.host, port: options.port, tls: tls), handler: printer.handle)
+            beats = nil
+        case .beats:
+            jsonLines = nil
+            let errors = options.errors
+            beats = BeatsReceiver(
+                configuration: .init(host: options.host, port: options.port, tls: tls),
+                activity: { line in
+                    // Only what goes wrong: opened/closed lines would drown the events.
+                    if line.contains("closing it") { errors.write(Array("justlog: \(line)\n".utf8)) }
+                },
+                handler: printer.handle
+            )
+        }
         let port: Int
         do {
-            port = try await receiver.start()
+            if let jsonLines {
+                port = try await jsonLines.start()
+            } else {
+                port = try await beats?.start() ?? 0
+            }
         } catch let error as LogstashError {
             throw ToolError(error.message)
         }
         let mode = tls == nil ? "plain TCP" : "TLS"
         let destination = options.outFile.map { "appending raw lines to \($0)" } ?? "printing events"
-        options.errors.write(Array("justlog: listening on \(options.host):\(port) (\(mode), json_lines), \(destination); Ctrl-C to stop\n".utf8))
+        options.errors.write(Array("justlog: listening on \(options.host):\(port) (\(mode), \(options.wireProtocol.rawValue)), \(destination); Ctrl-C to stop\n".utf8))
         onReady(port)
 
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(3600))
         }
-        await receiver.stop()
-        let counters = receiver.counters
-        let summary = Summary(events: counters.lines - counters.invalidLines, invalid: counters.invalidLines, connections: counters.connections)
-        options.errors.write(Array("justlog: received \(summary.events) event(s), \(summary.invalid) invalid line(s), on \(summary.connections) connection(s)\n".utf8))
+        let summary: Summary
+        if let jsonLines {
+            await jsonLines.stop()
+            let counters = jsonLines.counters
+            summary = Summary(events: counters.lines - counters.invalidLines, invalid: counters.invalidLines, connections: counters.connections)
+        } else if let beats {
+            await beats.stop()
+            let counters = beats.counters
+            summary = Summary(events: counters.events - counters.invalidEvents, invalid: counters.invalidEvents, connections: counters.connections)
+        } else {
+            summary = Summary(events: 0, invalid: 0, connections: 0)
+        }
+        let unit = options.wireProtocol == .beats ? "invalid event(s)" : "invalid line(s)"
+        options.errors.write(Array("justlog: received \(summary.events) event(s), \(summary.invalid) \(unit), on \(summary.connections) connection(s)\n".utf8))
         return summary
     }
 
@@ -200,6 +243,36 @@ extension ReceiveTool {
                 }
                 lock.withLock { _ in options.output.write(Array(text.utf8)) }
             }
+        }
+
+        /// Prints or appends a group of Beats events; returns how many are handled (all, or none when the
+        /// file refused them: those are not acknowledged and the client resends them).
+        @Sendable func handle(_ events: [BeatsReceiver.Event]) -> Int {
+            if let sink {
+                var bytes: [UInt8] = []
+                for event in events {
+                    switch event.parsed {
+                    case .failure(let error):
+                        let text = "connection \(event.connection) event \(event.sequence): \(TerminalSafeText.escape(error.message))\n"
+                        lock.withLock { _ in options.errors.write(Array(text.utf8)) }
+                    case .success:
+                        bytes += event.raw
+                        bytes.append(UInt8(ascii: "\n"))
+                    }
+                }
+                return lock.withLock { failures in
+                    guard !bytes.isEmpty, let reason = sink.append(bytes) else { return events.count }
+                    failures += 1
+                    if failures == 1 {
+                        options.errors.write(Array("justlog: can't append to \(sink.path): \(reason); events are not acknowledged and will be resent\n".utf8))
+                    }
+                    return 0
+                }
+            }
+            for event in events {
+                handle(JSONLinesReceiver.Line(connection: event.connection, lineNumber: Int(event.sequence), raw: event.raw, parsed: event.parsed))
+            }
+            return events.count
         }
 
         /// One readable line for a flattened event (or any JSON value).

@@ -1,5 +1,6 @@
-public import JustLogCore
-public import NIOCore
+package import JustLogCore
+import JustLogLogstash
+package import NIOCore
 import NIOPosix
 import NIOSSL
 
@@ -39,22 +40,22 @@ import Darwin
 /// await receiver.stop()
 /// print(tally.snapshot.uniqueEventIDs, tally.snapshot.duplicates)
 /// ```
-public final class JSONLinesReceiver: Sendable {
+package final class JSONLinesReceiver: Sendable {
     // MARK: - Values
 
     /// Where and how to listen. Settings are values with documented defaults.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The address to bind (default `127.0.0.1`: loopback only).
-        public var host: String
+        package var host: String
         /// The port to bind; `0` (the default) lets the kernel pick a free one (see ``JSONLinesReceiver/port``).
-        public var port: Int
+        package var port: Int
         /// Serve TLS with this certificate and key (default `nil`: plain TCP).
-        public var tls: TLS?
+        package var tls: TLS?
         /// The longest line accepted, without its `\n` (default 1 MiB + 4 KiB: the client's 1 MiB record
         /// limit plus a margin).
-        public var maxLineBytes: Int
+        package var maxLineBytes: Int
 
-        public init(host: String = "127.0.0.1", port: Int = 0, tls: TLS? = nil, maxLineBytes: Int = (1 << 20) + 4096) {
+        package init(host: String = "127.0.0.1", port: Int = 0, tls: TLS? = nil, maxLineBytes: Int = (1 << 20) + 4096) {
             self.host = host
             self.port = port
             self.tls = tls
@@ -63,28 +64,28 @@ public final class JSONLinesReceiver: Sendable {
     }
 
     /// The server certificate (chain) and private key, both PEM files.
-    public struct TLS: Sendable, Hashable {
-        public var certificateFile: String
-        public var keyFile: String
+    package struct TLS: Sendable, Hashable {
+        package var certificateFile: String
+        package var keyFile: String
 
-        public init(certificateFile: String, keyFile: String) {
+        package init(certificateFile: String, keyFile: String) {
             self.certificateFile = certificateFile
             self.keyFile = keyFile
         }
     }
 
     /// One received line.
-    public struct Line: Sendable {
+    package struct Line: Sendable {
         /// The connection it came on: 1 for the first connection accepted, 2 for the next, …
-        public var connection: Int
+        package var connection: Int
         /// Its line number within the connection, from 1 (empty lines count, see the type's discussion).
-        public var lineNumber: Int
+        package var lineNumber: Int
         /// The line's bytes, without `\n` or trailing `\r`; only the first KiB for an over-long line.
-        public var raw: [UInt8]
+        package var raw: [UInt8]
         /// The parsed JSON, or why the line was refused (invalid JSON, too long).
-        public var parsed: Result<LogValue, JustLogError>
+        package var parsed: Result<LogValue, JustLogError>
 
-        public init(connection: Int, lineNumber: Int, raw: [UInt8], parsed: Result<LogValue, JustLogError>) {
+        package init(connection: Int, lineNumber: Int, raw: [UInt8], parsed: Result<LogValue, JustLogError>) {
             self.connection = connection
             self.lineNumber = lineNumber
             self.raw = raw
@@ -92,25 +93,25 @@ public final class JSONLinesReceiver: Sendable {
         }
 
         /// ``raw`` as text (invalid UTF-8 replaced).
-        public var text: String { String(decoding: raw, as: UTF8.self) }
+        package var text: String { String(decoding: raw, as: UTF8.self) }
     }
 
     /// What the receiver has seen so far.
-    public struct Counters: Sendable, Hashable {
+    package struct Counters: Sendable, Hashable {
         /// Connections accepted.
-        public var connections: Int = 0
+        package var connections: Int = 0
         /// Lines delivered to the handler, invalid ones included.
-        public var lines: Int = 0
+        package var lines: Int = 0
         /// Lines delivered as `.failure` (not JSON, or too long).
-        public var invalidLines: Int = 0
+        package var invalidLines: Int = 0
         /// Bytes received, framing included.
-        public var bytes: Int = 0
+        package var bytes: Int = 0
     }
 
     // MARK: - State
 
     /// The configuration the receiver was made with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let group: any EventLoopGroup
     private let shared: Shared
 
@@ -155,7 +156,7 @@ public final class JSONLinesReceiver: Sendable {
     ///   - eventLoopGroup: where connections run (default `nil`: NIO's shared singleton group).
     ///   - activity: receives one line per connection opened, closed or failed (`nil`: none).
     ///   - handler: receives every line, in order within a connection, on its event loop.
-    public init(
+    package init(
         configuration: Configuration,
         eventLoopGroup: (any EventLoopGroup)? = nil,
         activity: (@Sendable (String) -> Void)? = nil,
@@ -172,7 +173,7 @@ public final class JSONLinesReceiver: Sendable {
     ///   certificate or key, ``LogstashError/Code/invalidConfiguration`` when the port is in use, the address
     ///   can't be bound, or the receiver was already started.
     @discardableResult
-    public func start() async throws -> Int {
+    package func start() async throws -> Int {
         let canStart = shared.state.withLock { state -> Bool in
             guard case .idle = state.phase else { return false }
             state.phase = .starting
@@ -219,12 +220,12 @@ public final class JSONLinesReceiver: Sendable {
             shared.state.withLock { state in
                 if case .starting = state.phase { state.phase = .idle }
             }
-            throw describeStartError(error)
+            throw Self.describeStartError(error, host: configuration.host, port: configuration.port)
         }
     }
 
     /// The bound port once ``start()`` returned, else `nil`.
-    public var port: Int? {
+    package var port: Int? {
         shared.state.withLock { state in
             if case .running(_, let port) = state.phase { return port }
             return nil
@@ -232,13 +233,13 @@ public final class JSONLinesReceiver: Sendable {
     }
 
     /// A snapshot of the counters.
-    public var counters: Counters {
+    package var counters: Counters {
         shared.state.withLock { $0.counters }
     }
 
     /// Stops accepting and closes every connection (a partial last line of each is still delivered).
     /// Later calls do nothing.
-    public func stop() async {
+    package func stop() async {
         let (server, children) = shared.state.withLock { state -> ((any Channel)?, [any Channel]) in
             var server: (any Channel)?
             if case .running(let channel, _) = state.phase { server = channel }
@@ -253,7 +254,7 @@ public final class JSONLinesReceiver: Sendable {
 
     // MARK: - Helpers
 
-    private static func makeSSLContext(_ tls: TLS) throws -> NIOSSLContext {
+    static func makeSSLContext(_ tls: TLS) throws -> NIOSSLContext {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMFile(tls.certificateFile)
@@ -293,15 +294,15 @@ public final class JSONLinesReceiver: Sendable {
         }
     }
 
-    private func describeStartError(_ error: any Error) -> any Error {
+    static func describeStartError(_ error: any Error, host: String, port: Int) -> any Error {
         if error is LogstashError { return error }
-        let address = "\(configuration.host):\(configuration.port)"
+        let address = "\(host):\(port)"
         if let error = error as? IOError {
             switch error.errnoCode {
             case EADDRINUSE:
                 return LogstashError(
                     code: .invalidConfiguration,
-                    message: "port \(configuration.port) on \(configuration.host) is already in use: stop what listens there or choose another port (0 picks a free one)",
+                    message: "port \(port) on \(host) is already in use: stop what listens there or choose another port (0 picks a free one)",
                     cause: error
                 )
             case EACCES:
@@ -313,7 +314,7 @@ public final class JSONLinesReceiver: Sendable {
             case EADDRNOTAVAIL:
                 return LogstashError(
                     code: .invalidConfiguration,
-                    message: "\(configuration.host) is not an address of this machine: listen on 127.0.0.1, 0.0.0.0 or one of its addresses",
+                    message: "\(host) is not an address of this machine: listen on 127.0.0.1, 0.0.0.0 or one of its addresses",
                     cause: error
                 )
             default:

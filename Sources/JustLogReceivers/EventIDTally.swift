@@ -1,6 +1,6 @@
 import JustLogCore
 
-/// Counts the lines a ``JSONLinesReceiver`` delivers by their `event_id`: how many distinct events
+/// Counts the lines a ``JSONLinesReceiver`` delivers (or the events a ``BeatsReceiver`` does) by their `event_id`: how many distinct events
 /// arrived, how many arrived more than once (at-least-once delivery resends), and how many lines had no
 /// `event_id` or were not JSON. Thread-safe; pass ``record(_:)`` as the receiver's handler.
 ///
@@ -13,21 +13,21 @@ import JustLogCore
 /// await receiver.stop()
 /// print(tally.snapshot)   // 1000 lines, 1000 unique event_id(s), 0 duplicate(s), …
 /// ```
-public final class EventIDTally: Sendable {
+package final class EventIDTally: Sendable {
     /// What the tally has seen.
-    public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
+    package struct Snapshot: Sendable, Hashable, CustomStringConvertible {
         /// Every line delivered, invalid ones included.
-        public var lines = 0
+        package var lines = 0
         /// Distinct `event_id` values.
-        public var uniqueEventIDs = 0
+        package var uniqueEventIDs = 0
         /// Lines whose `event_id` had been seen before.
-        public var duplicates = 0
+        package var duplicates = 0
         /// JSON lines without a string `event_id`.
-        public var withoutEventID = 0
+        package var withoutEventID = 0
         /// Lines that were not JSON objects, or too long.
-        public var invalid = 0
+        package var invalid = 0
 
-        public var description: String {
+        package var description: String {
             "\(lines) lines, \(uniqueEventIDs) unique event_id(s), \(duplicates) duplicate(s), \(withoutEventID) without event_id, \(invalid) invalid"
         }
     }
@@ -39,14 +39,25 @@ public final class EventIDTally: Sendable {
 
     private let state = LockedValue(State())
 
-    public init() {}
+    package init() {}
 
     /// Counts one line. Usable directly as a ``JSONLinesReceiver`` handler.
     @Sendable
-    public func record(_ line: JSONLinesReceiver.Line) {
+    package func record(_ line: JSONLinesReceiver.Line) {
+        count(line.parsed)
+    }
+
+    /// Counts a group of Beats events and handles them all. Usable directly as a ``BeatsReceiver`` handler.
+    @Sendable
+    package func record(_ events: [BeatsReceiver.Event]) -> Int {
+        for event in events { count(event.parsed) }
+        return events.count
+    }
+
+    private func count(_ parsed: Result<LogValue, JustLogError>) {
         var eventID: String?
         var valid = false
-        if case .success(.object(let object)) = line.parsed {
+        if case .success(.object(let object)) = parsed {
             valid = true
             if case .string(let id)? = object["event_id"] { eventID = id }
         }
@@ -69,18 +80,18 @@ public final class EventIDTally: Sendable {
     }
 
     /// A copy of the counts so far.
-    public var snapshot: Snapshot { state.withLock { $0.snapshot } }
+    package var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
     /// Whether `eventID` has arrived.
-    public func contains(_ eventID: String) -> Bool {
+    package func contains(_ eventID: String) -> Bool {
         state.withLock { $0.seen.contains(eventID) }
     }
 
     /// Every distinct `event_id` seen so far.
-    public var eventIDs: Set<String> { state.withLock { $0.seen } }
+    package var eventIDs: Set<String> { state.withLock { $0.seen } }
 
     /// Polls (every 10 ms) until `count` distinct event ids arrived or `timeout` passed; returns whether they did.
-    public func waitUntil(uniqueEventIDs count: Int, timeout: Duration) async -> Bool {
+    package func waitUntil(uniqueEventIDs count: Int, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if snapshot.uniqueEventIDs >= count { return true }

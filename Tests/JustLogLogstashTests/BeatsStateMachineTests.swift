@@ -1,0 +1,212 @@
+@testable import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+private typealias Machine = BeatsStateMachine<ManualClock>
+
+private func configuration(_ change: (inout Machine.Configuration) -> Void = { _ in }) -> Machine.Configuration {
+    var configuration = Machine.Configuration()
+    configuration.sendInterval = .seconds(5)
+    configuration.initialWindow = 4
+    configuration.maxWindow = 20
+    configuration.ackTimeout = .seconds(30)
+    configuration.backoff.jitter = 0
+    configuration.endpoint = "127.0.0.1:5044 (plain TCP, Beats)"
+    change(&configuration)
+    return configuration
+}
+
+private func position(_ offset: Int) -> SpoolPosition { SpoolPosition(segment: 1, offset: offset) }
+
+/// A batch of `records` records of 10 bytes each starting at `start`.
+private func batch(from start: Int, records: Int) -> SpoolBatch {
+    SpoolBatch(bytes: [UInt8](repeating: 0x61, count: records * 10), recordCount: records, start: position(start), end: position(start + records * 10))
+}
+
+private func reads(_ actions: [Machine.Action]) -> [(from: SpoolPosition, records: Int)] {
+    actions.compactMap { if case .readBatch(let from, _, let records) = $0 { (from, records) } else { nil } }
+}
+
+private func acks(_ actions: [Machine.Action]) -> [SpoolPosition] {
+    actions.compactMap { if case .acknowledge(let upTo) = $0 { upTo } else { nil } }
+}
+
+private func partialAcks(_ actions: [Machine.Action]) -> [(from: SpoolPosition, count: Int)] {
+    actions.compactMap { if case .acknowledgeRecords(let from, let count) = $0 { (from, count) } else { nil } }
+}
+
+private func flushes(_ actions: [Machine.Action]) -> [(Int, LogstashError?)] {
+    actions.compactMap { if case .completeFlush(let id, let error) = $0 { (id, error) } else { nil } }
+}
+
+/// A machine connected with its first read answered by a batch of `records` at 0: the window is in flight.
+private func machineWithWindow(records: Int = 4, clock: ManualClock, change: (inout Machine.Configuration) -> Void = { _ in }) -> Machine {
+    var machine = Machine(configuration: configuration(change), clock: clock, random: { 0 })
+    _ = machine.start(at: position(0))
+    _ = machine.connected()
+    _ = machine.batchRead(batch(from: 0, records: records))
+    _ = machine.writeCompleted()
+    return machine
+}
+
+@Suite struct BeatsStateMachineTests {
+    @Test func theFirstWindowHasTheInitialSizeAndIsForgottenOnlyOnItsFullAck() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration(), clock: clock, random: { 0 })
+        _ = machine.start(at: position(0))
+        let connected = machine.connected()
+        #expect(reads(connected).map(\.records) == [4])
+        let read = machine.batchRead(batch(from: 0, records: 4))
+        #expect(read.contains(.write(batch(from: 0, records: 4))))
+        #expect(acks(machine.writeCompleted()).isEmpty, "written is not acknowledged")
+        let acked = machine.ackReceived(sequence: 4)
+        #expect(acks(acked) == [position(40)])
+        #expect(machine.acknowledgedPosition == position(40))
+        #expect(machine.counters.acknowledgedRecords == 4)
+    }
+
+    @Test func aPartialAckForgetsOnlyTheRecordsItCovers() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        let first = machine.ackReceived(sequence: 1)
+        #expect(acks(first).isEmpty)
+        #expect(partialAcks(first).map(\.from) == [position(0)])
+        #expect(partialAcks(first).map(\.count) == [1])
+        _ = machine.recordsAcknowledged(upTo: position(10))
+        let second = machine.ackReceived(sequence: 3)
+        #expect(partialAcks(second).map(\.from) == [position(10)], "from where the last partial ACK ended")
+        #expect(partialAcks(second).map(\.count) == [2])
+        _ = machine.recordsAcknowledged(upTo: position(30))
+        #expect(machine.acknowledgedPosition == position(30))
+        #expect(acks(machine.ackReceived(sequence: 4)) == [position(40)])
+        #expect(machine.counters.acknowledgedRecords == 4)
+    }
+
+    @Test func aLostConnectionAfterAPartialAckResendsFromTheFirstUnacknowledgedRecord() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        _ = machine.ackReceived(sequence: 2)
+        _ = machine.recordsAcknowledged(upTo: position(20))
+        let lost = machine.connectionClosed(error: nil)
+        #expect(lost.contains { if case .reportActivity(let line) = $0 { line.contains("2 unacknowledged events will be resent") } else { false } })
+        clock.advance(by: .seconds(1))
+        #expect(machine.timerFired().contains(.connect))
+        let again = machine.connected()
+        #expect(reads(again).map(\.from) == [position(20)])
+        #expect(reads(again).map(\.records) == [2], "the window halved after the failure")
+    }
+
+    @Test(arguments: [UInt32(0), 2])
+    func aKeepAliveAckExtendsTheDeadlineAndForgetsNothing(sequence: UInt32) {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        if sequence > 0 {
+            _ = machine.ackReceived(sequence: sequence)
+            _ = machine.recordsAcknowledged(upTo: position(Int(sequence) * 10))
+        }
+        for _ in 0..<5 {
+            clock.advance(by: .seconds(20))
+            let keepAlive = machine.ackReceived(sequence: sequence)
+            #expect(acks(keepAlive).isEmpty && partialAcks(keepAlive).isEmpty)
+            #expect(!machine.timerFired().contains(.close(graceful: false)), "100 s without progress but with keep-alives: still connected")
+        }
+        clock.advance(by: .seconds(31))
+        #expect(machine.timerFired().contains(.close(graceful: false)), "no ACK at all for longer than the timeout")
+    }
+
+    @Test func noAckWithinTheTimeoutDropsTheConnectionShrinksTheWindowAndResends() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        clock.advance(by: .seconds(29))
+        #expect(!machine.timerFired().contains(.close(graceful: false)))
+        clock.advance(by: .seconds(2))
+        let timedOut = machine.timerFired()
+        #expect(timedOut.first == .close(graceful: false))
+        #expect(timedOut.contains { if case .reportActivity(let line) = $0 { line.contains("acknowledged nothing for 30.0 s") } else { false } })
+        #expect(machine.windowSize == 2)
+        #expect(machine.counters.connectionErrors == 1)
+        clock.advance(by: .seconds(1))
+        _ = machine.timerFired()
+        #expect(reads(machine.connected()).map(\.from) == [position(0)])
+    }
+
+    @Test func anAckBeyondTheWindowIsAProtocolErrorAndForgetsNothing() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        let actions = machine.ackReceived(sequence: 5)
+        #expect(actions.first == .close(graceful: false))
+        #expect(acks(actions).isEmpty && partialAcks(actions).isEmpty)
+        #expect(machine.unresolvedError?.contains("acknowledged event 5 of a window of 4") == true)
+    }
+
+    @Test func theWindowGrowsByHalfAfterEachFullWindowUpToTheMaximumAndHalvesOnFailure() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration(), clock: clock, random: { 0 })
+        _ = machine.start(at: position(0))
+        var next = reads(machine.connected())
+        var sizes: [Int] = []
+        var offset = 0
+        for _ in 0..<8 {
+            let size = next[0].records
+            sizes.append(size)
+            _ = machine.batchRead(batch(from: offset, records: size))
+            _ = machine.writeCompleted()
+            offset += size * 10
+            next = reads(machine.ackReceived(sequence: UInt32(size)))
+        }
+        #expect(sizes == [4, 6, 9, 14, 20, 20, 20, 20])
+        _ = machine.batchRead(batch(from: offset, records: 20))
+        _ = machine.connectionClosed(error: nil)
+        #expect(machine.windowSize == 10)
+    }
+
+    @Test func aWindowThatIsNotFullDoesNotGrowIt() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 2, clock: clock)
+        _ = machine.ackReceived(sequence: 2)
+        #expect(machine.windowSize == 4)
+    }
+
+    @Test func aFlushCompletesOnlyOnceEverythingBeforeItIsAcknowledged() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        #expect(flushes(machine.flushRequested(id: 7, upTo: position(40))).isEmpty)
+        let partial = machine.ackReceived(sequence: 3)
+        #expect(flushes(partial).isEmpty)
+        #expect(flushes(machine.recordsAcknowledged(upTo: position(30))).isEmpty)
+        let full = machine.ackReceived(sequence: 4)
+        #expect(flushes(full).map(\.0) == [7])
+        #expect(flushes(full).first?.1 == nil)
+    }
+
+    @Test func aFlushFailsWithTheReasonWhenTheConnectionIsLost() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        _ = machine.flushRequested(id: 1, upTo: position(40))
+        let lost = machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "reset"))
+        #expect(flushes(lost).first?.1?.message.contains("stay spooled") == true)
+    }
+
+    @Test func shutdownSendsWhatIsQueuedWaitsForItsAckAndThenClosesCleanly() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock)
+        #expect(machine.shutdownRequested().isEmpty || true)
+        let acked = machine.ackReceived(sequence: 4)
+        #expect(reads(acked).count == 1, "drains: reads the next window at once")
+        let empty = machine.batchRead(SpoolBatch(bytes: [], recordCount: 0, start: position(40), end: position(40)))
+        #expect(empty.contains(.close(graceful: true)))
+        let closed = machine.connectionClosed(error: nil)
+        #expect(closed.contains(.shutdownComplete))
+        #expect(machine.shutdownFailure == nil)
+    }
+
+    @Test func shutdownWithAWindowNeverAcknowledgedTimesOutAndSaysSo() {
+        let clock = ManualClock()
+        var machine = machineWithWindow(records: 4, clock: clock) { $0.shutdownTimeout = .seconds(5) }
+        _ = machine.shutdownRequested()
+        clock.advance(by: .seconds(6))
+        let actions = machine.timerFired()
+        #expect(actions.contains(.shutdownComplete))
+        #expect(machine.shutdownFailure?.code == .timeout)
+    }
+}

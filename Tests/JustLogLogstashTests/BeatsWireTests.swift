@@ -1,0 +1,153 @@
+import Foundation
+@testable import JustLogLogstash
+import JustLogTestSupport
+import Testing
+
+/// A Beats client on a fresh spool in `directory`, plain TCP to 127.0.0.1:`port`.
+func beatsClient(
+    port: Int, directory: TemporaryDirectory, activity: ActivityLog,
+    beats: LogstashClient.Transport.Beats = .init(compressionLevel: 3, initialWindow: 10, maxWindow: 100),
+    change: (inout LogstashClient.Configuration) -> Void = { _ in }
+) throws -> LogstashClient {
+    try makeClient(port: port, directory: directory, activity: activity) { configuration in
+        configuration.transport = .beats(beats)
+        change(&configuration)
+    }
+}
+
+private func eventID(_ payload: String) -> String? {
+    payload.range(of: #""event_id":""#).map { String(payload[$0.upperBound...].prefix { $0 != "\"" }) }
+}
+
+/// The Lumberjack v2 client on the wire, against a server that misbehaves on demand (FakeBeatsServer).
+@Suite(.serialized) struct BeatsWireTests {
+    @Test func aPartialAckThenACloseResendsOnlyTheUnacknowledgedRest() async throws {
+        let server = try await FakeBeatsServer { window in
+            window.connection == 1 ? [.ack(4), .close] : [.ack(UInt32(window.events.count))]
+        }
+        let directory = try TemporaryDirectory(prefix: "beats-partial")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: server.port, directory: directory, activity: activity)
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        // A flush fails with the reason when the connection is lost; the records are resent by themselves.
+        #expect(await eventually(timeout: .seconds(20)) { client.spool.counterSnapshot.queuedRecords == 0 })
+        await client.shutdown()
+        await server.stop()
+        let first = try #require(server.windows.first)
+        #expect(first.events.map(\.sequence) == Array(1...10))
+        let resent = server.windows.filter { $0.connection == 2 }.flatMap { $0.events.compactMap { eventID($0.payload) } }
+        #expect(resent == (4..<10).map { "e\($0)" }, "the 4 acknowledged events are not sent again")
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        #expect(activity.contains("6 unacknowledged events will be resent"))
+    }
+
+    @Test func aServerThatClosesWithoutAnAckGetsTheWholeWindowAgain() async throws {
+        let server = try await FakeBeatsServer { window in
+            window.connection == 1 ? [.close] : [.ack(UInt32(window.events.count))]
+        }
+        let directory = try TemporaryDirectory(prefix: "beats-noack")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: server.port, directory: directory, activity: activity)
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        // A flush fails with the reason when the connection is lost; the records are resent by themselves.
+        #expect(await eventually(timeout: .seconds(20)) { client.spool.counterSnapshot.queuedRecords == 0 })
+        await client.shutdown()
+        await server.stop()
+        let ids = server.payloads.compactMap(eventID)
+        #expect(Set(ids) == Set((0..<10).map { "e\($0)" }))
+        #expect(ids.count == 20, "sent twice: nothing was acknowledged the first time")
+        #expect(server.windows.filter { $0.connection == 2 }.first?.events.count == 5, "the window halved after the failure")
+    }
+
+    @Test func keepAliveAcksOfZeroHoldTheConnectionPastTheAckTimeout() async throws {
+        // ACK timeout 1 s; the server takes 2.5 s, sending `2A 0` every 250 ms meanwhile.
+        let server = try await FakeBeatsServer { window in
+            Array(repeating: [FakeBeatsServer.Reply.ack(0), .pause(.milliseconds(250))], count: 10).flatMap { $0 }
+                + [.ack(UInt32(window.events.count))]
+        }
+        let directory = try TemporaryDirectory(prefix: "beats-keepalive")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: server.port, directory: directory, activity: activity,
+                                     beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .seconds(1)))
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        try await client.flush()
+        await client.shutdown()
+        await server.stop()
+        #expect(server.connections == 1, "no timeout: \(activity.lines)")
+        #expect(server.payloads.count == 10)
+    }
+
+    @Test func silenceLongerThanTheAckTimeoutResendsTheWindowOnANewConnection() async throws {
+        let server = try await FakeBeatsServer { window in
+            window.connection == 1 ? [] : [.ack(UInt32(window.events.count))]
+        }
+        let directory = try TemporaryDirectory(prefix: "beats-silent")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: server.port, directory: directory, activity: activity,
+                                     beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .milliseconds(500)))
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await activity.wait(for: "acknowledged nothing for 500 ms"))
+        try await client.flush()
+        await client.shutdown()
+        await server.stop()
+        #expect(server.connections == 2)
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+    }
+
+    @Test func garbageInsteadOfAnAckIsReportedAndForgetsNothing() async throws {
+        let server = try await FakeBeatsServer { _ in [.raw(Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))] }
+        let directory = try TemporaryDirectory(prefix: "beats-garbage")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: server.port, directory: directory, activity: activity)
+        for index in 0..<5 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await activity.wait(for: "not a Lumberjack v2 frame"))
+        #expect(activity.contains("beats input"), "says what to check: \(activity.lines)")
+        await client.shutdown()
+        await server.stop()
+        #expect(client.spool.counterSnapshot.queuedRecords == 5)
+    }
+
+    @Test(arguments: [0, 3])
+    func compressedWindowsAreSmallerOnTheWireAndCarryTheSameEvents(level: Int) async throws {
+        let server = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
+        let directory = try TemporaryDirectory(prefix: "beats-compressed")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: server.port, directory: directory, activity: activity,
+                                     beats: .init(compressionLevel: level, initialWindow: 100, maxWindow: 100))
+        for index in 0..<100 { try client.spool.append(jsonRecord(index, padding: 200)) }
+        client.start()
+        try await client.flush()
+        await client.shutdown()
+        await server.stop()
+        #expect(server.payloads == (0..<100).map { String(decoding: jsonRecord($0, padding: 200), as: UTF8.self) })
+        #expect(server.windows.allSatisfy { $0.compressed == (level > 0) })
+        let wire = server.bytesReceived(connection: 1)
+        print("beats wire: 100 events of ~260 bytes, \(wire) bytes on the wire at compression level \(level)")
+        if level > 0 { #expect(wire < 100 * 260 / 4) } else { #expect(wire > 100 * 260) }
+    }
+
+    @Test func failoverMovesToTheNextHostWhenTheFirstRefuses() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let server = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
+        let directory = try TemporaryDirectory(prefix: "beats-failover")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: refusing.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: server.port))
+        }
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        try? await client.flush()
+        #expect(await activity.wait(for: "failing over from 127.0.0.1:\(refusing.port)"))
+        #expect(await eventually(timeout: .seconds(20)) { client.spool.counterSnapshot.queuedRecords == 0 })
+        await client.shutdown()
+        await server.stop()
+        #expect(Set(server.payloads.compactMap(eventID)) == Set((0..<10).map { "e\($0)" }))
+        #expect(activity.contains("connected to 127.0.0.1:\(server.port) (plain TCP, Beats)"))
+    }
+}
