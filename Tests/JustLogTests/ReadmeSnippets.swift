@@ -28,3 +28,18 @@ func readmePrivateValues(userEmail: String) {
     Logger.shared.privacy = .hashed(key: Array("secret key".utf8))     // "<private:3f1a…>", the same for the same value
     Logger.shared.info("signed in", userInfo: ["email": Sensitive(userEmail), "plan": "gold"])
 }
+
+/// "Delivery to Logstash" (compiled, not run: it names collectors that don't exist here).
+func readmeDeliveryToLogstash() throws {
+    // Logger.shared: logger.logstashTransport = .beats; an immutable configuration:
+    var logstash = Logger.Configuration.Logstash(host: "logstash.example.com", port: 5044)
+    logstash.transport = .beats                       // or .beats(.init(compressionLevel: 6, maxWindow: 4096))
+
+    // The destination directly, with collectors to fail over to (tried in order; the next one when a
+    // connect fails or a connection is lost; activity lines name each host)
+    var client = LogstashClient.Configuration(hosts: [.init(host: "logstash-a", port: 5044), .init(host: "logstash-b", port: 5044)])
+    client.transport = .beats
+    client.loadBalance = true   // Beats: a connection to each host at once, each with its own window and ACKs
+    let destination = try LogstashDestination(configuration: .init(client: client, spoolDirectory: "/var/cache/app/app.log.spool"))
+    _ = (logstash, destination)
+}
