@@ -1,6 +1,6 @@
-public import Foundation
+package import Foundation
 import JustLog
-public import JustLogCore
+package import JustLogCore
 import JustLogLogstash
 import JustLogReceivers
 
@@ -10,21 +10,21 @@ import JustLogReceivers
 ///
 /// With no collector given, the demo starts an embedded `json_lines` receiver on a free loopback port, so the
 /// whole path — spool, connection, collector — runs on one machine and can be checked event by event.
-public struct DemoScenario: Sendable {
+package struct DemoScenario: Sendable {
     /// How the demo runs.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Events in the burst. Default 1000.
-        public var burst: Int
+        package var burst: Int
         /// The folder of the log file and spool. Default: a new temporary folder.
-        public var folder: URL?
+        package var folder: URL?
         /// An external collector; `nil` (the default) starts the embedded receiver.
-        public var collector: Collector?
+        package var collector: Collector?
         /// Where the console destination, socket activity and the summary go.
-        public var output: TextOutput
+        package var output: TextOutput
         /// Where JustLog's own diagnostics go.
-        public var diagnostics: DiagnosticSink
+        package var diagnostics: DiagnosticSink
 
-        public init(burst: Int = 1000, folder: URL? = nil, collector: Collector? = nil,
+        package init(burst: Int = 1000, folder: URL? = nil, collector: Collector? = nil,
                     output: TextOutput = .standardOutput, diagnostics: DiagnosticSink = .standardError) {
             self.burst = burst
             self.folder = folder
@@ -35,14 +35,14 @@ public struct DemoScenario: Sendable {
     }
 
     /// An external collector to send to.
-    public struct Collector: Sendable {
-        public var host: String
-        public var port: Int
-        public var useTLS: Bool
-        public var caFile: String?
-        public var allowUntrustedServer: Bool
+    package struct Collector: Sendable {
+        package var host: String
+        package var port: Int
+        package var useTLS: Bool
+        package var caFile: String?
+        package var allowUntrustedServer: Bool
 
-        public init(host: String, port: Int, useTLS: Bool = true, caFile: String? = nil, allowUntrustedServer: Bool = false) {
+        package init(host: String, port: Int, useTLS: Bool = true, caFile: String? = nil, allowUntrustedServer: Bool = false) {
             self.host = host
             self.port = port
             self.useTLS = useTLS
@@ -52,33 +52,33 @@ public struct DemoScenario: Sendable {
     }
 
     /// What the demo found.
-    public struct Report: Sendable {
-        public var loggedPerLevel: [LogLevel: Int] = [:]
-        public var fileURL: URL
-        public var fileBytes = 0
+    package struct Report: Sendable {
+        package var loggedPerLevel: [LogLevel: Int] = [:]
+        package var fileURL: URL
+        package var fileBytes = 0
         /// Files the log file rotated into during the run (counted in ``fileEvents`` and ``fileBytes``).
-        public var rotatedFiles = 0
-        public var fileEvents = 0
-        public var missingFromFile = 0
+        package var rotatedFiles = 0
+        package var fileEvents = 0
+        package var missingFromFile = 0
         /// `host:port` of the collector, and whether it was the embedded one.
-        public var collector = ""
-        public var embeddedCollector = true
+        package var collector = ""
+        package var embeddedCollector = true
         /// Distinct events the embedded receiver got, lines it got twice (resends), events of the file it
         /// did not get. `nil` for an external collector (which the demo cannot look into).
-        public var received: Int?
-        public var duplicates: Int?
-        public var missingFromCollector: Int?
+        package var received: Int?
+        package var duplicates: Int?
+        package var missingFromCollector: Int?
         /// Why the final `forceSend` failed, if it did.
-        public var sendError: String?
-        public var elapsed = 0.0
-        public var logged: Int { loggedPerLevel.values.reduce(0, +) }
+        package var sendError: String?
+        package var elapsed = 0.0
+        package var logged: Int { loggedPerLevel.values.reduce(0, +) }
         /// Whether every event reached every destination that should have it.
-        public var lostNothing: Bool { missingFromFile == 0 && (missingFromCollector ?? 0) == 0 && sendError == nil }
+        package var lostNothing: Bool { missingFromFile == 0 && (missingFromCollector ?? 0) == 0 && sendError == nil }
     }
 
-    public var options: Options
+    package var options: Options
 
-    public init(options: Options) {
+    package init(options: Options) {
         self.options = options
     }
 
@@ -94,7 +94,7 @@ public struct DemoScenario: Sendable {
 
     /// Runs the scenario; throws a one-line ``ToolError`` when the folder cannot be used or the embedded
     /// receiver cannot start.
-    public func run() async throws -> Report {
+    package func run() async throws -> Report {
         let folder = options.folder ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
             .appendingPathComponent("justlog-demo-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
         do {
@@ -195,7 +195,7 @@ public struct DemoScenario: Sendable {
     }
 
     /// The summary table printed at the end of the demo.
-    public static func summary(_ report: Report) -> String {
+    package static func summary(_ report: Report) -> String {
         var table = Table(headers: ["", "events"])
         for level in LogLevel.allCases {
             table.add(["\(level.emoji) \(level.label)", "\(report.loggedPerLevel[level] ?? 0)"])

@@ -1,5 +1,5 @@
-public import Foundation
-public import JustLogCore
+package import Foundation
+package import JustLogCore
 import JustLogLogstash
 import JustLogReceivers
 
@@ -32,11 +32,11 @@ import Darwin
 /// task.cancel()
 /// let summary = try await task.value   // summary.events, summary.invalid
 /// ```
-public struct ReceiveTool: Sendable {
+package struct ReceiveTool: Sendable {
     /// How `justlog receive` runs.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The protocol spoken (default json_lines).
-        public enum WireProtocol: String, Sendable, CaseIterable {
+        package enum WireProtocol: String, Sendable, CaseIterable {
             /// One JSON object per line (Logstash's `tcp` input with the `json_lines` codec).
             case jsonLines = "json_lines"
             /// Lumberjack v2 (Logstash's `beats` input): windows, compressed frames, ACKs.
@@ -44,29 +44,29 @@ public struct ReceiveTool: Sendable {
         }
 
         /// The protocol spoken (default ``WireProtocol/jsonLines``).
-        public var wireProtocol: WireProtocol = .jsonLines
+        package var wireProtocol: WireProtocol = .jsonLines
         /// Address to listen on (default `127.0.0.1`: this machine only).
-        public var host: String
+        package var host: String
         /// Port to listen on (default 5000, the `logstashPort` default; 0 picks a free one).
-        public var port: Int
+        package var port: Int
         /// Serve TLS with this PEM certificate (needs ``tlsKeyFile``).
-        public var tlsCertificateFile: String?
+        package var tlsCertificateFile: String?
         /// The PEM private key of ``tlsCertificateFile``.
-        public var tlsKeyFile: String?
+        package var tlsKeyFile: String?
         /// Append each raw line to this file instead of printing events.
-        public var outFile: String?
+        package var outFile: String?
         /// Print each event's JSON, indented, instead of one line.
-        public var pretty: Bool
+        package var pretty: Bool
         /// When event lines are colored (default: on a terminal).
-        public var colors: ConsoleDestination.ColorMode
+        package var colors: ConsoleDestination.ColorMode
         /// The zone of the times shown (default: local).
-        public var timeZone: TimeZone
+        package var timeZone: TimeZone
         /// Where events go (default standard output).
-        public var output: TextOutput
+        package var output: TextOutput
         /// Where status lines and invalid lines go (default standard error).
-        public var errors: TextOutput
+        package var errors: TextOutput
 
-        public init(
+        package init(
             host: String = "127.0.0.1",
             port: Int = 5000,
             tlsCertificateFile: String? = nil,
@@ -92,24 +92,24 @@ public struct ReceiveTool: Sendable {
     }
 
     /// What was received, printed when the tool stops.
-    public struct Summary: Sendable, Hashable {
+    package struct Summary: Sendable, Hashable {
         /// Valid JSON lines.
-        public var events: Int
+        package var events: Int
         /// Lines that were not JSON or too long.
-        public var invalid: Int
+        package var invalid: Int
         /// Connections accepted.
-        public var connections: Int
+        package var connections: Int
 
-        public init(events: Int, invalid: Int, connections: Int) {
+        package init(events: Int, invalid: Int, connections: Int) {
             self.events = events
             self.invalid = invalid
             self.connections = connections
         }
     }
 
-    public var options: Options
+    package var options: Options
 
-    public init(options: Options) {
+    package init(options: Options) {
         self.options = options
     }
 
@@ -117,7 +117,7 @@ public struct ReceiveTool: Sendable {
     ///
     /// - Throws: ``ToolError`` for bad options, an unusable `--out` file, a port in use or an unreadable
     ///   certificate — one line that says what to do.
-    public func run(onReady: @Sendable (Int) -> Void = { _ in }) async throws -> Summary {
+    package func run(onReady: @Sendable (Int) -> Void = { _ in }) async throws -> Summary {
         let tls = try validatedTLS()
         if options.outFile != nil && options.pretty {
             throw ToolError.usage("--out and --pretty can't be used together: --out writes raw lines to a file, --pretty prints them")

@@ -1,5 +1,5 @@
 package import Foundation
-public import JustLogCore
+package import JustLogCore
 import JustLog
 import JustLogLogstash
 
@@ -32,41 +32,41 @@ import Darwin
 /// options.caFile = "/etc/ssl/private-ca.pem"
 /// let summary = try await ShipTool(options: options).run()
 /// ```
-public struct ShipTool: Sendable {
+package struct ShipTool: Sendable {
     /// How `justlog ship` runs.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The log files, shipped in this order (oldest first).
-        public var files: [String]
+        package var files: [String]
         /// The collector.
-        public var host: String
-        public var port: Int
+        package var host: String
+        package var port: Int
         /// TLS (default `true`); `false` is plain TCP.
-        public var useTLS: Bool
+        package var useTLS: Bool
         /// PEM bundle of CAs to trust instead of the system roots.
-        public var caFile: String?
+        package var caFile: String?
         /// TLS without certificate verification (a warning is printed).
-        public var allowUntrustedServer: Bool
+        package var allowUntrustedServer: Bool
         /// The spool folder (default: see ``resolvedSpoolDirectory``); it also holds `checkpoints.json`.
-        public var spoolDirectory: String?
+        package var spoolDirectory: String?
         /// Longest time to connect and finish the TLS handshake (default 10 s).
-        public var connectTimeout: Duration
+        package var connectTimeout: Duration
         /// Longest time delivery may make no progress — lost connections, or a collector that accepted and stopped
         /// reading — before giving up with the count left in the spool (default 60 s).
-        public var stallTimeout: Duration
+        package var stallTimeout: Duration
         /// Reading pauses while the spool holds more than this (default 24 MiB; the spool's cap is 64 MiB).
-        public var maxSpooledBytes: Int
+        package var maxSpooledBytes: Int
         /// How often progress is shown (default: 0.1 s on a terminal, 2 s otherwise).
-        public var progressInterval: Duration?
+        package var progressInterval: Duration?
         /// Where progress goes (default standard error; a bar on a terminal, lines otherwise).
-        public var progress: TextOutput
+        package var progress: TextOutput
         /// Where the summary goes (default standard output).
-        public var output: TextOutput
+        package var output: TextOutput
         /// Where malformed-line reports and warnings go (default standard error).
-        public var errors: TextOutput
+        package var errors: TextOutput
         /// Called after each chunk is spooled and checkpointed (tests use it to interrupt at a known point).
-        public var onChunk: (@Sendable (Progress) -> Void)?
+        package var onChunk: (@Sendable (Progress) -> Void)?
 
-        public init(
+        package init(
             files: [String],
             host: String,
             port: Int,
@@ -104,7 +104,7 @@ public struct ShipTool: Sendable {
         /// the user's cache folder — `$XDG_CACHE_HOME/justlog/ship/<first file's name>-<hash>` (`~/.cache/…`;
         /// the caches directory on Apple platforms) — never next to the input, which may be read-only or shared.
         /// The same command finds the same folder again, so a rerun continues where the last one stopped.
-        public var resolvedSpoolDirectory: String {
+        package var resolvedSpoolDirectory: String {
             spoolDirectory ?? defaultSpoolDirectory(cache: LogFolder.defaultFolder(programName: "justlog"))
         }
 
@@ -119,34 +119,34 @@ public struct ShipTool: Sendable {
     }
 
     /// Where shipping stands.
-    public struct Progress: Sendable, Hashable {
+    package struct Progress: Sendable, Hashable {
         /// Bytes of the input read and spooled this run, of ``totalBytes``.
-        public var bytesRead = 0
+        package var bytesRead = 0
         /// Bytes to read this run (after the checkpoints).
-        public var totalBytes = 0
+        package var totalBytes = 0
         /// Events spooled this run.
-        public var eventsSpooled = 0
+        package var eventsSpooled = 0
         /// Events written to the collector this run (resends included).
-        public var eventsSent: UInt64 = 0
+        package var eventsSent: UInt64 = 0
         /// Lines skipped because they could not be read back or were too large.
-        public var skipped = 0
+        package var skipped = 0
     }
 
     /// What the run did.
-    public struct Summary: Sendable, Hashable {
-        public var files = 0
+    package struct Summary: Sendable, Hashable {
+        package var files = 0
         /// Bytes skipped because an earlier run had shipped them.
-        public var resumedBytes = 0
-        public var progress = Progress()
+        package var resumedBytes = 0
+        package var progress = Progress()
         /// Events left undelivered in the spool at the end (0 after a complete run).
-        public var leftInSpool = 0
-        public var elapsed: Duration = .zero
-        public var spoolDirectory = ""
+        package var leftInSpool = 0
+        package var elapsed: Duration = .zero
+        package var spoolDirectory = ""
     }
 
-    public var options: Options
+    package var options: Options
 
-    public init(options: Options) {
+    package init(options: Options) {
         self.options = options
     }
 
@@ -155,7 +155,7 @@ public struct ShipTool: Sendable {
     /// - Throws: ``ToolError`` — bad options, a missing file, an unusable spool folder, a collector that
     ///   can't be reached, a refused certificate (exit code 1), or the interruption (exit code 130).
     @discardableResult
-    public func run() async throws -> Summary {
+    package func run() async throws -> Summary {
         try validate()
         let start = ContinuousClock.now
         let spoolDirectory = options.resolvedSpoolDirectory

@@ -1,18 +1,18 @@
 /// A plain text table with aligned columns, for summaries.
-public struct Table: Sendable {
-    public var headers: [String]
-    public var rows: [[String]] = []
+package struct Table: Sendable {
+    package var headers: [String]
+    package var rows: [[String]] = []
 
-    public init(headers: [String]) {
+    package init(headers: [String]) {
         self.headers = headers
     }
 
-    public mutating func add(_ row: [String]) {
+    package mutating func add(_ row: [String]) {
         rows.append(row)
     }
 
     /// The table as lines: the header, a rule, the rows; numbers right-aligned.
-    public var text: String {
+    package var text: String {
         let all = [headers] + rows
         let widths = headers.indices.map { column in all.map { $0.indices.contains(column) ? $0[column].displayWidth : 0 }.max() ?? 0 }
         func render(_ row: [String]) -> String {

@@ -1,5 +1,5 @@
-public import Foundation
-public import JustLogCore
+package import Foundation
+package import JustLogCore
 
 /// What `justlog view` does: reads log files written by the file destination and prints their events —
 /// filtered by level, text and time — as readable aligned lines or as the aggregated JSON, and with
@@ -17,33 +17,33 @@ public import JustLogCore
 /// let tool = ViewTool(options: .init(files: ["app.log.1", "app.log"], minimumLevel: .warning, grep: "payment"))
 /// let summary = try await tool.run()   // summary.shown, summary.malformed
 /// ```
-public struct ViewTool: Sendable {
+package struct ViewTool: Sendable {
     /// How `justlog view` reads and prints.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The files, read in this order; the last one is followed with ``follow``.
-        public var files: [String]
+        package var files: [String]
         /// Only events at this level or above (default: all).
-        public var minimumLevel: LogLevel
+        package var minimumLevel: LogLevel
         /// Only events whose message or a `userInfo` value contains this text, ignoring case.
-        public var grep: String?
+        package var grep: String?
         /// Only events logged at or after this time.
-        public var since: LogTimestamp?
+        package var since: LogTimestamp?
         /// Keep reading the last file as it grows and is rotated, until cancelled.
-        public var follow: Bool
+        package var follow: Bool
         /// Print the aggregated JSON of each event (one object per line) instead of readable lines.
-        public var json: Bool
+        package var json: Bool
         /// When readable lines are colored (default: on a terminal).
-        public var colors: ConsoleDestination.ColorMode
+        package var colors: ConsoleDestination.ColorMode
         /// The zone of the times shown, and of line times in files that have no `metadata.timestamp`.
-        public var timeZone: TimeZone
+        package var timeZone: TimeZone
         /// How often a followed file is checked for new lines (default 200 ms).
-        public var pollInterval: Duration
+        package var pollInterval: Duration
         /// Where events go (default standard output).
-        public var output: TextOutput
+        package var output: TextOutput
         /// Where malformed-line reports go (default standard error).
-        public var errors: TextOutput
+        package var errors: TextOutput
 
-        public init(
+        package init(
             files: [String],
             minimumLevel: LogLevel = .verbose,
             grep: String? = nil,
@@ -71,24 +71,24 @@ public struct ViewTool: Sendable {
     }
 
     /// What was read.
-    public struct Summary: Sendable, Hashable {
+    package struct Summary: Sendable, Hashable {
         /// Events read back.
-        public var events = 0
+        package var events = 0
         /// Events printed (those that passed the filters).
-        public var shown = 0
+        package var shown = 0
         /// Lines that could not be read back.
-        public var malformed = 0
+        package var malformed = 0
         /// Rotations followed.
-        public var rotations = 0
+        package var rotations = 0
         /// Files with lines but not one log line among them (not written by JustLog's file destination).
-        public var filesWithoutLogLines: [String] = []
+        package var filesWithoutLogLines: [String] = []
 
-        public init() {}
+        package init() {}
     }
 
-    public var options: Options
+    package var options: Options
 
-    public init(options: Options) {
+    package init(options: Options) {
         self.options = options
     }
 
@@ -96,7 +96,7 @@ public struct ViewTool: Sendable {
     /// cancelled.
     ///
     /// - Throws: ``ToolError`` when no file is given or a file can't be opened (before anything is printed).
-    public func run() async throws -> Summary {
+    package func run() async throws -> Summary {
         guard !options.files.isEmpty else { throw ToolError.usage("no log file given: name one or more files, such as app.log") }
         // Open every file first, so a wrong name fails before anything is printed.
         var readers = try options.files.map { try LogFileReader(path: $0) }
@@ -279,7 +279,7 @@ extension ViewTool {
     /// fractions), a local `yyyy-MM-dd HH:mm:ss[.SSS]` or `yyyy-MM-dd`, or a time ago: `90s`, `10m`, `2h`, `1d`.
     ///
     /// - Throws: ``ToolError`` that shows the accepted forms.
-    public static func parseSince(_ text: String, now: Date = Date(), zone: TimeZone = .current) throws -> LogTimestamp {
+    package static func parseSince(_ text: String, now: Date = Date(), zone: TimeZone = .current) throws -> LogTimestamp {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let unit = trimmed.last, let amount = Double(trimmed.dropLast()), amount >= 0 {
             let seconds: Double? = switch unit {
