@@ -72,7 +72,10 @@ let package = Package(
         ),
         .target(
             name: "JustLogTools",
-            dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", "JustLogReceivers", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogReceivers",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         .target(name: "JustLogTestKit", dependencies: ["JustLogCore"]),
@@ -84,16 +87,28 @@ let package = Package(
         ),
 
         // MARK: - Tests
-        .target(name: "JustLogTestSupport", dependencies: ["JustLogCore", "JustLogTestKit"], path: "Tests/JustLogTestSupport"),
+        .target(
+            name: "JustLogTestSupport",
+            dependencies: ["JustLogCore", "JustLogTestKit"],
+            path: "Tests/JustLogTestSupport"
+        ),
         .executableTarget(
             name: "JustLogTestChild",
-            dependencies: ["JustLog", "JustLogCore", "JustLogLogging", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "JustLog", "JustLogCore", "JustLogLogging", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/Fixtures/JustLogTestChild"
         ),
-        .testTarget(name: "JustLogCoreTests", dependencies: ["JustLogCore", "JustLogTestSupport"], exclude: ["Golden"]),
+        .testTarget(
+            name: "JustLogCoreTests",
+            dependencies: ["JustLogCore", "JustLogTestSupport"],
+            exclude: ["Golden"]
+        ),
         .testTarget(
             name: "JustLogLoggingTests",
-            dependencies: ["JustLogLogging", "JustLogCore", "JustLogTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JustLogLogging", "JustLogCore", "JustLogTestSupport", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "JustLogLogstashTests",
@@ -117,7 +132,8 @@ let package = Package(
         .testTarget(
             name: "JustLogToolsTests",
             dependencies: [
-                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport", "JustLogCLI",
+                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport",
+                "JustLogCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

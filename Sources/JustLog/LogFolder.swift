@@ -6,7 +6,8 @@ public enum LogFolder {
     /// on Apple platforms `<Caches>/<bundle identifier or program>`.
     public static func defaultFolder(programName: String = ProcessInfo.processInfo.processName) -> URL {
         #if canImport(Darwin)
-        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+        let caches =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? URL(fileURLWithPath: NSTemporaryDirectory())
         return caches.appendingPathComponent(Bundle.main.bundleIdentifier ?? programName, isDirectory: true)
         #else
@@ -15,7 +16,8 @@ public enum LogFolder {
         if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
             cache = URL(fileURLWithPath: xdg, isDirectory: true)
         } else {
-            let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+            let home =
+                environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? FileManager.default.homeDirectoryForCurrentUser
             cache = home.appendingPathComponent(".cache", isDirectory: true)
         }

@@ -98,13 +98,22 @@ extension Logger {
     static func setup(_ configuration: Configuration, switches: DestinationSwitches) -> LogPipeline.Setup {
         var routes: [LogPipeline.Route] = []
         if let console = configuration.console {
-            routes.append(.init(SwitchedDestination(ConsoleDestination(configuration: console.destination), isOn: switches.console),
-                                minimumLevel: console.minimumLevel))
+            routes.append(
+                .init(
+                    SwitchedDestination(ConsoleDestination(configuration: console.destination), isOn: switches.console),
+                    minimumLevel: console.minimumLevel
+                )
+            )
         }
         if let file = configuration.file {
             do {
-                let destination = try FileDestination(configuration: file.destination, diagnostics: configuration.diagnostics)
-                routes.append(.init(SwitchedDestination(destination, isOn: switches.file), minimumLevel: file.minimumLevel))
+                let destination = try FileDestination(
+                    configuration: file.destination,
+                    diagnostics: configuration.diagnostics
+                )
+                routes.append(
+                    .init(SwitchedDestination(destination, isOn: switches.file), minimumLevel: file.minimumLevel)
+                )
             } catch {
                 configuration.diagnostics.report("no file logging: \(error)")
             }
@@ -148,11 +157,16 @@ extension Logger {
         var pipeline = LogPipeline.Configuration()
 
         func configuration(switches: DestinationSwitches) -> Configuration {
-            let fileURL = baseUrlForFileLogging.appendingPathComponent(logFilename ?? LogFolder.defaultFilename(), isDirectory: false)
+            let fileURL = baseUrlForFileLogging.appendingPathComponent(
+                logFilename ?? LogFolder.defaultFilename(),
+                isDirectory: false
+            )
             var file = self.file
             file.url = fileURL
             var logstash = self.logstash
-            logstash.spoolFolder = logstash.spoolFolder ?? fileURL.deletingLastPathComponent()
+            logstash.spoolFolder =
+                logstash.spoolFolder
+                ?? fileURL.deletingLastPathComponent()
                 .appendingPathComponent(fileURL.lastPathComponent + ".spool", isDirectory: true)
             return Configuration(
                 console: switches.console.isOn ? .init(minimumLevel: consoleMinimumLevel) : nil,

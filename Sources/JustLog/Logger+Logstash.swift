@@ -77,7 +77,11 @@ extension Logger {
     /// that `forceSend` fails with the reason rather than succeed with nothing sent. A spool folder that
     /// can't be used is no such case: the destination handles it (see ``LogstashDestination``).
     /// (Optional only for its caller's sake: it always returns a route.)
-    static func makeLogstashRoute(_ logstash: Configuration.Logstash, configuration: Configuration, isOn: DestinationSwitch) -> LogPipeline.Route? {
+    static func makeLogstashRoute(
+        _ logstash: Configuration.Logstash,
+        configuration: Configuration,
+        isOn: DestinationSwitch
+    ) -> LogPipeline.Route? {
         var client = LogstashClient.Configuration(host: logstash.host, port: Int(logstash.port))
         client.useTLS = logstash.useTLS
         client.allowUntrustedServer = logstash.allowUntrustedServer
@@ -88,11 +92,20 @@ extension Logger {
         let interval = logstash.sendInterval.isNaN ? 5 : min(max(0.05, logstash.sendInterval), 86_400)
         client.sendInterval = .milliseconds(Int64(interval * 1000))
         // Default: next to the log file (`<log folder>/<log file name>.spool/`), so a restarted program finds it.
-        let logFile = configuration.file?.destination.url
+        let logFile =
+            configuration.file?.destination.url
             ?? LogFolder.defaultFolder().appendingPathComponent(LogFolder.defaultFilename())
-        let folder = logstash.spoolFolder
-            ?? logFile.deletingLastPathComponent().appendingPathComponent(logFile.lastPathComponent + ".spool", isDirectory: true)
-        var destination = LogstashDestination.Configuration(client: client, spoolDirectory: folder.path, token: logstash.token)
+        let folder =
+            logstash.spoolFolder
+            ?? logFile.deletingLastPathComponent().appendingPathComponent(
+                logFile.lastPathComponent + ".spool",
+                isDirectory: true
+            )
+        var destination = LogstashDestination.Configuration(
+            client: client,
+            spoolDirectory: folder.path,
+            token: logstash.token
+        )
         destination.spool.maxTotalBytes = logstash.spoolCapacity
         destination.reportUserInfo = configuration.defaultUserInfo
         var activity: (@Sendable (String) -> Void)?
@@ -101,8 +114,15 @@ extension Logger {
             activity = { line in console.write(Array("JustLog Logstash: \(line)\n".utf8)) }
         }
         do {
-            let logstashDestination = try LogstashDestination(configuration: destination, activity: activity, diagnostics: configuration.diagnostics)
-            return LogPipeline.Route(SwitchedDestination(logstashDestination, isOn: isOn), minimumLevel: logstash.minimumLevel)
+            let logstashDestination = try LogstashDestination(
+                configuration: destination,
+                activity: activity,
+                diagnostics: configuration.diagnostics
+            )
+            return LogPipeline.Route(
+                SwitchedDestination(logstashDestination, isOn: isOn),
+                minimumLevel: logstash.minimumLevel
+            )
         } catch {
             configuration.diagnostics.report("no Logstash logging: \(error)")
             return LogPipeline.Route(UnavailableLogstashDestination(reason: error), minimumLevel: logstash.minimumLevel)
@@ -125,6 +145,11 @@ final class UnavailableLogstashDestination: LogDestination {
     }
 
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        completion(JustLogError(.invalidConfiguration, "no Logstash logging: \(reason); \(dropped.current) event(s) for Logstash were dropped"))
+        completion(
+            JustLogError(
+                .invalidConfiguration,
+                "no Logstash logging: \(reason); \(dropped.current) event(s) for Logstash were dropped"
+            )
+        )
     }
 }

@@ -53,17 +53,21 @@ public final class Logger: @unchecked Sendable {
 
     /// A logger running now with `configuration`.
     public init(configuration: Configuration) {
-        structured = StructuredLogger(pipeline: LogPipeline(
-            setup: Self.setup(configuration, switches: switches),
-            diagnostics: configuration.diagnostics,
-            now: configuration.clock
-        ))
+        structured = StructuredLogger(
+            pipeline: LogPipeline(
+                setup: Self.setup(configuration, switches: switches),
+                diagnostics: configuration.diagnostics,
+                now: configuration.clock
+            )
+        )
     }
 
     // MARK: - Property-style settings (applied by setup())
 
     private func read<T>(_ keyPath: KeyPath<Settings, T>) -> T { settings.withLock { $0[keyPath: keyPath] } }
-    private func write<T>(_ keyPath: WritableKeyPath<Settings, T>, _ value: T) { settings.withLock { $0[keyPath: keyPath] = value } }
+    private func write<T>(_ keyPath: WritableKeyPath<Settings, T>, _ value: T) {
+        settings.withLock { $0[keyPath: keyPath] = value }
+    }
 
     /// The log file's name, in ``baseUrlForFileLogging``. Default `<program>.log`.
     public var logFilename: String? {
@@ -265,39 +269,124 @@ public final class Logger: @unchecked Sendable {
     // MARK: - Logging
 
     /// Logs `message` at `level`, with an optional error and `userInfo`.
-    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                    file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(level, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
+    public func log(
+        _ level: LogLevel,
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            level,
+            message(),
+            error: error(),
+            userInfo: userInfo(),
+            file: file,
+            function: function,
+            line: line
+        )
     }
 
     /// Logs at `LogLevel/verbose` 📣.
-    public func verbose(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                        file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.verbose, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
+    public func verbose(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            .verbose,
+            message(),
+            error: error(),
+            userInfo: userInfo(),
+            file: file,
+            function: function,
+            line: line
+        )
     }
 
     /// Logs at `LogLevel/debug` 📝.
-    public func debug(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                      file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.debug, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
+    public func debug(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            .debug,
+            message(),
+            error: error(),
+            userInfo: userInfo(),
+            file: file,
+            function: function,
+            line: line
+        )
     }
 
     /// Logs at `LogLevel/info` ℹ️.
-    public func info(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                     file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.info, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
+    public func info(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            .info,
+            message(),
+            error: error(),
+            userInfo: userInfo(),
+            file: file,
+            function: function,
+            line: line
+        )
     }
 
     /// Logs at `LogLevel/warning` ⚠️.
-    public func warning(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                        file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.warning, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
+    public func warning(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            .warning,
+            message(),
+            error: error(),
+            userInfo: userInfo(),
+            file: file,
+            function: function,
+            line: line
+        )
     }
 
     /// Logs at `LogLevel/error` ☠️.
-    public func error(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                      file: String = #fileID, function: String = #function, line: UInt = #line) {
-        structured.log(.error, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
+    public func error(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            .error,
+            message(),
+            error: error(),
+            userInfo: userInfo(),
+            file: file,
+            function: function,
+            line: line
+        )
     }
 
     // MARK: - Sending

@@ -22,7 +22,9 @@ struct BenchCommand: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         #if DEBUG
-        TextOutput.standardError.write(Array("justlog: this is a debug build; run `swift run -c release justlog bench` for real numbers\n".utf8))
+        TextOutput.standardError.write(
+            Array("justlog: this is a debug build; run `swift run -c release justlog bench` for real numbers\n".utf8)
+        )
         #endif
         let results = try await BenchSuite(iterations: iterations, folder: folder).run()
         TextOutput.standardOutput.write(Array(BenchSuite.table(results).utf8))

@@ -6,7 +6,8 @@ import JustLogTools
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Log a realistic scenario at every level through console, file and Logstash, and check nothing was lost.",
+        abstract:
+            "Log a realistic scenario at every level through console, file and Logstash, and check nothing was lost.",
         discussion: """
             With no --host, the demo starts an embedded json_lines receiver on a free loopback port, so the whole
             path runs on this machine and every event is checked at the collector.
@@ -42,7 +43,9 @@ struct DemoCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard events >= 0 else { throw ValidationError("--events must be 0 or more") }
-        if host != nil, port == nil { throw ValidationError("--host needs --port, for example --host 127.0.0.1 --port 5000") }
+        if host != nil, port == nil {
+            throw ValidationError("--host needs --port, for example --host 127.0.0.1 --port 5000")
+        }
         if host == nil, port != nil || plain || caFile != nil || allowUntrusted {
             throw ValidationError("--port, --plain, --ca-file and --allow-untrusted go with --host")
         }
@@ -55,13 +58,21 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let collector = host.map {
-                DemoScenario.Collector(host: $0, port: port ?? 0, useTLS: !plain, caFile: caFile, allowUntrustedServer: allowUntrusted)
+                DemoScenario.Collector(
+                    host: $0,
+                    port: port ?? 0,
+                    useTLS: !plain,
+                    caFile: caFile,
+                    allowUntrustedServer: allowUntrusted
+                )
             }
-            let scenario = DemoScenario(options: .init(
-                burst: events,
-                folder: directory.map { URL(fileURLWithPath: $0, isDirectory: true) },
-                collector: collector
-            ))
+            let scenario = DemoScenario(
+                options: .init(
+                    burst: events,
+                    folder: directory.map { URL(fileURLWithPath: $0, isDirectory: true) },
+                    collector: collector
+                )
+            )
             let report = try await scenario.run()
             TextOutput.standardOutput.write(Array(DemoScenario.summary(report).utf8))
             if !report.lostNothing { throw ExitCode(1) }

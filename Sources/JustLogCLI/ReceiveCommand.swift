@@ -28,29 +28,42 @@ struct ReceiveCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
 
-    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("Serve TLS with this PEM certificate.", valueName: "file"))
+    @Option(
+        name: .customLong("tls-cert"),
+        help: ArgumentHelp("Serve TLS with this PEM certificate.", valueName: "file")
+    )
     var tlsCertificate: String?
 
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
     var tlsKey: String?
 
-    @Option(help: ArgumentHelp("Append each raw line to this file (created 0600) instead of printing.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp("Append each raw line to this file (created 0600) instead of printing.", valueName: "file")
+    )
     var out: String?
 
     @Flag(help: "Print each event as one readable, colored line instead of its raw JSON line.")
     var pretty = false
 
     func validate() throws {
-        guard ReceiveTool.Options.WireProtocol(rawValue: wireProtocol.replacingOccurrences(of: "-", with: "_")) != nil else {
+        guard ReceiveTool.Options.WireProtocol(rawValue: wireProtocol.replacingOccurrences(of: "-", with: "_")) != nil
+        else {
             throw ValidationError("--protocol \(wireProtocol): give json_lines or beats")
         }
     }
 
     func run() async throws {
         var settings = ReceiveTool.Options(
-            host: host, port: port, tlsCertificateFile: tlsCertificate, tlsKeyFile: tlsKey, outFile: out, pretty: pretty
+            host: host,
+            port: port,
+            tlsCertificateFile: tlsCertificate,
+            tlsKeyFile: tlsKey,
+            outFile: out,
+            pretty: pretty
         )
-        settings.wireProtocol = ReceiveTool.Options.WireProtocol(rawValue: wireProtocol.replacingOccurrences(of: "-", with: "_")) ?? .jsonLines
+        settings.wireProtocol =
+            ReceiveTool.Options.WireProtocol(rawValue: wireProtocol.replacingOccurrences(of: "-", with: "_"))
+            ?? .jsonLines
         let options = settings
         do {
             _ = try await runCancellingOnSignals { try await ReceiveTool(options: options).run() }

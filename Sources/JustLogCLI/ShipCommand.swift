@@ -27,10 +27,16 @@ struct ShipCommand: AsyncParsableCommand {
     @Flag(help: "Plain TCP instead of TLS.")
     var plain = false
 
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file"))
+    @Option(
+        name: .customLong("ca-file"),
+        help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's.", valueName: "file")
+    )
     var caFile: String?
 
-    @Flag(name: .customLong("allow-untrusted"), help: "TLS without verifying the server certificate (anyone on the path can read the logs).")
+    @Flag(
+        name: .customLong("allow-untrusted"),
+        help: "TLS without verifying the server certificate (anyone on the path can read the logs)."
+    )
     var allowUntrusted = false
 
     @Option(help: ArgumentHelp("The spool folder (also holds the checkpoints).", valueName: "folder"))
@@ -38,13 +44,21 @@ struct ShipCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            guard !files.isEmpty else { throw ToolError.usage("no log file given: name one or more files, such as app.log") }
+            guard !files.isEmpty else {
+                throw ToolError.usage("no log file given: name one or more files, such as app.log")
+            }
             guard let host, let port else { throw ToolError.usage("pass the collector with --host and --port") }
             if [plain, caFile != nil, allowUntrusted].filter({ $0 }).count > 1 {
                 throw ToolError.usage("choose one of --plain, --ca-file and --allow-untrusted")
             }
             let options = ShipTool.Options(
-                files: files, host: host, port: port, useTLS: !plain, caFile: caFile, allowUntrustedServer: allowUntrusted, spoolDirectory: spool
+                files: files,
+                host: host,
+                port: port,
+                useTLS: !plain,
+                caFile: caFile,
+                allowUntrustedServer: allowUntrusted,
+                spoolDirectory: spool
             )
             _ = try await runCancellingOnSignals { try await ShipTool(options: options).run() }
         } catch let error as ToolError {

@@ -26,10 +26,18 @@ struct ViewCommand: AsyncParsableCommand {
     @Option(help: "Show only events whose message or userInfo values contain this text (ignoring case).")
     var grep: String?
 
-    @Option(help: ArgumentHelp("Show only events since a time: 2024-05-01T12:00:00Z, \"2024-05-01 12:00:00\" (local), or 10m, 2h, 1d ago.", valueName: "time"))
+    @Option(
+        help: ArgumentHelp(
+            "Show only events since a time: 2024-05-01T12:00:00Z, \"2024-05-01 12:00:00\" (local), or 10m, 2h, 1d ago.",
+            valueName: "time"
+        )
+    )
     var since: String?
 
-    @Flag(name: [.customShort("f"), .customLong("follow")], help: "Keep following the last file as it grows and rotates (Ctrl-C to stop).")
+    @Flag(
+        name: [.customShort("f"), .customLong("follow")],
+        help: "Keep following the last file as it grows and rotates (Ctrl-C to stop)."
+    )
     var follow = false
 
     @Flag(help: "Print each event's aggregated JSON, one per line, for piping.")
@@ -37,17 +45,25 @@ struct ViewCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            guard !files.isEmpty else { throw ToolError.usage("no log file given: name one or more files, such as app.log") }
+            guard !files.isEmpty else {
+                throw ToolError.usage("no log file given: name one or more files, such as app.log")
+            }
             var minimumLevel = LogLevel.verbose
             if let level {
                 guard let parsed = LogLevel(name: level) else {
-                    throw ToolError.usage("--level \(level) is not a level: give verbose, debug, info, warning or error")
+                    throw ToolError.usage(
+                        "--level \(level) is not a level: give verbose, debug, info, warning or error"
+                    )
                 }
                 minimumLevel = parsed
             }
             let options = ViewTool.Options(
-                files: files, minimumLevel: minimumLevel, grep: grep, since: try since.map { try ViewTool.parseSince($0) },
-                follow: follow, json: json
+                files: files,
+                minimumLevel: minimumLevel,
+                grep: grep,
+                since: try since.map { try ViewTool.parseSince($0) },
+                follow: follow,
+                json: json
             )
             _ = try await runCancellingOnSignals { try await ViewTool(options: options).run() }
         } catch let error as ToolError {

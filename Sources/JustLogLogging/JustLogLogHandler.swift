@@ -126,7 +126,10 @@ public enum Sensitivity: Int64, Logging.Logger.MetadataValueAttributes.Attribute
 
 extension Logging.Logger.MetadataValue.StringInterpolation {
     /// `"\(value, sensitivity: .sensitive)"`: the value, marked with its ``Sensitivity``.
-    public mutating func appendInterpolation<T: CustomStringConvertible & Sendable>(_ value: T, sensitivity: Sensitivity) {
+    public mutating func appendInterpolation<T: CustomStringConvertible & Sendable>(
+        _ value: T,
+        sensitivity: Sensitivity
+    ) {
         appendInterpolation(value, attributes: { $0[Sensitivity.self] = sensitivity })
     }
 }

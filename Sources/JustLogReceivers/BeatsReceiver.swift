@@ -40,7 +40,12 @@ package final class BeatsReceiver: Sendable {
         /// The largest JSON or compressed frame accepted (default 16 MiB).
         package var maxFrameBytes: Int
 
-        package init(host: String = "127.0.0.1", port: Int = 0, tls: JSONLinesReceiver.TLS? = nil, maxFrameBytes: Int = 16 << 20) {
+        package init(
+            host: String = "127.0.0.1",
+            port: Int = 0,
+            tls: JSONLinesReceiver.TLS? = nil,
+            maxFrameBytes: Int = 16 << 20
+        ) {
             self.host = host
             self.port = port
             self.tls = tls
@@ -99,7 +104,8 @@ package final class BeatsReceiver: Sendable {
             case stopped
         }
 
-        init(handler: @escaping @Sendable ([Event]) -> Int, activity: (@Sendable (String) -> Void)?, maxFrameBytes: Int) {
+        init(handler: @escaping @Sendable ([Event]) -> Int, activity: (@Sendable (String) -> Void)?, maxFrameBytes: Int)
+        {
             self.handler = handler
             self.activity = activity
             self.maxFrameBytes = maxFrameBytes
@@ -132,7 +138,10 @@ package final class BeatsReceiver: Sendable {
             return true
         }
         guard canStart else {
-            throw LogstashError(code: .invalidConfiguration, message: "the Beats receiver was already started; make a new one")
+            throw LogstashError(
+                code: .invalidConfiguration,
+                message: "the Beats receiver was already started; make a new one"
+            )
         }
         do {
             let sslContext = try configuration.tls.map(JSONLinesReceiver.makeSSLContext)
@@ -223,7 +232,10 @@ final class BeatsServerHandler: ChannelInboundHandler {
         self.connection = connection
         self.shared = shared
         self.peer = peer
-        self.decoder = LumberjackDecoder(maxFrameBytes: shared.maxFrameBytes, maxInflatedBytes: 4 * shared.maxFrameBytes)
+        self.decoder = LumberjackDecoder(
+            maxFrameBytes: shared.maxFrameBytes,
+            maxInflatedBytes: 4 * shared.maxFrameBytes
+        )
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -258,7 +270,9 @@ final class BeatsServerHandler: ChannelInboundHandler {
             // Handle and acknowledge what came before the bad bytes, then refuse the rest.
             guard handPending(context) else { return }
             shared.state.withLock { $0.counters.malformed += 1 }
-            shared.activity?("connection \(connection): \((error as? LogstashError)?.message ?? "\(error)"); closing it")
+            shared.activity?(
+                "connection \(connection): \((error as? LogstashError)?.message ?? "\(error)"); closing it"
+            )
             close(context)
             return
         }
@@ -306,7 +320,9 @@ final class BeatsServerHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         }
         guard handled == group.count else {
-            shared.activity?("connection \(connection): \(group.count - handled) event(s) could not be handled and are not acknowledged; closing it")
+            shared.activity?(
+                "connection \(connection): \(group.count - handled) event(s) could not be handled and are not acknowledged; closing it"
+            )
             close(context)
             return false
         }

@@ -180,7 +180,10 @@ package final class JSONLinesReceiver: Sendable {
             return true
         }
         guard canStart else {
-            throw LogstashError(code: .invalidConfiguration, message: "the json_lines receiver was already started; make a new one")
+            throw LogstashError(
+                code: .invalidConfiguration,
+                message: "the json_lines receiver was already started; make a new one"
+            )
         }
         do {
             let sslContext = try configuration.tls.map(Self.makeSSLContext)
@@ -266,7 +269,10 @@ package final class JSONLinesReceiver: Sendable {
             )
         }
         guard !chain.isEmpty else {
-            throw LogstashError(code: .invalidTLSConfiguration, message: "no certificate in \(tls.certificateFile): give a PEM certificate file")
+            throw LogstashError(
+                code: .invalidTLSConfiguration,
+                message: "no certificate in \(tls.certificateFile): give a PEM certificate file"
+            )
         }
         let key: NIOSSLPrivateKey
         do {
@@ -288,7 +294,8 @@ package final class JSONLinesReceiver: Sendable {
         } catch {
             throw LogstashError(
                 code: .invalidTLSConfiguration,
-                message: "can't serve TLS with \(tls.certificateFile) and \(tls.keyFile): check that the key belongs to the certificate",
+                message:
+                    "can't serve TLS with \(tls.certificateFile) and \(tls.keyFile): check that the key belongs to the certificate",
                 cause: error
             )
         }
@@ -302,19 +309,22 @@ package final class JSONLinesReceiver: Sendable {
             case EADDRINUSE:
                 return LogstashError(
                     code: .invalidConfiguration,
-                    message: "port \(port) on \(host) is already in use: stop what listens there or choose another port (0 picks a free one)",
+                    message:
+                        "port \(port) on \(host) is already in use: stop what listens there or choose another port (0 picks a free one)",
                     cause: error
                 )
             case EACCES:
                 return LogstashError(
                     code: .invalidConfiguration,
-                    message: "not allowed to listen on \(address): ports below 1024 need privileges; choose a port of 1024 or more",
+                    message:
+                        "not allowed to listen on \(address): ports below 1024 need privileges; choose a port of 1024 or more",
                     cause: error
                 )
             case EADDRNOTAVAIL:
                 return LogstashError(
                     code: .invalidConfiguration,
-                    message: "\(host) is not an address of this machine: listen on 127.0.0.1, 0.0.0.0 or one of its addresses",
+                    message:
+                        "\(host) is not an address of this machine: listen on 127.0.0.1, 0.0.0.0 or one of its addresses",
                     cause: error
                 )
             default:

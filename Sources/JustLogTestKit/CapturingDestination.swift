@@ -46,7 +46,9 @@ public final class LineCapture: Sendable {
     }
 
     public var output: TextOutput {
-        TextOutput(isTerminal: isTerminal) { bytes in self.storage.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
+        TextOutput(isTerminal: isTerminal) { bytes in
+            self.storage.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+        }
     }
 
     public var diagnostics: DiagnosticSink {
@@ -60,4 +62,3 @@ public final class LineCapture: Sendable {
     /// The text split into non-empty lines.
     public var lines: [String] { text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
 }
-

@@ -10,16 +10,29 @@ import Testing
         #expect {
             _ = try FileDestination(configuration: .init(url: url))
         } throws: { error in
-            guard let error = error as? JustLogError, error.code == .fileSystem, let cause = error.cause else { return false }
+            guard let error = error as? JustLogError, error.code == .fileSystem, let cause = error.cause else {
+                return false
+            }
             // A real error value, which the caller can inspect, not its description.
             return (cause as NSError).domain == NSCocoaErrorDomain || cause is POSIXError || cause is CocoaError
         }
     }
 
     @Test func aTextCauseIsKeptAsADescribedCause() {
-        let error = JustLogError(code: .spoolUnavailable, message: "can't map the segment", cause: "No space left on device")
+        let error = JustLogError(
+            code: .spoolUnavailable,
+            message: "can't map the segment",
+            cause: "No space left on device"
+        )
         #expect(error.cause is DescribedCause)
         #expect(error.description == "can't map the segment (No space left on device)")
-        #expect(error == JustLogError(code: .spoolUnavailable, message: "can't map the segment", cause: "No space left on device"))
+        #expect(
+            error
+                == JustLogError(
+                    code: .spoolUnavailable,
+                    message: "can't map the segment",
+                    cause: "No space left on device"
+                )
+        )
     }
 }

@@ -16,13 +16,18 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
     func records(_ count: Int, from start: Int = 0, padding: Int = 0) -> [LogRecord] {
         let builder = Fixtures.builder()
         return (start..<start + count).map { index in
-            builder.record(for: Fixtures.event(.info, "event \(index) " + String(repeating: "p", count: padding)), sequence: UInt64(index))
+            builder.record(
+                for: Fixtures.event(.info, "event \(index) " + String(repeating: "p", count: padding)),
+                sequence: UInt64(index)
+            )
         }
     }
 
     func messages(in url: URL) throws -> [String] {
         guard FileManager.default.fileExists(atPath: url.path) else { return [] }
-        return try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { try FileLine(parsing: $0).record.message }
+        return try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map {
+            try FileLine(parsing: $0).record.message
+        }
     }
 
     @Test func rotatesAtSizeLimitKeepsRetentionAndLosesNothingAcrossRotation() throws {
@@ -44,7 +49,9 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
             #expect(size <= limit, "\(name) is \(size) bytes, over the \(limit)-byte limit")
         }
         // The newest files hold a contiguous, in-order tail of the events: no event lost or repeated at a rotation.
-        let kept = try ["app.log.3", "app.log.2", "app.log.1", "app.log"].flatMap { try messages(in: folder.appending($0)) }
+        let kept = try ["app.log.3", "app.log.2", "app.log.1", "app.log"].flatMap {
+            try messages(in: folder.appending($0))
+        }
         let indexes = kept.map { Int($0.split(separator: " ")[1])! }
         #expect(indexes == Array((written - indexes.count)..<written))
         #expect(indexes.count > 250)
@@ -70,7 +77,9 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
             let permissions = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! Int
             #expect(permissions == 0o600, "\(path) has \(String(permissions, radix: 8))")
         }
-        let folderPermissions = try FileManager.default.attributesOfItem(atPath: folder.appending("nested/deeper").path)[.posixPermissions] as! Int
+        let folderPermissions =
+            try FileManager.default.attributesOfItem(atPath: folder.appending("nested/deeper").path)[.posixPermissions]
+            as! Int
         #expect(folderPermissions == 0o700)
     }
 
@@ -90,7 +99,11 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         guard let url = try fullDiskLog(in: folder) else { return }
         let diagnostics = LineCapture()
         let clock = ManualClock()
-        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics, clock: clock)
+        let file = try FileDestination(
+            configuration: .init(url: url),
+            diagnostics: diagnostics.diagnostics,
+            clock: clock
+        )
         for start in stride(from: 0, to: 50, by: 10) { file.write(LogBatch(records: records(10, from: start))) }
         #expect(diagnostics.writes.count == 1, "one report, not one per event: \(diagnostics.writes)")
         #expect(diagnostics.text.contains("No space left on device"))
@@ -104,7 +117,10 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         clock.advance(by: .seconds(1))
         file.write(LogBatch(records: records(1, from: 50)))
         let lines = try messages(in: url)
-        #expect(lines.first == "JustLog could not write 50 event(s) to this file: cannot write to the log file \(url.path): No space left on device")
+        #expect(
+            lines.first
+                == "JustLog could not write 50 event(s) to this file: cannot write to the log file \(url.path): No space left on device"
+        )
         #expect(lines.last == "event 50 ")
         #expect(diagnostics.text.contains("works again; 50 event(s) were lost"))
     }
@@ -113,7 +129,11 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         let folder = try TemporaryDirectory()
         guard let url = try fullDiskLog(in: folder) else { return }
         let clock = ManualClock()
-        let file = try FileDestination(configuration: .init(url: url, retryInterval: 1), diagnostics: LineCapture().diagnostics, clock: clock)
+        let file = try FileDestination(
+            configuration: .init(url: url, retryInterval: 1),
+            diagnostics: LineCapture().diagnostics,
+            clock: clock
+        )
         file.write(LogBatch(records: records(10)))
         // Space returns, but within the retry interval nothing is tried: not even the file is recreated.
         try FileManager.default.removeItem(at: url)
@@ -123,17 +143,23 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         clock.advance(by: .milliseconds(100))
         file.write(LogBatch(records: records(5, from: 15)))
         let lines = try messages(in: url)
-        #expect(lines == [
-            "JustLog could not write 15 event(s) to this file: cannot write to the log file \(url.path): No space left on device",
-            "event 15 ", "event 16 ", "event 17 ", "event 18 ", "event 19 ",
-        ])
+        #expect(
+            lines == [
+                "JustLog could not write 15 event(s) to this file: cannot write to the log file \(url.path): No space left on device",
+                "event 15 ", "event 16 ", "event 17 ", "event 18 ", "event 19 ",
+            ]
+        )
     }
 
     @Test func flushWritesTheLossReportOnceSpaceReturnsAndOtherwiseReportsTheCount() throws {
         let folder = try TemporaryDirectory()
         guard let url = try fullDiskLog(in: folder) else { return }
         let diagnostics = LineCapture()
-        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics, clock: ManualClock())
+        let file = try FileDestination(
+            configuration: .init(url: url),
+            diagnostics: diagnostics.diagnostics,
+            clock: ManualClock()
+        )
         file.write(LogBatch(records: records(20)))
         let flushError = LockedValue<String?>(nil)
         file.flush { error in flushError.withLock { $0 = error.map { "\($0)" } } }
@@ -144,9 +170,11 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         try FileManager.default.removeItem(at: url)
         file.flush { error in flushError.withLock { $0 = error.map { "\($0)" } } }
         #expect(flushError.current == nil)
-        #expect(try messages(in: url) == [
-            "JustLog could not write 20 event(s) to this file: cannot write to the log file \(url.path): No space left on device",
-        ])
+        #expect(
+            try messages(in: url) == [
+                "JustLog could not write 20 event(s) to this file: cannot write to the log file \(url.path): No space left on device"
+            ]
+        )
         #expect(diagnostics.text.contains("works again; 20 event(s) were lost"))
     }
 
@@ -186,20 +214,32 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
 @Suite struct ConsoleDestinationTests {
     @Test func printsTheDocumentedLineWithTheMessageOnly() {
         let capture = LineCapture()
-        let console = ConsoleDestination(configuration: .init(output: capture.output, colors: .never, timeZone: TimeZone(identifier: "UTC")!))
-        let record = Fixtures.builder().record(for: Fixtures.event(.info, "a nice information", userInfo: ["some key": "x"]), sequence: 1)
+        let console = ConsoleDestination(
+            configuration: .init(output: capture.output, colors: .never, timeZone: TimeZone(identifier: "UTC")!)
+        )
+        let record = Fixtures.builder().record(
+            for: Fixtures.event(.info, "a nice information", userInfo: ["some key": "x"]),
+            sequence: 1
+        )
         console.write(LogBatch(records: [record]))
         #expect(capture.text == "2016-12-24 12:31:38.475  ℹ️ INFO: a nice information\n")
     }
 
     @Test func aMessageCannotForgeALineOrEmitTerminalEscapes() {
         let capture = LineCapture()
-        let console = ConsoleDestination(configuration: .init(output: capture.output, colors: .never, timeZone: TimeZone(identifier: "UTC")!))
-        let hostile = "ok\n2016-12-24 12:31:38.475  ☠️ ERROR: forged\r\u{1B}]0;title\u{7}\u{1B}[2J\u{9B}31m\u{2028}\u{202E}"
+        let console = ConsoleDestination(
+            configuration: .init(output: capture.output, colors: .never, timeZone: TimeZone(identifier: "UTC")!)
+        )
+        let hostile =
+            "ok\n2016-12-24 12:31:38.475  ☠️ ERROR: forged\r\u{1B}]0;title\u{7}\u{1B}[2J\u{9B}31m\u{2028}\u{202E}"
         console.write(LogBatch(records: [Fixtures.builder().record(for: Fixtures.event(.info, hostile), sequence: 1)]))
         let text = capture.text
         #expect(text.filter { $0 == "\n" }.count == 1)
-        #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B || $0.value == 0x0D })
+        #expect(
+            !text.unicodeScalars.contains {
+                $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B || $0.value == 0x0D
+            }
+        )
         #expect(!text.unicodeScalars.contains { $0.value == 0x2028 || $0.value == 0x202E })
         #expect(text.contains(#"ok\n2016-12-24"#))
         #expect(text.contains(#"\u{1B}]0;title\u{7}"#))
@@ -207,9 +247,14 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
 
     @Test func colorsOnlyWhenAsked() {
         let record = Fixtures.builder().record(for: Fixtures.event(.error, "boom"), sequence: 1)
-        let plain = LineCapture(), colored = LineCapture()
-        ConsoleDestination(configuration: .init(output: plain.output, colors: .automatic)).write(LogBatch(records: [record]))
-        ConsoleDestination(configuration: .init(output: colored.output, colors: .always)).write(LogBatch(records: [record]))
+        let plain = LineCapture()
+        let colored = LineCapture()
+        ConsoleDestination(configuration: .init(output: plain.output, colors: .automatic)).write(
+            LogBatch(records: [record])
+        )
+        ConsoleDestination(configuration: .init(output: colored.output, colors: .always)).write(
+            LogBatch(records: [record])
+        )
         #expect(!plain.text.contains("\u{1B}["), "a capture is not a terminal: no colors")
         #expect(colored.text.contains("\u{1B}[1;31mERROR\u{1B}[0m"))
     }

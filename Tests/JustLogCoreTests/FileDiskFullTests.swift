@@ -2,6 +2,7 @@ import Foundation
 import JustLogCore
 import JustLogTestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -90,10 +91,15 @@ import Musl
             }
         }
         #expect(present == present.sorted() && Set(present).count == present.count, "events out of order or repeated")
-        #expect(reportedInFile == logged - present.count, "\(logged) logged, \(present.count) in the file, \(reportedInFile) reported lost")
+        #expect(
+            reportedInFile == logged - present.count,
+            "\(logged) logged, \(present.count) in the file, \(reportedInFile) reported lost"
+        )
         #expect(reportedInFile > 0)
-        #expect(Array(present.suffix(logged - firstAfterSpaceReturned)) == Array(firstAfterSpaceReturned..<logged),
-                "an event logged after space returned is missing")
+        #expect(
+            Array(present.suffix(logged - firstAfterSpaceReturned)) == Array(firstAfterSpaceReturned..<logged),
+            "an event logged after space returned is missing"
+        )
         #expect(reportedOnDiagnostics(diagnostics.lines) == reportedInFile, "\(diagnostics.writes)")
     }
 
@@ -123,7 +129,10 @@ private struct TmpfsMount {
             mount("tmpfs", path, "tmpfs", 0, options)
         }
         guard result == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mount tmpfs on \(path): \(String(cString: strerror(errno)))"])
+            throw CocoaError(
+                .fileWriteUnknown,
+                userInfo: [NSLocalizedDescriptionKey: "mount tmpfs on \(path): \(String(cString: strerror(errno)))"]
+            )
         }
         self.path = path
     }

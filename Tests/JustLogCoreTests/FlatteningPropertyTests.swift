@@ -20,8 +20,10 @@ struct SeededGenerator: RandomNumberGenerator {
 
 enum RandomValues {
     /// Keys chosen to collide: with JustLog's own keys, with each other through dots, and with renamed keys.
-    static let keyPool = ["message", "log_type", "file", "line", "event_id", "timestamp", "@timestamp", "error_code",
-                          "a", "a.b", "b", "a_userInfo", "message_userInfo", "x.y.z", "🍕", "naïve", "", "\u{7}bell", "quote\"d"]
+    static let keyPool = [
+        "message", "log_type", "file", "line", "event_id", "timestamp", "@timestamp", "error_code",
+        "a", "a.b", "b", "a_userInfo", "message_userInfo", "x.y.z", "🍕", "naïve", "", "\u{7}bell", "quote\"d",
+    ]
 
     static func key(_ rng: inout SeededGenerator) -> String {
         if Int.random(in: 0..<4, using: &rng) == 0 { return "k\(Int.random(in: 0..<50, using: &rng))" }
@@ -77,7 +79,9 @@ func leaves(of object: [String: LogValue]) -> [LogValue] {
 
 func canonical(_ value: LogValue, topLevelKey: String?) -> String {
     // error_code is written as a string at the top level of the flattened form.
-    if topLevelKey == "error_code", case .int(let code) = value { return String(decoding: JSONWriter.encode(.string(String(code))), as: UTF8.self) }
+    if topLevelKey == "error_code", case .int(let code) = value {
+        return String(decoding: JSONWriter.encode(.string(String(code))), as: UTF8.self)
+    }
     return String(decoding: JSONWriter.encode(value), as: UTF8.self)
 }
 
@@ -114,7 +118,10 @@ func flatteningKeepsEveryLeafAndWritesValidJSON(batch: Int) throws {
         // Valid JSON, for our reader and for Foundation's, and a single line.
         let json = FlattenedFormat.encode(record)
         #expect(!json.contains(UInt8(ascii: "\n")), "seed \(seed): newline in a json_lines object")
-        guard case .object(let parsed) = try JSONReader.parse(bytes: json) else { Issue.record("seed \(seed): not an object"); continue }
+        guard case .object(let parsed) = try JSONReader.parse(bytes: json) else {
+            Issue.record("seed \(seed): not an object")
+            continue
+        }
         #expect(parsed.count == members.count)
         _ = try JSONSerialization.jsonObject(with: Data(json))
         _ = try JSONSerialization.jsonObject(with: Data(AggregatedFormat.encode(record)))

@@ -7,7 +7,10 @@ import Testing
 // flattened JSON — and compares them byte for byte with `Golden/<case>.txt`. To re-record after an
 // intended format change: `JUSTLOG_RECORD_GOLDEN=1 swift test --filter GoldenFormatTests`, then review the diff.
 
-enum NetworkError: Error { case refused, timedOut(seconds: Int) }
+enum NetworkError: Error {
+    case refused
+    case timedOut(seconds: Int)
+}
 
 struct PaymentDeclined: LocalizedError {
     var errorDescription: String? { "The payment was declined." }
@@ -23,8 +26,12 @@ struct GoldenCase: Sendable, CustomTestStringConvertible {
 }
 
 let goldenCases: [GoldenCase] = [
-    GoldenCase(name: "level-verbose", defaults: Fixtures.defaultUserInfo) { Fixtures.event(.verbose, "not so important") },
-    GoldenCase(name: "level-debug", defaults: Fixtures.defaultUserInfo) { Fixtures.event(.debug, "something to debug") },
+    GoldenCase(name: "level-verbose", defaults: Fixtures.defaultUserInfo) {
+        Fixtures.event(.verbose, "not so important")
+    },
+    GoldenCase(name: "level-debug", defaults: Fixtures.defaultUserInfo) {
+        Fixtures.event(.debug, "something to debug")
+    },
     GoldenCase(name: "level-info", defaults: Fixtures.defaultUserInfo) {
         Fixtures.event(.info, "a nice information", userInfo: ["some key": "some extra info"])
     },
@@ -32,14 +39,27 @@ let goldenCases: [GoldenCase] = [
         Fixtures.event(.warning, "oh no, that won't be good", userInfo: ["some key": "some extra info"])
     },
     GoldenCase(name: "level-error-nserror-chain", defaults: Fixtures.defaultUserInfo) {
-        let underlying = NSError(domain: NSURLErrorDomain, code: -1004, userInfo: [NSLocalizedDescriptionKey: "Could not connect to the server."])
-        let error = NSError(domain: "com.just-eat.test", code: 1234, userInfo: [
-            NSLocalizedDescriptionKey: "description",
-            NSLocalizedFailureReasonErrorKey: "error value",
-            NSLocalizedRecoverySuggestionErrorKey: "recovery suggestion",
-            NSUnderlyingErrorKey: underlying,
-        ])
-        return Fixtures.event(.error, "ouch, an error did occur!", error: error, userInfo: ["some key": "some extra info"])
+        let underlying = NSError(
+            domain: NSURLErrorDomain,
+            code: -1004,
+            userInfo: [NSLocalizedDescriptionKey: "Could not connect to the server."]
+        )
+        let error = NSError(
+            domain: "com.just-eat.test",
+            code: 1234,
+            userInfo: [
+                NSLocalizedDescriptionKey: "description",
+                NSLocalizedFailureReasonErrorKey: "error value",
+                NSLocalizedRecoverySuggestionErrorKey: "recovery suggestion",
+                NSUnderlyingErrorKey: underlying,
+            ]
+        )
+        return Fixtures.event(
+            .error,
+            "ouch, an error did occur!",
+            error: error,
+            userInfo: ["some key": "some extra info"]
+        )
     },
     GoldenCase(name: "defaults-overridden-per-call", defaults: Fixtures.defaultUserInfo) {
         Fixtures.event(.info, "tenant switched", userInfo: ["tenant": "IE", "environment": "staging"])
@@ -51,37 +71,58 @@ let goldenCases: [GoldenCase] = [
         Fixtures.event(.error, "checkout failed", error: PaymentDeclined())
     },
     GoldenCase(name: "nested-dictionaries", defaults: [:]) {
-        Fixtures.event(.info, "order placed", userInfo: [
-            "order": ["id": 42, "customer": ["id": "c-7", "tier": "gold"], "empty": [String: Any]()],
-        ])
+        Fixtures.event(
+            .info,
+            "order placed",
+            userInfo: [
+                "order": ["id": 42, "customer": ["id": "c-7", "tier": "gold"], "empty": [String: Any]()]
+            ]
+        )
     },
     GoldenCase(name: "arrays", defaults: [:]) {
-        Fixtures.event(.info, "basket", userInfo: ["items": ["pizza", "chips"], "counts": [1, 2, 3], "mixed": [1, "two", ["three": 3]] as [Any]])
+        Fixtures.event(
+            .info,
+            "basket",
+            userInfo: ["items": ["pizza", "chips"], "counts": [1, 2, 3], "mixed": [1, "two", ["three": 3]] as [Any]]
+        )
     },
     GoldenCase(name: "non-json-values", defaults: [:]) {
-        Fixtures.event(.debug, "odd values", userInfo: [
-            "date": Date(timeIntervalSince1970: 1_482_582_698.475),
-            "data": Data([0xDE, 0xAD, 0xBE, 0xEF]),
-            "url": URL(string: "https://www.just-eat.co.uk/menu?id=7")!,
-            "nan": Double.nan,
-            "infinity": Double.infinity,
-            "minusInfinity": -Double.infinity,
-            "float": Float(0.5),
-            "big": UInt64.max,
-            "nothing": NSNull(),
-            "optional": Optional<Int>.none as Any,
-            "custom": CustomThing(),
-        ])
+        Fixtures.event(
+            .debug,
+            "odd values",
+            userInfo: [
+                "date": Date(timeIntervalSince1970: 1_482_582_698.475),
+                "data": Data([0xDE, 0xAD, 0xBE, 0xEF]),
+                "url": URL(string: "https://www.just-eat.co.uk/menu?id=7")!,
+                "nan": Double.nan,
+                "infinity": Double.infinity,
+                "minusInfinity": -Double.infinity,
+                "float": Float(0.5),
+                "big": UInt64.max,
+                "nothing": NSNull(),
+                "optional": Optional<Int>.none as Any,
+                "custom": CustomThing(),
+            ]
+        )
     },
     GoldenCase(name: "key-collisions", defaults: ["log_type": "from defaults"]) {
-        Fixtures.event(.error, "collisions", error: NetworkError.refused, userInfo: [
-            "message": "user message key", "file": "user file key", "error_domain": "user domain",
-            "a": ["b": 1], "a.b": 2, "timestamp": "user timestamp",
-        ])
+        Fixtures.event(
+            .error,
+            "collisions",
+            error: NetworkError.refused,
+            userInfo: [
+                "message": "user message key", "file": "user file key", "error_domain": "user domain",
+                "a": ["b": 1], "a.b": 2, "timestamp": "user timestamp",
+            ]
+        )
     },
     GoldenCase(name: "emoji-control-and-invalid-utf8", defaults: [:]) {
         let invalid = String(decoding: [0x66, 0x6F, 0xFF, 0xFE, 0x6F] as [UInt8], as: UTF8.self)
-        return Fixtures.event(.warning, "pizza 🍕 \(invalid)\nforged line\u{1B}[31m red \u{202E}evil\u{7}", userInfo: ["emoji": "🇬🇧"])
+        return Fixtures.event(
+            .warning,
+            "pizza 🍕 \(invalid)\nforged line\u{1B}[31m red \u{202E}evil\u{7}",
+            userInfo: ["emoji": "🇬🇧"]
+        )
     },
 ]
 
@@ -149,7 +190,10 @@ func renderingMatchesGoldenFile(_ golden: GoldenCase) throws {
     let parsed = try FileLine(parsing: Substring(String(decoding: line, as: UTF8.self)))
     #expect(parsed.record.message == message)
     let flattened = try JSONReader.parse(bytes: FlattenedFormat.encode(record))
-    guard case .object(let object) = flattened else { Issue.record("not an object"); return }
+    guard case .object(let object) = flattened else {
+        Issue.record("not an object")
+        return
+    }
     #expect(object["message"] == .string(message))
     #expect(LineFormat().consoleLine(for: record).utf8.count > 1 << 20)
 }

@@ -18,7 +18,11 @@ private enum Limit {
 
 @Suite struct HostileValueTests {
     /// Logs one event through a real pipeline and returns the record its destination received.
-    func record(_ message: String = "hostile", error: (any Error)? = nil, userInfo: [String: Any]) async throws -> LogRecord {
+    func record(
+        _ message: String = "hostile",
+        error: (any Error)? = nil,
+        userInfo: [String: Any]
+    ) async throws -> LogRecord {
         let capture = CapturingDestination()
         let logger = StructuredLogger(configuration: .init(destinations: [.init(capture)], runtime: Fixtures.runtime))
         logger.info(message, error: error, userInfo: userInfo)
@@ -67,7 +71,10 @@ private enum Limit {
         let record = try await record(userInfo: ["deep": nested])
         let (depth, bottom) = descend(record.userInfo["deep"])
         #expect(depth == Limit.depth)
-        guard case .string(let marker)? = bottom else { Issue.record("bottom is \(String(describing: bottom))"); return }
+        guard case .string(let marker)? = bottom else {
+            Issue.record("bottom is \(String(describing: bottom))")
+            return
+        }
         #expect(marker == "<nested deeper than 32: Array<Any>>", "bottom is \(marker.prefix(80))")
         #expect(truncated(record).contains("userInfo.deep[0]"), "\(truncated(record))")
         #expect(truncated(record).contains("nested deeper than 32"), "\(truncated(record))")
@@ -81,7 +88,10 @@ private enum Limit {
         let record = lines[0].record
         let (depth, bottom) = descend(record.userInfo["deep"])
         #expect(depth == Limit.depth)
-        guard case .string(let marker)? = bottom else { Issue.record("bottom is \(String(describing: bottom))"); return }
+        guard case .string(let marker)? = bottom else {
+            Issue.record("bottom is \(String(describing: bottom))")
+            return
+        }
         #expect(marker == "<nested deeper than 32: NSMutableArray>", "bottom is \(marker.prefix(80))")
         #expect(truncated(record).contains("nested deeper than 32"), "\(truncated(record))")
     }
@@ -112,7 +122,10 @@ private enum Limit {
         let record = try #require(capture.records.first)
         let kept = record.userInfo.keys.filter { $0.hasPrefix("key-") }.sorted()
         #expect(kept.count == 1000)
-        #expect(kept == (0..<1000).map { String(format: "key-%06d", $0) }, "the first 1,000 keys in byte order, in every run")
+        #expect(
+            kept == (0..<1000).map { String(format: "key-%06d", $0) },
+            "the first 1,000 keys in byte order, in every run"
+        )
         #expect(record.userInfo["key-000999"] == .int(999))
         #expect(truncated(record) == "userInfo: kept 1000 of 100000 keys (limit 1000)")
     }
@@ -124,8 +137,14 @@ private enum Limit {
         let record = try await record(userInfo: userInfo)
         let kept = record.userInfo.keys.filter { $0.hasPrefix("value-") }.sorted()
         #expect(kept.count > 50 && kept.count < 200, "kept \(kept.count)")
-        #expect(kept == (0..<kept.count).map { String(format: "value-%03d", $0) }, "the first keys in byte order are kept")
-        #expect(truncated(record).contains("userInfo: kept \(kept.count) of 200 keys (size limit"), "\(truncated(record))")
+        #expect(
+            kept == (0..<kept.count).map { String(format: "value-%03d", $0) },
+            "the first keys in byte order are kept"
+        )
+        #expect(
+            truncated(record).contains("userInfo: kept \(kept.count) of 200 keys (size limit"),
+            "\(truncated(record))"
+        )
         let bytes = kept.reduce(0) { total, key in
             guard case .string(let text)? = record.userInfo[key] else { return total }
             return total + text.utf8.count
@@ -136,7 +155,10 @@ private enum Limit {
     @Test func aTenMegabyteStringValueIsCutToTheSizeLimitAndSaysSo() async throws {
         let big = String(repeating: "0123456789", count: 1_048_576)
         let record = try await record(userInfo: ["before": 1, "big": big, "zzz": 2])
-        guard case .string(let kept)? = record.userInfo["big"] else { Issue.record("big is \(String(describing: record.userInfo["big"]))"); return }
+        guard case .string(let kept)? = record.userInfo["big"] else {
+            Issue.record("big is \(String(describing: record.userInfo["big"]))")
+            return
+        }
         #expect(kept.hasSuffix("…[truncated]"))
         #expect(kept.utf8.count < Limit.bytes + 32)
         #expect(big.hasPrefix(kept.dropLast("…[truncated]".count)))
@@ -157,7 +179,10 @@ private enum Limit {
 
     @Test func longArraysKeepTheirFirstThousandElementsAndSaySo() async throws {
         let record = try await record(userInfo: ["numbers": Array(0..<5000), "names": ["a", "b"]])
-        guard case .array(let numbers)? = record.userInfo["numbers"] else { Issue.record("no numbers"); return }
+        guard case .array(let numbers)? = record.userInfo["numbers"] else {
+            Issue.record("no numbers")
+            return
+        }
         #expect(numbers == (0..<1000).map { .int(Int64($0)) })
         #expect(record.userInfo["names"] == ["a", "b"])
         #expect(truncated(record) == "userInfo.numbers: kept 1000 of 5000 elements (limit 1000)")
@@ -165,19 +190,28 @@ private enum Limit {
 
     @Test func tenMegabytesOfDataAreEncodedOnlyAsFarAsTheSizeLimit() async throws {
         let record = try await record(userInfo: ["blob": Data(count: 10 << 20)])
-        guard case .string(let text)? = record.userInfo["blob"] else { Issue.record("no blob"); return }
+        guard case .string(let text)? = record.userInfo["blob"] else {
+            Issue.record("no blob")
+            return
+        }
         #expect(text.hasPrefix("<10485760 bytes: AAAA"))
         #expect(text.hasSuffix("…[truncated]>"))
         #expect(text.utf8.count <= Limit.bytes)
         #expect(truncated(record).hasPrefix("userInfo.blob: kept "), "\(truncated(record))")
-        #expect(truncated(record).hasSuffix(" of 10485760 bytes of data (size limit 1048576 bytes)"), "\(truncated(record))")
+        #expect(
+            truncated(record).hasSuffix(" of 10485760 bytes of data (size limit 1048576 bytes)"),
+            "\(truncated(record))"
+        )
     }
 
     @Test func moreThanTenCutsListTheFirstTenInKeyOrderAndCountTheRest() async throws {
         var userInfo: [String: Any] = [:]
         for index in 0..<25 { userInfo[String(format: "list-%02d", index)] = Array(0..<1001) }
         let record = try await record(userInfo: userInfo)
-        let expected = (0..<10).map { String(format: "userInfo.list-%02d: kept 1000 of 1001 elements (limit 1000)", $0) } + ["and 15 more cut(s)"]
+        let expected =
+            (0..<10).map { String(format: "userInfo.list-%02d: kept 1000 of 1001 elements (limit 1000)", $0) } + [
+                "and 15 more cut(s)"
+            ]
         #expect(truncated(record) == expected.joined(separator: "; "))
     }
 
@@ -209,7 +243,8 @@ private enum Limit {
         for index in 0..<5000 { userInfo[String(format: "key-%04d", index)] = index }
         let record = try await record(error: NSError(domain: "hostile", code: 1, userInfo: userInfo), userInfo: [:])
         guard case .array(let links)? = record.userInfo[UserInfoKey.errors], case .object(let link)? = links.first,
-              case .object(let errorUserInfo)? = link["user_info"] else {
+            case .object(let errorUserInfo)? = link["user_info"]
+        else {
             Issue.record("no errors[0].user_info in \(record.userInfo.keys.sorted())")
             return
         }
@@ -221,8 +256,11 @@ private enum Limit {
     // MARK: - Characters and numbers
 
     @Test func nonFiniteNumbersControlAndBidiCharactersGiveValidJSONInFileAndFlattenedForms() async throws {
-        let hostile = ["\u{202E}evil\u{202C}", "line\nbreak\rreturn", "nul\u{0}byte", "escape\u{1B}[31mred", "separators\u{2028}\u{2029}",
-                       "quote\"back\\slash", "delete\u{7F}", "bom\u{FEFF}", "tab\tbell\u{7}", "emoji 🇬🇧 é", "\u{85}next line"]
+        let hostile = [
+            "\u{202E}evil\u{202C}", "line\nbreak\rreturn", "nul\u{0}byte", "escape\u{1B}[31mred",
+            "separators\u{2028}\u{2029}",
+            "quote\"back\\slash", "delete\u{7F}", "bom\u{FEFF}", "tab\tbell\u{7}", "emoji 🇬🇧 é", "\u{85}next line",
+        ]
         var userInfo: [String: Any] = [
             "nan": Double.nan, "infinity": Double.infinity, "minusInfinity": -Double.infinity,
             "floatNaN": Float.nan, "floatInfinity": -Float.infinity,
@@ -252,7 +290,10 @@ private enum Limit {
         // The flattened form (Logstash) of the same record: valid for our reader and for Foundation's.
         let flattened = FlattenedFormat.encode(record)
         #expect(!flattened.contains(UInt8(ascii: "\n")))
-        guard case .object(let object) = try JSONReader.parse(bytes: flattened) else { Issue.record("not an object"); return }
+        guard case .object(let object) = try JSONReader.parse(bytes: flattened) else {
+            Issue.record("not an object")
+            return
+        }
         #expect(object["message"] == .string(message))
         #expect(object["nested.values"] == ["NaN", "Infinity", 1.5])
         _ = try JSONSerialization.jsonObject(with: Data(flattened))
@@ -268,7 +309,9 @@ private enum Limit {
         ]
         let foundation: [String: Any] = [
             "array": NSMutableArray(array: [1, "two", true, 2.5, NSNull(), NSDictionary(dictionary: ["inner": 3])]),
-            "dictionary": NSMutableDictionary(dictionary: ["a": 1, "b": NSArray(array: [1, 2]), "c": "x", "d": false, 7 as NSNumber: 7]),
+            "dictionary": NSMutableDictionary(dictionary: [
+                "a": 1, "b": NSArray(array: [1, 2]), "c": "x", "d": false, 7 as NSNumber: 7,
+            ]),
             "numbers": NSOrderedSet(array: [-1, 0, 1]),
         ]
         var expected = try await record(userInfo: swift).userInfo
@@ -288,12 +331,24 @@ private enum Limit {
 
     @Test func aLoggersOwnLimitsApplyToEveryPartOfTheEvent() async throws {
         let capture = CapturingDestination()
-        let limits = CaptureLimits(maximumDepth: 2, maximumKeys: 3, maximumElements: 2, maximumBytes: 1000, maximumMessageBytes: 5)
-        let logger = StructuredLogger(configuration: .init(destinations: [.init(capture)], runtime: Fixtures.runtime, captureLimits: limits))
+        let limits = CaptureLimits(
+            maximumDepth: 2,
+            maximumKeys: 3,
+            maximumElements: 2,
+            maximumBytes: 1000,
+            maximumMessageBytes: 5
+        )
+        let logger = StructuredLogger(
+            configuration: .init(destinations: [.init(capture)], runtime: Fixtures.runtime, captureLimits: limits)
+        )
         let error = NSError(domain: "limits", code: 1, userInfo: ["a": 1, "b": 2, "c": 3, "d": 4])
-        logger.info("0123456789", error: error, userInfo: [
-            "deep": [[["too deep"]]], "list": [1, 2, 3], "long": String(repeating: "x", count: 2000), "z": 1,
-        ])
+        logger.info(
+            "0123456789",
+            error: error,
+            userInfo: [
+                "deep": [[["too deep"]]], "list": [1, 2, 3], "long": String(repeating: "x", count: 2000), "z": 1,
+            ]
+        )
         try await logger.flush()
         _ = await logger.pipeline.shutdown(timeout: 5)
         let record = try #require(capture.records.first)
@@ -301,16 +356,22 @@ private enum Limit {
         #expect(record.userInfo["deep"] == [["<nested deeper than 2: Array<Any>>"]])
         #expect(record.userInfo["list"] == [1, 2])
         #expect(record.userInfo["z"] == nil, "the fourth key in byte order")
-        guard case .string(let long)? = record.userInfo["long"] else { Issue.record("no long"); return }
+        guard case .string(let long)? = record.userInfo["long"] else {
+            Issue.record("no long")
+            return
+        }
         #expect(long.hasSuffix("…[truncated]") && long.utf8.count < 1000)
-        #expect(truncated(record) == [
-            "message: kept 5 of 10 bytes (limit 5)",
-            "userInfo: kept 3 of 4 keys (limit 3)",
-            "userInfo.deep[0][0]: nested deeper than 2",
-            "userInfo.list: kept 2 of 3 elements (limit 2)",
-            "userInfo.long: kept \(long.utf8.count - "…[truncated]".utf8.count) of 2000 bytes (size limit 1000 bytes)",
-            "errors[0].user_info: kept 3 of 4 keys (limit 3)",
-        ].joined(separator: "; "))
+        #expect(
+            truncated(record)
+                == [
+                    "message: kept 5 of 10 bytes (limit 5)",
+                    "userInfo: kept 3 of 4 keys (limit 3)",
+                    "userInfo.deep[0][0]: nested deeper than 2",
+                    "userInfo.list: kept 2 of 3 elements (limit 2)",
+                    "userInfo.long: kept \(long.utf8.count - "…[truncated]".utf8.count) of 2000 bytes (size limit 1000 bytes)",
+                    "errors[0].user_info: kept 3 of 4 keys (limit 3)",
+                ].joined(separator: "; ")
+        )
     }
 
     @Test func documentedExamplesHold() {

@@ -4,10 +4,21 @@ import JustLogTestSupport
 import Testing
 
 @Suite struct PipelineTests {
-    func logger(_ routes: [LogPipeline.Route], pipeline: LogPipeline.Configuration = .init(), sanitizer: Sanitizer? = nil,
-                diagnostics: DiagnosticSink = .standardError) -> StructuredLogger {
-        StructuredLogger(configuration: .init(destinations: routes, runtime: Fixtures.runtime, sanitizer: sanitizer,
-                                              pipeline: pipeline, diagnostics: diagnostics))
+    func logger(
+        _ routes: [LogPipeline.Route],
+        pipeline: LogPipeline.Configuration = .init(),
+        sanitizer: Sanitizer? = nil,
+        diagnostics: DiagnosticSink = .standardError
+    ) -> StructuredLogger {
+        StructuredLogger(
+            configuration: .init(
+                destinations: routes,
+                runtime: Fixtures.runtime,
+                sanitizer: sanitizer,
+                pipeline: pipeline,
+                diagnostics: diagnostics
+            )
+        )
     }
 
     @Test func sixteenConcurrentTasksEachLandExactlyOnceAndInOrder() async throws {
@@ -16,7 +27,8 @@ import Testing
         let url = folder.appending("concurrent.log")
         let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 1 << 30))
         let logger = logger([.init(file)])
-        let tasks = 16, perTask = 10_000
+        let tasks = 16
+        let perTask = 10_000
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<tasks {
                 group.addTask {
@@ -36,7 +48,8 @@ import Testing
         for line in text.split(separator: "\n") {
             let record = try FileLine(parsing: line).record
             let parts = record.message.split(separator: "-")
-            guard parts.count == 3, let task = Int(parts[1]), let index = Int(parts[2]), (0..<tasks).contains(task) else {
+            guard parts.count == 3, let task = Int(parts[1]), let index = Int(parts[2]), (0..<tasks).contains(task)
+            else {
                 Issue.record("unexpected line: \(line.prefix(300))")
                 continue
             }
@@ -60,8 +73,13 @@ import Testing
     }
 
     @Test func eachDestinationReceivesOnlyItsMinimumLevelAndAbove() async throws {
-        let console = CapturingDestination(), file = CapturingDestination(), remote = CapturingDestination()
-        let logger = logger([.init(console, minimumLevel: .warning), .init(file, minimumLevel: .debug), .init(remote, minimumLevel: .info)])
+        let console = CapturingDestination()
+        let file = CapturingDestination()
+        let remote = CapturingDestination()
+        let logger = logger([
+            .init(console, minimumLevel: .warning), .init(file, minimumLevel: .debug),
+            .init(remote, minimumLevel: .info),
+        ])
         for level in LogLevel.allCases { logger.log(level, "\(level)") }
         try await logger.flush()
         #expect(console.records.map(\.level) == [.warning, .error])
@@ -73,7 +91,10 @@ import Testing
         let capture = CapturingDestination()
         let logger = logger([.init(capture, minimumLevel: .info)])
         let evaluated = LockedValue(false)
-        func expensive() -> String { evaluated.withLock { $0 = true }; return "expensive" }
+        func expensive() -> String {
+            evaluated.withLock { $0 = true }
+            return "expensive"
+        }
         logger.debug(expensive())
         try await logger.flush()
         #expect(!evaluated.current)
@@ -85,8 +106,14 @@ import Testing
         let capture = CapturingDestination()
         let logger = logger([.init(capture, minimumLevel: .info)])
         let evaluations = LockedValue(0)
-        func fields() -> [String: Any] { evaluations.withLock { $0 += 1 }; return ["userID": 42] }
-        func failure() -> any Error { evaluations.withLock { $0 += 1 }; return CocoaError(.fileNoSuchFile) }
+        func fields() -> [String: Any] {
+            evaluations.withLock { $0 += 1 }
+            return ["userID": 42]
+        }
+        func failure() -> any Error {
+            evaluations.withLock { $0 += 1 }
+            return CocoaError(.fileNoSuchFile)
+        }
         logger.debug("filtered", error: failure(), userInfo: fields())
         #expect(evaluations.current == 0)
         logger.info("kept", error: failure(), userInfo: fields())
@@ -97,19 +124,26 @@ import Testing
     }
 
     @Test func sanitizerRedactsBeforeAnyDestination() async throws {
-        let capture = CapturingDestination(), inline = CapturingDestination(delivery: .inline)
-        let logger = logger([.init(capture), .init(inline)], sanitizer: { record in
-            if record.userInfo["email"] != nil { record.userInfo["email"] = "<redacted>" }
-            record.message = record.message.replacingOccurrences(of: "secret", with: "******")
-            record.userInfo["quote"] = "\"}\n{\"forged\":true"
-        })
+        let capture = CapturingDestination()
+        let inline = CapturingDestination(delivery: .inline)
+        let logger = logger(
+            [.init(capture), .init(inline)],
+            sanitizer: { record in
+                if record.userInfo["email"] != nil { record.userInfo["email"] = "<redacted>" }
+                record.message = record.message.replacingOccurrences(of: "secret", with: "******")
+                record.userInfo["quote"] = "\"}\n{\"forged\":true"
+            }
+        )
         logger.info("password is secret", userInfo: ["email": "jane@example.com"])
         try await logger.flush()
         for record in [capture.records[0], inline.records[0]] {
             #expect(record.userInfo["email"] == "<redacted>")
             #expect(record.message == "password is ******")
             let json = FlattenedFormat.encode(record)
-            guard case .object(let object) = try JSONReader.parse(bytes: json) else { Issue.record("not an object"); return }
+            guard case .object(let object) = try JSONReader.parse(bytes: json) else {
+                Issue.record("not an object")
+                return
+            }
             #expect(object["forged"] == nil, "a sanitizer cannot inject JSON members")
         }
     }
@@ -127,8 +161,11 @@ import Testing
         let blocking = BlockingDestination()
         let capture = CapturingDestination()
         let diagnostics = LineCapture()
-        let logger = logger([.init(blocking), .init(capture)], pipeline: .init(capacity: 8, fullQueueWait: 0.01),
-                            diagnostics: diagnostics.diagnostics)
+        let logger = logger(
+            [.init(blocking), .init(capture)],
+            pipeline: .init(capacity: 8, fullQueueWait: 0.01),
+            diagnostics: diagnostics.diagnostics
+        )
         for index in 0..<100 { logger.info("event \(index)") }
         let dropped = logger.pipeline.currentStatistics.dropped
         #expect(dropped > 0)
@@ -152,8 +189,11 @@ import Testing
 
     @Test func oversizedMessagesAreBoundedByBytesNotJustCount() async throws {
         let blocking = BlockingDestination()
-        let logger = logger([.init(blocking)], pipeline: .init(capacity: 10_000, maximumQueuedBytes: 4 << 20, fullQueueWait: 0.01),
-                            diagnostics: LineCapture().diagnostics)
+        let logger = logger(
+            [.init(blocking)],
+            pipeline: .init(capacity: 10_000, maximumQueuedBytes: 4 << 20, fullQueueWait: 0.01),
+            diagnostics: LineCapture().diagnostics
+        )
         let big = String(repeating: "x", count: 1 << 20)
         for _ in 0..<20 { logger.info(big) }
         let statistics = logger.pipeline.currentStatistics
@@ -189,9 +229,13 @@ import Testing
     @Test func aSanitizerThatShortensMessagesDoesNotShrinkTheQueue() async throws {
         // The byte bound must count what was queued, not the sanitized message: otherwise the queue
         // believes itself full forever and every call waits and drops.
-        let inline = CapturingDestination(delivery: .inline), background = CapturingDestination()
-        let logger = logger([.init(inline), .init(background)], pipeline: .init(maximumQueuedBytes: 10_000, fullQueueWait: 0.05),
-                            sanitizer: { $0.message = "x" })
+        let inline = CapturingDestination(delivery: .inline)
+        let background = CapturingDestination()
+        let logger = logger(
+            [.init(inline), .init(background)],
+            pipeline: .init(maximumQueuedBytes: 10_000, fullQueueWait: 0.05),
+            sanitizer: { $0.message = "x" }
+        )
         let big = String(repeating: "m", count: 1000)
         for round in 0..<20 {
             for _ in 0..<50 { logger.info(big) }
@@ -202,7 +246,10 @@ import Testing
     }
 
     @Test func infiniteTimeoutsDoNotTrap() {
-        let logger = logger([.init(CapturingDestination())], pipeline: .init(fullQueueWait: .infinity, exitFlushTimeout: .infinity))
+        let logger = logger(
+            [.init(CapturingDestination())],
+            pipeline: .init(fullQueueWait: .infinity, exitFlushTimeout: .infinity)
+        )
         logger.info("one")
         #expect(logger.pipeline.flush(timeout: .infinity) == nil)
         #expect(logger.pipeline.shutdown(timeout: .infinity) == nil)
@@ -211,11 +258,17 @@ import Testing
     @Test func aStalledBackgroundDestinationCostsTheInlineSpoolNothing() async throws {
         let blocking = BlockingDestination()
         let inline = CapturingDestination(delivery: .inline)
-        let logger = logger([.init(blocking), .init(inline)], pipeline: .init(capacity: 8, fullQueueWait: 0.01),
-                            diagnostics: LineCapture().diagnostics)
+        let logger = logger(
+            [.init(blocking), .init(inline)],
+            pipeline: .init(capacity: 8, fullQueueWait: 0.01),
+            diagnostics: LineCapture().diagnostics
+        )
         for index in 0..<100 { logger.info("event \(index)") }
         #expect(logger.pipeline.currentStatistics.dropped > 0, "the stalled background destination missed events")
-        #expect(inline.records.map(\.message) == (0..<100).map { "event \($0)" }, "the inline destination got every one, in order")
+        #expect(
+            inline.records.map(\.message) == (0..<100).map { "event \($0)" },
+            "the inline destination got every one, in order"
+        )
         blocking.release()
         try await logger.flush()
         #expect(inline.records.contains { $0.message.hasPrefix("JustLog dropped") }, "and the drop report")

@@ -11,7 +11,10 @@ import Testing
     }
 
     @Test func aRedactedValueBecomesTheMarkerWhateverItsType() {
-        let fields = capture(["email": Sensitive("ann@example.com"), "ids": Sensitive([1, 2, 3]), "plan": "gold"], privacy: .redacted)
+        let fields = capture(
+            ["email": Sensitive("ann@example.com"), "ids": Sensitive([1, 2, 3]), "plan": "gold"],
+            privacy: .redacted
+        )
         #expect(fields["email"] == .string("<private>"))
         #expect(fields["ids"] == .string("<private>"))
         #expect(fields["plan"] == .string("gold"))
@@ -22,7 +25,9 @@ import Testing
         let first = capture(["email": Sensitive("ann@example.com")], privacy: .hashed(key: key))["email"]
         let again = capture(["email": Sensitive("ann@example.com")], privacy: .hashed(key: key))["email"]
         let other = capture(["email": Sensitive("bob@example.com")], privacy: .hashed(key: key))["email"]
-        let otherKey = capture(["email": Sensitive("ann@example.com")], privacy: .hashed(key: Array("other".utf8)))["email"]
+        let otherKey = capture(["email": Sensitive("ann@example.com")], privacy: .hashed(key: Array("other".utf8)))[
+            "email"
+        ]
         guard case .string(let text)? = first else {
             Issue.record("not a string: \(String(describing: first))")
             return
@@ -58,10 +63,17 @@ import Testing
     @Test func aLoggerRedactsBeforeAnyDestinationSeesTheValue() async throws {
         let inline = CapturingDestination(delivery: .inline)
         let background = CapturingDestination()
-        let logger = StructuredLogger(configuration: .init(
-            destinations: [.init(inline), .init(background)], runtime: Fixtures.runtime, privacy: .redacted
-        ))
-        logger.info("signed in", userInfo: ["email": Sensitive("ann@example.com"), "nested": ["card": Sensitive("4111 1111")]])
+        let logger = StructuredLogger(
+            configuration: .init(
+                destinations: [.init(inline), .init(background)],
+                runtime: Fixtures.runtime,
+                privacy: .redacted
+            )
+        )
+        logger.info(
+            "signed in",
+            userInfo: ["email": Sensitive("ann@example.com"), "nested": ["card": Sensitive("4111 1111")]]
+        )
         try await logger.flush()
         for destination in [inline, background] {
             let record = try #require(destination.records.first)

@@ -12,7 +12,8 @@ import Testing
     func everyEventReachesTheOldOrTheNewDestinationsExactlyOnceInOrder(delivery: DestinationDelivery) async throws {
         let first = CapturingDestination(delivery: delivery)
         let logger = StructuredLogger(configuration: .init(destinations: [.init(first)], runtime: Fixtures.runtime))
-        let threads = 4, perThread = 5_000
+        let threads = 4
+        let perThread = 5_000
         let seconds = (0..<3).map { _ in CapturingDestination(delivery: delivery) }
         let done = LockedValue(0)
         for thread in 0..<threads {
@@ -24,7 +25,9 @@ import Testing
         for destination in seconds {
             try await Task.sleep(for: .milliseconds(5))
             let failure = await offThePool {
-                logger.pipeline.reconfigure { .init(routes: [.init(destination)], builder: RecordBuilder(runtime: Fixtures.runtime)) }
+                logger.pipeline.reconfigure {
+                    .init(routes: [.init(destination)], builder: RecordBuilder(runtime: Fixtures.runtime))
+                }
             }
             #expect(failure == nil)
         }
@@ -38,7 +41,8 @@ import Testing
         var next = [Int](repeating: 0, count: threads)
         for record in all {
             let parts = record.message.dropFirst().split(separator: "-")
-            let thread = Int(parts[0])!, index = Int(parts[1])!
+            let thread = Int(parts[0])!
+            let index = Int(parts[1])!
             #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
             next[thread] = index + 1
         }
@@ -68,10 +72,17 @@ import Testing
         let logger = StructuredLogger(pipeline: pipeline)
         for index in 0..<150 { logger.debug("early \(index)") }
         let flushError = await pipeline.flush(timeout: 1) as? JustLogError
-        #expect(flushError?.message.contains("not set up") == true, "flushing before setup says why: \(String(describing: flushError))")
+        #expect(
+            flushError?.message.contains("not set up") == true,
+            "flushing before setup says why: \(String(describing: flushError))"
+        )
 
         let capture = CapturingDestination()
-        await offThePool { _ = pipeline.reconfigure { .init(routes: [.init(capture)], builder: RecordBuilder(runtime: Fixtures.runtime)) } }
+        await offThePool {
+            _ = pipeline.reconfigure {
+                .init(routes: [.init(capture)], builder: RecordBuilder(runtime: Fixtures.runtime))
+            }
+        }
         logger.info("after")
         try await logger.flush()
         let messages = capture.records.map(\.message)

@@ -13,7 +13,11 @@ import Testing
         logger.info("two and a half seconds later")
         try await logger.flush()
         #expect(capture.messages == ["first", "two and a half seconds later"])
-        #expect(capture.records.map(\.timestamp.nanosecondsSinceEpoch) == [1_700_000_000_000_000_000, 1_700_000_002_500_000_000])
+        #expect(
+            capture.records.map(\.timestamp.nanosecondsSinceEpoch) == [
+                1_700_000_000_000_000_000, 1_700_000_002_500_000_000,
+            ]
+        )
         #expect(capture.records.first?.metadata["timestamp"] == "2023-11-14T22:13:20.000Z")
         await logger.pipeline.shutdown()
     }

@@ -6,7 +6,11 @@ import Logging
 import Testing
 
 @Suite struct JustLogLogHandlerTests {
-    func make(_ capture: CapturingDestination, label: String = "com.example.billing", provider: Logging.Logger.MetadataProvider? = nil) -> (Logging.Logger, LogPipeline) {
+    func make(
+        _ capture: CapturingDestination,
+        label: String = "com.example.billing",
+        provider: Logging.Logger.MetadataProvider? = nil
+    ) -> (Logging.Logger, LogPipeline) {
         let pipeline = LogPipeline(routes: [.init(capture)], builder: Fixtures.builder(defaults: ["app": "billing"]))
         var handler = JustLogLogHandler(label: label, pipeline: pipeline, logLevel: .trace, metadataProvider: provider)
         handler[metadataKey: "handler"] = "h"
@@ -16,7 +20,12 @@ import Testing
     @Test func routesLevelMessageMetadataSourceAndCallSite() throws {
         let capture = CapturingDestination()
         let (log, pipeline) = make(capture, provider: .init { ["request-id": "r-1"] })
-        log.notice("charged", metadata: ["amount": "12.50", "items": ["a", "b"], "card": ["brand": "visa"], "count": .stringConvertible(3)])
+        log.notice(
+            "charged",
+            metadata: [
+                "amount": "12.50", "items": ["a", "b"], "card": ["brand": "visa"], "count": .stringConvertible(3),
+            ]
+        )
         #expect(pipeline.flush(timeout: 5) == nil)
         let record = try #require(capture.records.first)
         #expect(record.level == .info)
@@ -62,7 +71,10 @@ import Testing
         log.error("failed", error: Wrapped(underlyingError: CocoaError(.fileNoSuchFile)))
         #expect(pipeline.flush(timeout: 5) == nil)
         let record = try #require(capture.records.first)
-        guard case .array(let chain)? = record.userInfo["errors"] else { Issue.record("no errors array"); return }
+        guard case .array(let chain)? = record.userInfo["errors"] else {
+            Issue.record("no errors array")
+            return
+        }
         #expect(chain.count == 2)
         #expect(record.userInfo["error_domain"] == .string(String(reflecting: Wrapped.self)))
     }

@@ -1,6 +1,7 @@
-@testable import JustLogLogstash
 import JustLogTestSupport
 import Testing
+
+@testable import JustLogLogstash
 
 private typealias Machine = BeatsStateMachine<ManualClock>
 
@@ -20,7 +21,12 @@ private func position(_ offset: Int) -> SpoolPosition { SpoolPosition(segment: 1
 
 /// A batch of `records` records of 10 bytes each starting at `start`.
 private func batch(from start: Int, records: Int) -> SpoolBatch {
-    SpoolBatch(bytes: [UInt8](repeating: 0x61, count: records * 10), recordCount: records, start: position(start), end: position(start + records * 10))
+    SpoolBatch(
+        bytes: [UInt8](repeating: 0x61, count: records * 10),
+        recordCount: records,
+        start: position(start),
+        end: position(start + records * 10)
+    )
 }
 
 private func reads(_ actions: [Machine.Action]) -> [(from: SpoolPosition, records: Int)] {
@@ -40,7 +46,11 @@ private func flushes(_ actions: [Machine.Action]) -> [(Int, LogstashError?)] {
 }
 
 /// A machine connected with its first read answered by a batch of `records` at 0: the window is in flight.
-private func machineWithWindow(records: Int = 4, clock: ManualClock, change: (inout Machine.Configuration) -> Void = { _ in }) -> Machine {
+private func machineWithWindow(
+    records: Int = 4,
+    clock: ManualClock,
+    change: (inout Machine.Configuration) -> Void = { _ in }
+) -> Machine {
     var machine = Machine(configuration: configuration(change), clock: clock, random: { 0 })
     _ = machine.start(at: position(0))
     _ = machine.connected()
@@ -88,7 +98,15 @@ private func machineWithWindow(records: Int = 4, clock: ManualClock, change: (in
         _ = machine.ackReceived(sequence: 2)
         _ = machine.recordsAcknowledged(upTo: position(20))
         let lost = machine.connectionClosed(error: nil)
-        #expect(lost.contains { if case .reportActivity(let line) = $0 { line.contains("2 unacknowledged events will be resent") } else { false } })
+        #expect(
+            lost.contains {
+                if case .reportActivity(let line) = $0 {
+                    line.contains("2 unacknowledged events will be resent")
+                } else {
+                    false
+                }
+            }
+        )
         clock.advance(by: .seconds(1))
         #expect(machine.timerFired().contains(.connect))
         let again = machine.connected()
@@ -108,7 +126,10 @@ private func machineWithWindow(records: Int = 4, clock: ManualClock, change: (in
             clock.advance(by: .seconds(20))
             let keepAlive = machine.ackReceived(sequence: sequence)
             #expect(acks(keepAlive).isEmpty && partialAcks(keepAlive).isEmpty)
-            #expect(!machine.timerFired().contains(.close(graceful: false)), "100 s without progress but with keep-alives: still connected")
+            #expect(
+                !machine.timerFired().contains(.close(graceful: false)),
+                "100 s without progress but with keep-alives: still connected"
+            )
         }
         clock.advance(by: .seconds(31))
         #expect(machine.timerFired().contains(.close(graceful: false)), "no ACK at all for longer than the timeout")
@@ -122,7 +143,15 @@ private func machineWithWindow(records: Int = 4, clock: ManualClock, change: (in
         clock.advance(by: .seconds(2))
         let timedOut = machine.timerFired()
         #expect(timedOut.first == .close(graceful: false))
-        #expect(timedOut.contains { if case .reportActivity(let line) = $0 { line.contains("acknowledged nothing for 30.0 s") } else { false } })
+        #expect(
+            timedOut.contains {
+                if case .reportActivity(let line) = $0 {
+                    line.contains("acknowledged nothing for 30.0 s")
+                } else {
+                    false
+                }
+            }
+        )
         #expect(machine.windowSize == 2)
         #expect(machine.counters.connectionErrors == 1)
         clock.advance(by: .seconds(1))

@@ -1,11 +1,14 @@
 import Foundation
-@testable import JustLogLogstash
 import JustLogTestSupport
 import Testing
 
+@testable import JustLogLogstash
+
 /// A Beats client on a fresh spool in `directory`, plain TCP to 127.0.0.1:`port`.
 func beatsClient(
-    port: Int, directory: TemporaryDirectory, activity: ActivityLog,
+    port: Int,
+    directory: TemporaryDirectory,
+    activity: ActivityLog,
     beats: LogstashClient.Transport.Beats = .init(compressionLevel: 3, initialWindow: 10, maxWindow: 100),
     change: (inout LogstashClient.Configuration) -> Void = { _ in }
 ) throws -> LogstashClient {
@@ -36,7 +39,9 @@ private func eventID(_ payload: String) -> String? {
         await server.stop()
         let first = try #require(server.windows.first)
         #expect(first.events.map(\.sequence) == Array(1...10))
-        let resent = server.windows.filter { $0.connection == 2 }.flatMap { $0.events.compactMap { eventID($0.payload) } }
+        let resent = server.windows.filter { $0.connection == 2 }.flatMap {
+            $0.events.compactMap { eventID($0.payload) }
+        }
         #expect(resent == (4..<10).map { "e\($0)" }, "the 4 acknowledged events are not sent again")
         #expect(client.spool.counterSnapshot.queuedRecords == 0)
         #expect(activity.contains("6 unacknowledged events will be resent"))
@@ -58,7 +63,10 @@ private func eventID(_ payload: String) -> String? {
         let ids = server.payloads.compactMap(eventID)
         #expect(Set(ids) == Set((0..<10).map { "e\($0)" }))
         #expect(ids.count == 20, "sent twice: nothing was acknowledged the first time")
-        #expect(server.windows.filter { $0.connection == 2 }.first?.events.count == 5, "the window halved after the failure")
+        #expect(
+            server.windows.filter { $0.connection == 2 }.first?.events.count == 5,
+            "the window halved after the failure"
+        )
     }
 
     @Test func keepAliveAcksOfZeroHoldTheConnectionPastTheAckTimeout() async throws {
@@ -69,8 +77,12 @@ private func eventID(_ payload: String) -> String? {
         }
         let directory = try TemporaryDirectory(prefix: "beats-keepalive")
         let activity = ActivityLog()
-        let client = try beatsClient(port: server.port, directory: directory, activity: activity,
-                                     beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .seconds(1)))
+        let client = try beatsClient(
+            port: server.port,
+            directory: directory,
+            activity: activity,
+            beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .seconds(1))
+        )
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()
         try await client.flush()
@@ -86,8 +98,12 @@ private func eventID(_ payload: String) -> String? {
         }
         let directory = try TemporaryDirectory(prefix: "beats-silent")
         let activity = ActivityLog()
-        let client = try beatsClient(port: server.port, directory: directory, activity: activity,
-                                     beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .milliseconds(500)))
+        let client = try beatsClient(
+            port: server.port,
+            directory: directory,
+            activity: activity,
+            beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .milliseconds(500))
+        )
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()
         #expect(await activity.wait(for: "acknowledged nothing for 500 ms"))
@@ -117,8 +133,12 @@ private func eventID(_ payload: String) -> String? {
         let server = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
         let directory = try TemporaryDirectory(prefix: "beats-compressed")
         let activity = ActivityLog()
-        let client = try beatsClient(port: server.port, directory: directory, activity: activity,
-                                     beats: .init(compressionLevel: level, initialWindow: 100, maxWindow: 100))
+        let client = try beatsClient(
+            port: server.port,
+            directory: directory,
+            activity: activity,
+            beats: .init(compressionLevel: level, initialWindow: 100, maxWindow: 100)
+        )
         for index in 0..<100 { try client.spool.append(jsonRecord(index, padding: 200)) }
         client.start()
         try await client.flush()

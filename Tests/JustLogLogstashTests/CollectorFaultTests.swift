@@ -30,7 +30,10 @@ import Testing
         try await append(2000, to: client)
         #expect(await activity.wait(for: "connected to"))
         await client.shutdown()
-        #expect(client.spool.counterSnapshot.queuedRecords == 2000, "nothing the collector did not read may be forgotten")
+        #expect(
+            client.spool.counterSnapshot.queuedRecords == 2000,
+            "nothing the collector did not read may be forgotten"
+        )
         await hostile.stop()
         client.spool.close()
 
@@ -64,14 +67,22 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             let sent = await client.counters().sent
-            if sent != lastSent { lastSent = sent; stableSince = .now }
+            if sent != lastSent {
+                lastSent = sent
+                stableSince = .now
+            }
             if sent > 0, ContinuousClock.now - stableSince > .milliseconds(800) { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        print("large receive buffer: \(lastSent) of \(count) records written before the collector's buffer filled; \(client.spool.counterSnapshot.queuedRecords) still spooled")
+        print(
+            "large receive buffer: \(lastSent) of \(count) records written before the collector's buffer filled; \(client.spool.counterSnapshot.queuedRecords) still spooled"
+        )
         #expect(activity.contains("can hold"), "the window was raised to the measured buffers")
         await hostile.killConnections()
-        #expect(client.spool.counterSnapshot.queuedRecords == count, "the collector read nothing, so nothing may be forgotten")
+        #expect(
+            client.spool.counterSnapshot.queuedRecords == count,
+            "the collector read nothing, so nothing may be forgotten"
+        )
         await client.shutdown()
         await hostile.stop()
     }
@@ -92,12 +103,22 @@ import Testing
         )
         let pipeline = LogPipeline(routes: [.init(destination)])
         for index in 0..<100 {
-            pipeline.submit(LogEvent(level: .info, message: "close-\(index)", callSite: .init(file: #fileID, function: #function, line: #line), timestamp: pipeline.now()))
+            pipeline.submit(
+                LogEvent(
+                    level: .info,
+                    message: "close-\(index)",
+                    callSite: .init(file: #fileID, function: #function, line: #line),
+                    timestamp: pipeline.now()
+                )
+            )
         }
         let error = await pipeline.shutdown(timeout: 10)
         #expect(error != nil, "the close timed out, so the shutdown is not ok")
         #expect("\(error.map { "\($0)" } ?? "")".contains("in time"), "\(String(describing: error))")
-        #expect(diagnostics.withLock { $0 }.contains { $0.contains("100 event(s) stay spooled") }, "\(diagnostics.withLock { $0 })")
+        #expect(
+            diagnostics.withLock { $0 }.contains { $0.contains("100 event(s) stay spooled") },
+            "\(diagnostics.withLock { $0 })"
+        )
         await hostile.stop()
     }
 

@@ -1,6 +1,7 @@
-@testable import JustLogLogstash
 import JustLogTestSupport
 import Testing
+
+@testable import JustLogLogstash
 
 private typealias Machine = ConnectionStateMachine<ManualClock>
 
@@ -19,7 +20,12 @@ private func position(_ offset: Int) -> SpoolPosition { SpoolPosition(segment: 1
 
 /// A batch of `records` records of 10 bytes each starting at `start`.
 private func batch(from start: Int, records: Int) -> SpoolBatch {
-    SpoolBatch(bytes: [UInt8](repeating: 0x61, count: records * 10), recordCount: records, start: position(start), end: position(start + records * 10))
+    SpoolBatch(
+        bytes: [UInt8](repeating: 0x61, count: records * 10),
+        recordCount: records,
+        start: position(start),
+        end: position(start + records * 10)
+    )
 }
 
 private func reads(_ actions: [Machine.Action]) -> [SpoolPosition] {
@@ -45,13 +51,21 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         let clock = ManualClock()
         let machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
         let delays = (0..<10).map { machine.backoffDelay(failures: $0) }
-        #expect(delays.prefix(7) == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(30)])
+        #expect(
+            delays.prefix(7) == [
+                .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(30),
+            ]
+        )
         #expect(delays.suffix(3).allSatisfy { $0 == .seconds(30) })
     }
 
     @Test(arguments: [0.0, 0.5, 0.999])
     func jitterShortensTheDelayByAtMostTheJitterFraction(random: Double) {
-        let machine = Machine(configuration: configuration { $0.backoffJitter = 0.2 }, clock: ManualClock(), random: { random })
+        let machine = Machine(
+            configuration: configuration { $0.backoffJitter = 0.2 },
+            clock: ManualClock(),
+            random: { random }
+        )
         let delay = machine.backoffDelay(failures: 3)
         #expect(delay <= .seconds(4))
         #expect(delay >= .seconds(4) * 0.8)
@@ -64,7 +78,11 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         for delay: Duration in [.milliseconds(500), .seconds(1), .seconds(2)] {
             let actions = machine.connectFailed(refused)
             #expect(timers(actions) == [clock.now.advanced(by: delay)])
-            #expect(actions.contains { if case .reportActivity(let line) = $0 { line.contains("reconnecting in") } else { false } })
+            #expect(
+                actions.contains {
+                    if case .reportActivity(let line) = $0 { line.contains("reconnecting in") } else { false }
+                }
+            )
             clock.advance(by: delay - .milliseconds(1))
             #expect(!machine.timerFired().contains(.connect))
             clock.advance(by: .milliseconds(1))
@@ -231,7 +249,10 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
             _ = machine.timerFired()
         }
         #expect(delays == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16)])
-        #expect(lastActivity.contains { $0.contains("closed 6 connections in a row right after connecting") }, "\(lastActivity)")
+        #expect(
+            lastActivity.contains { $0.contains("closed 6 connections in a row right after connecting") },
+            "\(lastActivity)"
+        )
     }
 
     @Test func aConnectionThatLivedLongEnoughResetsTheBackoff() {

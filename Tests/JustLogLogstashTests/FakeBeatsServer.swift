@@ -1,7 +1,8 @@
 import Foundation
-@testable import JustLogLogstash
 import NIOCore
 import NIOPosix
+
+@testable import JustLogLogstash
 
 /// A Beats server on 127.0.0.1 that answers each window as a test script says — partial ACKs, keep-alives, no
 /// ACK, garbage, a close — for protocol cases a real server can't be made to show on demand. It records every
@@ -127,7 +128,9 @@ final class FakeBeatsServer: @unchecked Sendable {
             case .raw(let bytes):
                 context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: bytes)), promise: nil)
             case .pause(let duration):
-                let ms = Int64(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+                let ms = Int64(
+                    duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+                )
                 let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
                 context.eventLoop.scheduleTask(in: .milliseconds(ms)) { self.play(rest, context: bound.value) }
                 return

@@ -26,7 +26,12 @@ final class HostileCollector: @unchecked Sendable {
             .childChannelInitializer { channel in
                 box.add(channel)
                 if let delay = behavior.halfCloseAfter {
-                    channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.components.seconds) * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)) {
+                    channel.eventLoop.scheduleTask(
+                        in: .nanoseconds(
+                            Int64(delay.components.seconds) * 1_000_000_000 + delay.components.attoseconds
+                                / 1_000_000_000
+                        )
+                    ) {
                         channel.close(mode: .output, promise: nil)
                     }
                 }
@@ -34,8 +39,12 @@ final class HostileCollector: @unchecked Sendable {
             }
         if let size = behavior.receiveBuffer {
             // Set on the listening socket so accepted connections start with it (and the window scale fits it).
-            let option = geteuid() == 0
-                ? ChannelOptions.Types.SocketOption(level: SocketOptionLevel(SOL_SOCKET), name: 33 /* SO_RCVBUFFORCE */)
+            let option =
+                geteuid() == 0
+                ? ChannelOptions.Types.SocketOption(
+                    level: SocketOptionLevel(SOL_SOCKET),
+                    name: 33 /* SO_RCVBUFFORCE */
+                )
                 : ChannelOptions.socketOption(.so_rcvbuf)
             bootstrap = bootstrap.serverChannelOption(option, value: SocketOptionValue(size))
         }
@@ -75,6 +84,11 @@ final class HostileCollector: @unchecked Sendable {
                 count += 1
             }
         }
-        func take() -> [any Channel] { lock.withLock { defer { channels.removeAll() }; return channels } }
+        func take() -> [any Channel] {
+            lock.withLock {
+                defer { channels.removeAll() }
+                return channels
+            }
+        }
     }
 }

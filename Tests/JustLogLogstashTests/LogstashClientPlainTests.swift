@@ -22,12 +22,17 @@ final class ActivityLog: @unchecked Sendable {
 }
 
 func jsonRecord(_ index: Int, padding: Int = 0) -> [UInt8] {
-    Array(#"{"log_type":"info","message":"m\#(index)\#(String(repeating: "x", count: padding))","event_id":"e\#(index)"}"#.utf8)
+    Array(
+        #"{"log_type":"info","message":"m\#(index)\#(String(repeating: "x", count: padding))","event_id":"e\#(index)"}"#
+            .utf8
+    )
 }
 
 /// A client on a fresh spool in `directory`, plain TCP to 127.0.0.1:`port`.
 func makeClient(
-    port: Int, directory: TemporaryDirectory, activity: ActivityLog,
+    port: Int,
+    directory: TemporaryDirectory,
+    activity: ActivityLog,
     change: (inout LogstashClient.Configuration) -> Void = { _ in }
 ) throws -> LogstashClient {
     var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: port)
@@ -38,7 +43,12 @@ func makeClient(
     configuration.connectTimeout = .seconds(5)
     change(&configuration)
     let spool = try LogstashSpool(configuration: .init(directory: directory.path))
-    return try LogstashClient(configuration: configuration, spool: spool, activity: { activity.append($0) }, warning: { activity.append("WARNING " + $0) })
+    return try LogstashClient(
+        configuration: configuration,
+        spool: spool,
+        activity: { activity.append($0) },
+        warning: { activity.append("WARNING " + $0) }
+    )
 }
 
 @Suite struct LogstashClientPlainTests {

@@ -7,7 +7,10 @@ import Testing
 @Suite struct LogstashDestinationTests {
     @Test func aSpoolCapSmallerThanTheResendWindowIsAClearError() throws {
         let directory = try TemporaryDirectory(prefix: "destination-cap")
-        var configuration = LogstashDestination.Configuration(client: .init(host: "127.0.0.1", port: 9), spoolDirectory: directory.file("spool"))
+        var configuration = LogstashDestination.Configuration(
+            client: .init(host: "127.0.0.1", port: 9),
+            spoolDirectory: directory.file("spool")
+        )
         configuration.spool.maxTotalBytes = 8 << 20  // below the 16 MiB window + 2 × 4 MiB segments
         #expect {
             _ = try LogstashDestination(configuration: configuration)
@@ -25,17 +28,25 @@ import Testing
         configuration.spool.segmentBytes = 1 << 20
         let destination = try LogstashDestination(configuration: configuration)
         let record = Fixtures.builder().record(
-            for: Fixtures.event(.info, String(repeating: "é", count: 10_000), userInfo: ["truncated_bytes": "mine"]), sequence: 1
+            for: Fixtures.event(.info, String(repeating: "é", count: 10_000), userInfo: ["truncated_bytes": "mine"]),
+            sequence: 1
         )
         destination.write(LogBatch(records: [record]))
         let batch = destination.spool.read(from: destination.spool.cursor, maxBytes: 1 << 20, maxRecords: 10)
         destination.shutdown()
         let line = try #require(String(decoding: batch.bytes, as: UTF8.self).split(separator: "\n").first)
         #expect(line.utf8.count <= 4096)
-        guard case .object(let object) = try JSONReader.parse(line) else { Issue.record("not an object"); return }
+        guard case .object(let object) = try JSONReader.parse(line) else {
+            Issue.record("not an object")
+            return
+        }
         #expect(object["message"]?.text.hasSuffix("…[truncated]") == true)
         #expect(object["truncated_bytes_userInfo"] == "mine", "the caller's key is kept, renamed")
-        if case .int(let cut)? = object["truncated_bytes"] { #expect(cut > 10_000) } else { Issue.record("no truncated_bytes") }
+        if case .int(let cut)? = object["truncated_bytes"] {
+            #expect(cut > 10_000)
+        } else {
+            Issue.record("no truncated_bytes")
+        }
     }
 
     @Test func recordsLostToADamagedSpoolAreReportedToTheCollector() async throws {
@@ -47,7 +58,9 @@ import Testing
         let configuration = LogstashDestination.Configuration(client: client, spoolDirectory: directory.file("spool"))
         do {
             let spool = try LogstashSpool(configuration: configuration.spool)
-            for index in 0..<300 { try spool.append(Array(#"{"message":"kept \#(index)","event_id":"e\#(index)"}"#.utf8)) }
+            for index in 0..<300 {
+                try spool.append(Array(#"{"message":"kept \#(index)","event_id":"e\#(index)"}"#.utf8))
+            }
             spool.close()
         }
         // Damage record 120's payload in place.
@@ -65,8 +78,14 @@ import Testing
             return object["message"]?.text ?? ""
         }
         #expect(messages.filter { $0.hasPrefix("kept ") } == (0..<300).filter { $0 != 120 }.map { "kept \($0)" })
-        let report = try #require(receiver.lines.first { $0.contains("JustLog lost 1 event(s)") }, "\(messages.suffix(3))")
-        guard case .object(let object) = try JSONReader.parse(report) else { Issue.record("not an object"); return }
+        let report = try #require(
+            receiver.lines.first { $0.contains("JustLog lost 1 event(s)") },
+            "\(messages.suffix(3))"
+        )
+        guard case .object(let object) = try JSONReader.parse(report) else {
+            Issue.record("not an object")
+            return
+        }
         #expect(object["lost_events"] == .uint(1) || object["lost_events"] == .int(1))
         #expect(diagnostics.text.contains("1 record(s) could not be read"), "\(diagnostics.writes)")
         destination.shutdown()
@@ -89,12 +108,20 @@ import Testing
         let builder = Fixtures.builder()
         let total = 1000
         for index in 0..<total {
-            destination.write(LogBatch(records: [builder.record(for: Fixtures.event(.info, "held \(index)"), sequence: UInt64(index))]))
+            destination.write(
+                LogBatch(records: [builder.record(for: Fixtures.event(.info, "held \(index)"), sequence: UInt64(index))]
+                )
+            )
         }
-        let failure = await withCheckedContinuation { continuation in destination.flush { continuation.resume(returning: $0.map { "\($0)" }) } }
+        let failure = await withCheckedContinuation { continuation in
+            destination.flush { continuation.resume(returning: $0.map { "\($0)" }) }
+        }
         let text = try #require(failure, "flush fails while the spool can't be used")
         #expect(text.contains("in use by another logger"), "\(text)")
-        let held = try #require(text.split(separator: " ").firstIndex(of: "event(s)").flatMap { Int(text.split(separator: " ")[$0 - 1]) }, "\(text)")
+        let held = try #require(
+            text.split(separator: " ").firstIndex(of: "event(s)").flatMap { Int(text.split(separator: " ")[$0 - 1]) },
+            "\(text)"
+        )
         #expect(held > 0 && held < total, "\(text)")
         #expect(text.contains("\(total - held) more were dropped"), "\(text)")
         #expect(diagnostics.text.contains("can't spool events for Logstash"), "\(diagnostics.writes)")
@@ -102,7 +129,9 @@ import Testing
         holder.close()
         var result: String? = "not tried"
         for _ in 0..<200 where result != nil {
-            result = await withCheckedContinuation { continuation in destination.flush { continuation.resume(returning: $0.map { "\($0)" }) } }
+            result = await withCheckedContinuation { continuation in
+                destination.flush { continuation.resume(returning: $0.map { "\($0)" }) }
+            }
             if result != nil { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(result == nil, "\(result ?? "")")
@@ -112,11 +141,22 @@ import Testing
             return object
         }
         let messages = objects.compactMap { $0["message"]?.text }
-        #expect(messages.filter { $0.hasPrefix("held ") } == (0..<held).map { "held \($0)" }, "the events that fit arrive, in order")
-        let report = try #require(objects.first { ($0["message"]?.text ?? "").hasPrefix("JustLog dropped") }, "\(messages.suffix(3))")
+        #expect(
+            messages.filter { $0.hasPrefix("held ") } == (0..<held).map { "held \($0)" },
+            "the events that fit arrive, in order"
+        )
+        let report = try #require(
+            objects.first { ($0["message"]?.text ?? "").hasPrefix("JustLog dropped") },
+            "\(messages.suffix(3))"
+        )
         let dropped = UInt64(total - held)
         #expect(report["dropped_events"] == .uint(dropped) || report["dropped_events"] == .int(Int64(dropped)))
-        #expect(diagnostics.text.contains("works again: \(held) event(s) held in memory were spooled; \(total - held) were dropped"), "\(diagnostics.writes)")
+        #expect(
+            diagnostics.text.contains(
+                "works again: \(held) event(s) held in memory were spooled; \(total - held) were dropped"
+            ),
+            "\(diagnostics.writes)"
+        )
         destination.shutdown()
         await receiver.stop()
     }
@@ -133,11 +173,17 @@ import Testing
         let destination = try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics)
         let builder = Fixtures.builder()
         for index in 0..<3 {
-            destination.write(LogBatch(records: [builder.record(for: Fixtures.event(.info, "held \(index)"), sequence: UInt64(index))]))
+            destination.write(
+                LogBatch(records: [builder.record(for: Fixtures.event(.info, "held \(index)"), sequence: UInt64(index))]
+                )
+            )
         }
         destination.shutdown()
         let failure = try #require(destination.shutdownFailure.map { "\($0)" }, "shutdown says events were lost")
-        #expect(failure.contains("3 event(s) for Logstash are lost") && failure.contains("in use by another logger"), "\(failure)")
+        #expect(
+            failure.contains("3 event(s) for Logstash are lost") && failure.contains("in use by another logger"),
+            "\(failure)"
+        )
         #expect(diagnostics.text.contains("3 event(s) for Logstash are lost"), "\(diagnostics.writes)")
     }
 }

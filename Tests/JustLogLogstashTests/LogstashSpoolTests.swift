@@ -14,7 +14,9 @@ private func record(_ index: Int, padding: Int = 0) -> [UInt8] {
 
 /// Splits a `\n`-framed batch back into records.
 private func lines(_ batch: SpoolBatch) -> [String] {
-    batch.bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }
+    batch.bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast().map {
+        String(decoding: $0, as: UTF8.self)
+    }
 }
 
 /// Reads everything from the cursor on, in batches, without acknowledging.
@@ -81,7 +83,11 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         // The first spool never syncs its mapping (close() only unmaps, no msync): what the next one finds
         // is what a killed process leaves in the page cache. (A real SIGKILL is tested in JustLogTests.)
         let directory = try TemporaryDirectory(prefix: "spool")
-        let configuration = LogstashSpool.Configuration(directory: directory.path, segmentBytes: 64 << 10, maxRecordBytes: 4 << 10)
+        let configuration = LogstashSpool.Configuration(
+            directory: directory.path,
+            segmentBytes: 64 << 10,
+            maxRecordBytes: 4 << 10
+        )
         let crashed = try LogstashSpool(configuration: configuration)
         for index in 0..<2000 { try crashed.append(record(index)) }
         crashed.close()  // releases the folder lock; a second open spool would be refused
@@ -123,7 +129,10 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         let directory = try TemporaryDirectory(prefix: "spool")
         // 4 segments of 16 KiB: about 3 full segments are kept before the oldest goes.
         let configuration = LogstashSpool.Configuration(
-            directory: directory.path, segmentBytes: 16 << 10, maxTotalBytes: 64 << 10, maxRecordBytes: 4 << 10
+            directory: directory.path,
+            segmentBytes: 16 << 10,
+            maxTotalBytes: 64 << 10,
+            maxRecordBytes: 4 << 10
         )
         let spool = try LogstashSpool(configuration: configuration)
         let total = 2000
@@ -144,7 +153,10 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
     @Test func dropsDoNotCountRecordsAlreadyAcknowledged() throws {
         let directory = try TemporaryDirectory(prefix: "spool")
         let configuration = LogstashSpool.Configuration(
-            directory: directory.path, segmentBytes: 16 << 10, maxTotalBytes: 32 << 10, maxRecordBytes: 4 << 10
+            directory: directory.path,
+            segmentBytes: 16 << 10,
+            maxTotalBytes: 32 << 10,
+            maxRecordBytes: 4 << 10
         )
         let spool = try LogstashSpool(configuration: configuration)
         var position = spool.cursor
@@ -178,14 +190,21 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
     @Test func readingFromADroppedPositionStartsAtTheOldestRecordLeft() throws {
         let directory = try TemporaryDirectory(prefix: "spool")
         let configuration = LogstashSpool.Configuration(
-            directory: directory.path, segmentBytes: 16 << 10, maxTotalBytes: 32 << 10, maxRecordBytes: 4 << 10
+            directory: directory.path,
+            segmentBytes: 16 << 10,
+            maxTotalBytes: 32 << 10,
+            maxRecordBytes: 4 << 10
         )
         let spool = try LogstashSpool(configuration: configuration)
         let stale = spool.cursor
         for index in 0..<1000 { try spool.append(record(index, padding: 50)) }
         let batch = spool.read(from: stale, maxBytes: 1 << 20, maxRecords: 1)
         #expect(batch.start == spool.cursor)
-        #expect(lines(batch) == [String(decoding: record(Int(spool.counterSnapshot.droppedRecords), padding: 50), as: UTF8.self)])
+        #expect(
+            lines(batch) == [
+                String(decoding: record(Int(spool.counterSnapshot.droppedRecords), padding: 50), as: UTF8.self)
+            ]
+        )
     }
 
     @Test func appendCostCanBeMeasured() throws {
@@ -204,7 +223,8 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect {
             _ = try LogstashSpool(configuration: .init(directory: directory.path))
         } throws: { error in
-            (error as? LogstashError)?.code == .spoolUnavailable && "\(error)".contains("in use by another logger or process")
+            (error as? LogstashError)?.code == .spoolUnavailable
+                && "\(error)".contains("in use by another logger or process")
         }
         try first.append(Array("one".utf8))
         first.close()
@@ -241,4 +261,3 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         spool.close()
     }
 }
-

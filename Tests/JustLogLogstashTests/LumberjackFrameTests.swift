@@ -1,9 +1,15 @@
-@testable import JustLogLogstash
 import Testing
+
+@testable import JustLogLogstash
 
 private func spoolBatch(_ records: [String]) -> SpoolBatch {
     let bytes = Array(records.map { $0 + "\n" }.joined().utf8)
-    return SpoolBatch(bytes: bytes, recordCount: records.count, start: .init(segment: 1, offset: 0), end: .init(segment: 1, offset: bytes.count))
+    return SpoolBatch(
+        bytes: bytes,
+        recordCount: records.count,
+        start: .init(segment: 1, offset: 0),
+        end: .init(segment: 1, offset: bytes.count)
+    )
 }
 
 private func decodeAll(_ bytes: [UInt8], chunk: Int = .max) throws -> [LumberjackFrame] {
@@ -42,7 +48,14 @@ private func decodeAll(_ bytes: [UInt8], chunk: Int = .max) throws -> [Lumberjac
         for chunk in [Int.max, 1, 7] {
             let frames = try decodeAll(bytes, chunk: chunk)
             #expect(frames.first == .window(count: 50))
-            #expect(frames.dropFirst() == ArraySlice(records.enumerated().map { .json(sequence: UInt32($0.offset + 1), payload: Array($0.element.utf8)) }))
+            #expect(
+                frames.dropFirst()
+                    == ArraySlice(
+                        records.enumerated().map {
+                            .json(sequence: UInt32($0.offset + 1), payload: Array($0.element.utf8))
+                        }
+                    )
+            )
         }
     }
 
@@ -83,7 +96,10 @@ private func decodeAll(_ bytes: [UInt8], chunk: Int = .max) throws -> [Lumberjac
         corrupt[9] ^= 0xFF
         var truncated = Array(good.prefix(good.count - 4))
         let length = UInt32(truncated.count - 6)
-        truncated.replaceSubrange(2..<6, with: [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)])
+        truncated.replaceSubrange(
+            2..<6,
+            with: [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+        )
         for bytes in [corrupt, truncated] {
             var decoder = LumberjackDecoder()
             decoder.append(bytes)

@@ -8,8 +8,11 @@ struct RSyslogTests {
     @Test(arguments: [false, true])
     func recordsArriveAtRSyslogOverPlainTCPAndTLS(useTLS: Bool) async throws {
         if let reason = RSyslog.unavailableReason {
-            if Collectors.required { Issue.record("JUSTLOG_REQUIRE_COLLECTORS=1 but rsyslog can't run: \(reason)") }
-            else { print("skipping rsyslog test: \(reason)") }
+            if Collectors.required {
+                Issue.record("JUSTLOG_REQUIRE_COLLECTORS=1 but rsyslog can't run: \(reason)")
+            } else {
+                print("skipping rsyslog test: \(reason)")
+            }
             return
         }
         let certificates = try TestCertificates()
@@ -17,7 +20,11 @@ struct RSyslogTests {
         defer { rsyslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
-        let client = try makeClient(port: useTLS ? rsyslog.tlsPort : rsyslog.plainPort, directory: directory, activity: activity) {
+        let client = try makeClient(
+            port: useTLS ? rsyslog.tlsPort : rsyslog.plainPort,
+            directory: directory,
+            activity: activity
+        ) {
             $0.useTLS = useTLS
             $0.caFile = certificates.caFile
         }

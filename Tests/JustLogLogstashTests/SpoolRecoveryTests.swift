@@ -20,7 +20,8 @@ private func record(_ index: Int) -> [UInt8] {
 private func text(_ index: Int) -> String { String(decoding: record(index), as: UTF8.self) }
 
 /// Small segments, so that a few thousand records span many files.
-private func configuration(_ directory: TemporaryDirectory, segmentBytes: Int = 16 << 10) -> LogstashSpool.Configuration {
+private func configuration(_ directory: TemporaryDirectory, segmentBytes: Int = 16 << 10) -> LogstashSpool.Configuration
+{
     .init(directory: directory.path, segmentBytes: segmentBytes, maxTotalBytes: 64 << 20, maxRecordBytes: 4 << 10)
 }
 
@@ -97,7 +98,8 @@ private struct SpoolFiles {
 private func reportedLoss(_ capture: LineCapture) -> Int? {
     for line in capture.writes where line.contains("lost") {
         let words = line.split(whereSeparator: { $0 == " " || $0 == ";" || $0 == ":" })
-        if let index = words.firstIndex(where: { $0.hasPrefix("record") }), index > 0, let count = Int(words[index - 1]) {
+        if let index = words.firstIndex(where: { $0.hasPrefix("record") }), index > 0, let count = Int(words[index - 1])
+        {
             return count
         }
     }
@@ -223,13 +225,23 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
             spool.close()
         }
         var generator = SplitMix64(seed: 16)
-        SpoolFiles(directory: directory).write(directory.file("cursor"), at: 0, (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        SpoolFiles(directory: directory).write(
+            directory.file("cursor"),
+            at: 0,
+            (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        )
 
         let capture = LineCapture()
-        let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: 256 << 10), diagnostics: capture.diagnostics)
+        let spool = try LogstashSpool(
+            configuration: configuration(directory, segmentBytes: 256 << 10),
+            diagnostics: capture.diagnostics
+        )
         defer { spool.close() }
         let read = readAll(spool)
-        #expect(read.count >= total - acknowledged, "\(read.count) of \(total - acknowledged) unacknowledged records will be sent")
+        #expect(
+            read.count >= total - acknowledged,
+            "\(read.count) of \(total - acknowledged) unacknowledged records will be sent"
+        )
         #expect(Array(read.suffix(total - acknowledged)) == (acknowledged..<total).map(text))
         #expect(spool.takeLossesToReport() == 0, "resending is not losing")
         #expect(capture.writes.contains { $0.contains("cursor") }, "the damaged cursor is reported: \(capture.writes)")
@@ -287,9 +299,13 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
             segment += payload
         }
         segment += [UInt8](repeating: 0, count: (16 << 10) - segment.count)
-        #expect(FileManager.default.createFile(atPath: directory.file("00000000000000000001.seg"), contents: Data(segment)))
+        #expect(
+            FileManager.default.createFile(atPath: directory.file("00000000000000000001.seg"), contents: Data(segment))
+        )
         let cursorOffset = cursorPointsAtARecord ? offsets[2] : offsets[2] + 3
-        let cursor = withUnsafeBytes(of: UInt64(1).littleEndian, Array.init) + withUnsafeBytes(of: UInt64(cursorOffset).littleEndian, Array.init)
+        let cursor =
+            withUnsafeBytes(of: UInt64(1).littleEndian, Array.init)
+            + withUnsafeBytes(of: UInt64(cursorOffset).littleEndian, Array.init)
         #expect(FileManager.default.createFile(atPath: directory.file("cursor"), contents: Data(cursor)))
 
         let capture = LineCapture()
@@ -318,7 +334,9 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
                 let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: 8 << 10))
                 for index in 0..<total { try spool.append(record(index)) }
                 if acknowledged > 0 {
-                    spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: acknowledged).end)
+                    spool.acknowledge(
+                        upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: acknowledged).end
+                    )
                 }
                 spool.close()
             }
@@ -347,8 +365,11 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
                 removed.insert(victim)
                 if victim == segments.last { exact = false }
             case 4:  // random bytes in the cursor
-                SpoolFiles(directory: directory).write(directory.file("cursor"), at: Int.random(in: 0..<16, using: &generator),
-                                                      (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                SpoolFiles(directory: directory).write(
+                    directory.file("cursor"),
+                    at: Int.random(in: 0..<16, using: &generator),
+                    (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                )
                 exact = false
             default:  // zero a stretch
                 let count = Int.random(in: 1...2000, using: &generator)
@@ -360,25 +381,48 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
             // Intact: its payload and the 24 bytes before it (any frame header) untouched, its file still there.
             var intact: [Int] = []
             for index in acknowledged..<total {
-                guard let location = originalLocation(index, in: segments, files: files, removed: removed, touched: touched) else { continue }
+                guard
+                    let location = originalLocation(
+                        index,
+                        in: segments,
+                        files: files,
+                        removed: removed,
+                        touched: touched
+                    )
+                else { continue }
                 intact.append(location)
             }
 
             let capture = LineCapture()
-            let spool = try LogstashSpool(configuration: configuration(directory, segmentBytes: 8 << 10), diagnostics: capture.diagnostics)
+            let spool = try LogstashSpool(
+                configuration: configuration(directory, segmentBytes: 8 << 10),
+                diagnostics: capture.diagnostics
+            )
             let read = readAll(spool)
             let indexes = read.compactMap { byText[$0] }
             #expect(indexes.count == read.count, "iteration \(iteration): a record that was never written was read")
-            #expect(indexes == indexes.sorted() && Set(indexes).count == indexes.count, "iteration \(iteration): out of order or twice")
+            #expect(
+                indexes == indexes.sorted() && Set(indexes).count == indexes.count,
+                "iteration \(iteration): out of order or twice"
+            )
             let missing = Set(intact).subtracting(indexes)
-            #expect(missing.isEmpty, "iteration \(iteration) (damage \(kind)): intact records lost: \(missing.sorted().prefix(10))")
+            #expect(
+                missing.isEmpty,
+                "iteration \(iteration) (damage \(kind)): intact records lost: \(missing.sorted().prefix(10))"
+            )
             let lost = spool.takeLossesToReport()
             let readSet = Set(indexes)
             let unread = (acknowledged..<total).filter { !readSet.contains($0) }.count
             if exact {
-                #expect(lost == UInt64(unread), "iteration \(iteration) (damage \(kind)): reported \(lost), \(unread) unacknowledged records not read")
+                #expect(
+                    lost == UInt64(unread),
+                    "iteration \(iteration) (damage \(kind)): reported \(lost), \(unread) unacknowledged records not read"
+                )
             } else {
-                #expect(lost <= UInt64(unread), "iteration \(iteration) (damage \(kind)): reported \(lost) > \(unread) lost")
+                #expect(
+                    lost <= UInt64(unread),
+                    "iteration \(iteration) (damage \(kind)): reported \(lost) > \(unread) lost"
+                )
             }
             spool.close()
         }
@@ -386,8 +430,13 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
 }
 
 /// `index` if record `index` survived the damage untouched, else `nil` (see the fuzz test).
-private func originalLocation(_ index: Int, in segments: [String], files: SpoolFiles, removed: Set<String>,
-                              touched: [(path: String, range: Range<Int>)]) -> Int? {
+private func originalLocation(
+    _ index: Int,
+    in segments: [String],
+    files: SpoolFiles,
+    removed: Set<String>,
+    touched: [(path: String, range: Range<Int>)]
+) -> Int? {
     // The locations are those before the damage: recompute from the untouched copy is not possible, so the
     // check is conservative — a record is "intact" if its bytes are still found where nothing was touched.
     guard let location = files.locate(index), !removed.contains(location.path) else { return nil }

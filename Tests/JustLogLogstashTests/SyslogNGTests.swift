@@ -5,7 +5,9 @@ import Testing
 
 /// A TLS client to syslog-ng's TLS port.
 private func tlsClient(
-    _ syslog: SyslogNG, _ directory: TemporaryDirectory, _ activity: ActivityLog,
+    _ syslog: SyslogNG,
+    _ directory: TemporaryDirectory,
+    _ activity: ActivityLog,
     change: (inout LogstashClient.Configuration) -> Void
 ) throws -> LogstashClient {
     try makeClient(port: syslog.tlsPort, directory: directory, activity: activity) { configuration in
@@ -14,7 +16,13 @@ private func tlsClient(
     }
 }
 
-@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: Collectors.syslogNGAvailable || Collectors.required,
+        "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"
+    )
+)
 struct SyslogNGTests {
     @Test func tlsWithTheTestCAIsAcceptedAndSyslogNGParsesTheLines() async throws {
         guard Collectors.requireSyslogNG() else { return }
@@ -38,12 +46,13 @@ struct SyslogNGTests {
     func badCertificatesAreRefusedByDefault(kind: String) async throws {
         guard Collectors.requireSyslogNG() else { return }
         let certificates = try TestCertificates()
-        let served: TestCertificates.Pair = switch kind {
-        case "selfsigned": certificates.selfSigned
-        case "wronghost": certificates.wrongHost
-        case "expired": certificates.expired
-        default: certificates.goodServer
-        }
+        let served: TestCertificates.Pair =
+            switch kind {
+            case "selfsigned": certificates.selfSigned
+            case "wronghost": certificates.wrongHost
+            case "expired": certificates.expired
+            default: certificates.goodServer
+            }
         let syslog = try SyslogNG(certificate: served)
         defer { syslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
@@ -85,7 +94,9 @@ struct SyslogNGTests {
         let certificates = try TestCertificates()
         let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
-        let pin = try certificates.spkiSHA256(of: matching ? certificates.goodServer.certificate : certificates.selfSigned.certificate)
+        let pin = try certificates.spkiSHA256(
+            of: matching ? certificates.goodServer.certificate : certificates.selfSigned.certificate
+        )
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
         let client = try tlsClient(syslog, directory, activity) {
@@ -113,7 +124,11 @@ struct SyslogNGTests {
         defer { syslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
-        let client = try makeClient(port: useTLS ? syslog.tlsPort : syslog.plainPort, directory: directory, activity: activity) {
+        let client = try makeClient(
+            port: useTLS ? syslog.tlsPort : syslog.plainPort,
+            directory: directory,
+            activity: activity
+        ) {
             $0.useTLS = useTLS
             $0.caFile = certificates.caFile
         }
@@ -175,7 +190,9 @@ struct SyslogNGTests {
         #expect(allArrived)
         #expect(missing.isEmpty, "missing \(missing.count) records, e.g. \(missing.prefix(3))")
         let counters = await client.counters()
-        print("kill/restart x5: received \(received.count) lines for \(total) records, \(received.count - Set(received).count) duplicates; resent \(counters.resent), connects \(counters.connects), connection errors \(counters.connectionErrors)")
+        print(
+            "kill/restart x5: received \(received.count) lines for \(total) records, \(received.count - Set(received).count) duplicates; resent \(counters.resent), connects \(counters.connects), connection errors \(counters.connectionErrors)"
+        )
     }
 
     @Test func theSpoolDrainsWhenSyslogNGStartsAfterTheClient() async throws {

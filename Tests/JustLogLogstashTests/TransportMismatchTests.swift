@@ -8,7 +8,8 @@ import Testing
 /// same command again". Both directions are now named, against the project's own json_lines receiver.
 @Suite(.enabled(if: TestCertificates.opensslPath != nil, "openssl is not installed"))
 struct TransportMismatchTests {
-    private func flushError(useTLS: Bool, receiver tls: JSONLinesReceiver.TLS?, caFile: String?) async throws -> String {
+    private func flushError(useTLS: Bool, receiver tls: JSONLinesReceiver.TLS?, caFile: String?) async throws -> String
+    {
         let receiver = JSONLinesReceiver(configuration: .init(tls: tls)) { _ in }
         let port = try await receiver.start()
         let directory = try TemporaryDirectory(prefix: "mismatch")
@@ -17,7 +18,10 @@ struct TransportMismatchTests {
         configuration.caFile = caFile
         configuration.connectTimeout = .seconds(2)
         configuration.sendInterval = .milliseconds(50)
-        let client = try LogstashClient(configuration: configuration, spool: LogstashSpool(configuration: .init(directory: directory.path)))
+        let client = try LogstashClient(
+            configuration: configuration,
+            spool: LogstashSpool(configuration: .init(directory: directory.path))
+        )
         client.start()
         try client.spool.append(Array(#"{"message":"hello","event_id":"1"}"#.utf8))
         client.recordsAppended()
@@ -45,7 +49,10 @@ struct TransportMismatchTests {
 
     @Test func aPlainClientAgainstATLSCollectorIsToldToTurnTLSOn() async throws {
         let certificates = try TestCertificates()
-        let tls = JSONLinesReceiver.TLS(certificateFile: certificates.goodServer.certificate, keyFile: certificates.goodServer.key)
+        let tls = JSONLinesReceiver.TLS(
+            certificateFile: certificates.goodServer.certificate,
+            keyFile: certificates.goodServer.key
+        )
         let message = try await flushError(useTLS: false, receiver: tls, caFile: nil)
         #expect(message.contains("it expects TLS on this port"), "\(message)")
     }

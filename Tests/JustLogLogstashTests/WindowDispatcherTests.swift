@@ -1,6 +1,7 @@
-@testable import JustLogLogstash
 import JustLogTestSupport
 import Testing
+
+@testable import JustLogLogstash
 
 private func ids(_ batch: SpoolBatch) -> [String] {
     String(decoding: batch.bytes, as: UTF8.self).split(separator: "\n").map { line in
@@ -21,7 +22,8 @@ private func ids(_ batch: SpoolBatch) -> [String] {
         let (spool, directory) = try spool(records: 30)
         defer { withExtendedLifetime(directory) {} }
         let dispatcher = WindowDispatcher(spool: spool)
-        let a = dispatcher.lane(0), b = dispatcher.lane(1)
+        let a = dispatcher.lane(0)
+        let b = dispatcher.lane(1)
         let first = a.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 10)
         let second = b.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 10)
         #expect(ids(first) == (0..<10).map { "e\($0)" })
@@ -37,7 +39,8 @@ private func ids(_ batch: SpoolBatch) -> [String] {
         let (spool, directory) = try spool(records: 30)
         defer { withExtendedLifetime(directory) {} }
         let dispatcher = WindowDispatcher(spool: spool)
-        let a = dispatcher.lane(0), b = dispatcher.lane(1)
+        let a = dispatcher.lane(0)
+        let b = dispatcher.lane(1)
         let first = a.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 10)
         _ = a.acknowledgeRecords(from: first.start, count: 4)
         #expect(spool.counterSnapshot.queuedRecords == 26, "a partial ACK of the oldest window is forgotten at once")

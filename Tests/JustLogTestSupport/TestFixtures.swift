@@ -23,13 +23,27 @@ public enum Fixtures {
     public static let runtime = RuntimeInfo(appVersion: "1.0 (1)", osVersion: "10.1", device: "x86_64")
     public static let eventIDs = EventIDGenerator(prefix: 0x0123_4567_89AB_CDEF)
     public static let callSite = CallSite(file: "JustLogDemo/ViewController.swift", function: "error()", line: 47)
-    public static let defaultUserInfo: [String: LogValue] = ["app": "my iOS App", "environment": "production", "tenant": "UK"]
+    public static let defaultUserInfo: [String: LogValue] = [
+        "app": "my iOS App", "environment": "production", "tenant": "UK",
+    ]
 
     public static func builder(defaults: [String: LogValue] = defaultUserInfo) -> RecordBuilder {
         RecordBuilder(defaultUserInfo: defaults, runtime: runtime, eventIDs: eventIDs)
     }
 
-    public static func event(_ level: LogLevel, _ message: String, error: (any Error)? = nil, userInfo: [String: Any] = [:]) -> LogEvent {
-        LogEvent(level: level, message: message, error: error, userInfo: LogValue.fields(userInfo), callSite: callSite, timestamp: timestamp)
+    public static func event(
+        _ level: LogLevel,
+        _ message: String,
+        error: (any Error)? = nil,
+        userInfo: [String: Any] = [:]
+    ) -> LogEvent {
+        LogEvent(
+            level: level,
+            message: message,
+            error: error,
+            userInfo: LogValue.fields(userInfo),
+            callSite: callSite,
+            timestamp: timestamp
+        )
     }
 }

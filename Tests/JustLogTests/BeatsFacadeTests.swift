@@ -13,10 +13,17 @@ import Testing
         let receiver = BeatsReceiver(configuration: .init(), handler: tally.record)
         let port = try await receiver.start()
         let folder = try TemporaryDirectory(prefix: "beats-facade")
-        var logstash = Logger.Configuration.Logstash(host: "127.0.0.1", port: UInt16(port), sendInterval: 0.2, useTLS: false,
-                                                     spoolFolder: folder.url.appendingPathComponent("app.log.spool"))
+        var logstash = Logger.Configuration.Logstash(
+            host: "127.0.0.1",
+            port: UInt16(port),
+            sendInterval: 0.2,
+            useTLS: false,
+            spoolFolder: folder.url.appendingPathComponent("app.log.spool")
+        )
         logstash.transport = .beats
-        let logger = Logger(configuration: .init(console: nil, logstash: logstash, defaultUserInfo: ["app": "facade-test"]))
+        let logger = Logger(
+            configuration: .init(console: nil, logstash: logstash, defaultUserInfo: ["app": "facade-test"])
+        )
         for index in 0..<1000 {
             logger.info("facade \(index)", userInfo: ["index": index])
         }

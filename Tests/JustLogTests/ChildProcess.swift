@@ -23,7 +23,8 @@ final class ChildProcess: @unchecked Sendable {
     init(arguments: [String], unprivileged: Bool = false) throws {
         if unprivileged && geteuid() == 0 {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", try childProgram().path] + arguments
+            process.arguments =
+                ["--reuid=65534", "--regid=65534", "--clear-groups", try childProgram().path] + arguments
         } else {
             process.executableURL = try childProgram()
             process.arguments = arguments

@@ -11,7 +11,8 @@ func childProgram() throws -> URL {
         if FileManager.default.isExecutableFile(atPath: url.path) { return url }
     }
     // swift-testing runs the bundle from the build folder; fall back to searching it.
-    let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let build = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent(".build/debug/JustLogTestChild")
     guard FileManager.default.isExecutableFile(atPath: build.path) else {
         throw JustLogError(.invalidConfiguration, "JustLogTestChild was not built next to the tests (\(bundle.path))")

@@ -27,7 +27,9 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
         let finished = LockedValue(0)
         for thread in 0..<threads {
             Thread {
-                for index in 0..<perThread { logger.info("t\(thread)-\(index)", userInfo: ["thread": thread, "index": index]) }
+                for index in 0..<perThread {
+                    logger.info("t\(thread)-\(index)", userInfo: ["thread": thread, "index": index])
+                }
                 finished.withLock { $0 += 1 }
             }.start()
         }
@@ -49,7 +51,9 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
         let flushError = await logger.pipeline.flush(timeout: 60) as? JustLogError
         #expect(flushError?.code != .timeout, "the flush did not complete: \(String(describing: flushError))")
 
-        let paths = (1...20).map { folder.file("threads.log.\($0)") }.filter { FileManager.default.fileExists(atPath: $0) }.reversed()
+        let paths =
+            (1...20).map { folder.file("threads.log.\($0)") }.filter { FileManager.default.fileExists(atPath: $0) }
+            .reversed()
             + [folder.file("threads.log")]
         var perThreadIndexes = [[Int]](repeating: [], count: threads)
         var lines = 0
@@ -64,9 +68,14 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
                 lines += 1
             }
         }
-        print("64 threads: \(lines) file lines for \(threads * perThread) events, \(reconfigurations) reconfigurations, setup() took \(setupTimes)")
+        print(
+            "64 threads: \(lines) file lines for \(threads * perThread) events, \(reconfigurations) reconfigurations, setup() took \(setupTimes)"
+        )
         for thread in 0..<threads {
-            #expect(perThreadIndexes[thread] == Array(0..<perThread), "thread \(thread): \(perThreadIndexes[thread].count) lines, not each once in order")
+            #expect(
+                perThreadIndexes[thread] == Array(0..<perThread),
+                "thread \(thread): \(perThreadIndexes[thread].count) lines, not each once in order"
+            )
         }
         await logger.shutdown()
     }
@@ -87,14 +96,19 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
         let manyKeys = Dictionary(uniqueKeysWithValues: (0..<100_000).map { ("key\($0)", $0) })
         let events: [(String, [String: Any])] = [
             ("non-finite", ["nan": Double.nan, "inf": Double.infinity, "minus": -Double.infinity]),
-            ("controls \u{1B}[31mred\u{1B}[0m \u{0} \r\n forged", ["bidi \u{202E}txt.exe": "\u{202E}gpj.exe", "bell": "\u{7}"]),
+            (
+                "controls \u{1B}[31mred\u{1B}[0m \u{0} \r\n forged",
+                ["bidi \u{202E}txt.exe": "\u{202E}gpj.exe", "bell": "\u{7}"]
+            ),
             ("nested a thousand deep", ["deep": deep]),
             ("a hundred thousand keys", ["many": manyKeys]),
             (String(repeating: "m", count: 10 << 20), ["huge": "message"]),
             ("self-containing array", ["cycle": cyclic]),
         ]
         for round in 0..<faultScale {
-            for (message, userInfo) in events { logger.warning(message, userInfo: userInfo.merging(["round": round]) { $1 }) }
+            for (message, userInfo) in events {
+                logger.warning(message, userInfo: userInfo.merging(["round": round]) { $1 })
+            }
             await Task.yield()
         }
         try await logger.forceSend()

@@ -15,25 +15,38 @@ import Testing
         defer { folder.remove() }
         let child = try ChildProcess(arguments: ["file-size-limit", folder.path, "\(Self.count)", "\(Self.limit)"])
         let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)")
+        #expect(
+            status == 0,
+            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
+        )
 
         let url = folder.appending("child.log")
         #expect(try size(of: url) <= Self.limit)
         let messages = try wholeLineMessages(in: url)
-        let events = messages.compactMap { $0.hasPrefix("child event ") ? Int($0.dropFirst("child event ".count)) : nil }
+        let events = messages.compactMap {
+            $0.hasPrefix("child event ") ? Int($0.dropFirst("child event ".count)) : nil
+        }
         #expect(events.count > 0 && events.count < Self.count, "\(events.count) events in the file")
         #expect(events == events.sorted() && Set(events).count == events.count, "events out of order or repeated")
         // What the program's stderr says was lost is exactly what is missing from the file.
         let reported = lastCount(before: " event(s) lost writing to \(url.path)", in: child.errorOutput)
-        #expect(reported == Self.count - events.count, "\(events.count) events in the file; stderr: \(child.errorOutput)")
+        #expect(
+            reported == Self.count - events.count,
+            "\(events.count) events in the file; stderr: \(child.errorOutput)"
+        )
     }
 
     @Test func programWhoseFileSizeLimitIsRaisedAgainWritesTheExactLossReportAndEveryLaterEvent() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let child = try ChildProcess(arguments: ["file-size-limit-raised", folder.path, "\(Self.count)", "\(Self.limit)"])
+        let child = try ChildProcess(arguments: [
+            "file-size-limit-raised", folder.path, "\(Self.count)", "\(Self.limit)",
+        ])
         let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)")
+        #expect(
+            status == 0,
+            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
+        )
 
         let records = try wholeLineRecords(in: folder.appending("child.log"))
         let half = Self.count / 2
@@ -42,7 +55,10 @@ import Testing
         for record in records {
             if record.message.hasPrefix("JustLog could not write") {
                 if case .int(let lost)? = record.userInfo["lost_events"] { reported.append(Int(lost)) }
-                #expect(events.last.map { $0 < half } ?? true, "the report comes before the events logged after the limit was raised")
+                #expect(
+                    events.last.map { $0 < half } ?? true,
+                    "the report comes before the events logged after the limit was raised"
+                )
             } else {
                 events.append(Int(record.message.dropFirst("child event ".count)) ?? -1)
             }
@@ -51,9 +67,16 @@ import Testing
         #expect(before.count > 0 && before.count < half, "\(before.count) events from before the limit was raised")
         #expect(before == before.sorted() && Set(before).count == before.count, "events out of order or repeated")
         #expect(reported == [half - before.count], "one report with the exact count")
-        #expect(events.filter { $0 >= half } == Array(half..<Self.count), "an event logged after the limit was raised is missing")
-        #expect(child.errorOutput.contains("writing to \(folder.appending("child.log").path) works again; \(half - before.count) event(s) were lost"),
-                "stderr: \(child.errorOutput)")
+        #expect(
+            events.filter { $0 >= half } == Array(half..<Self.count),
+            "an event logged after the limit was raised is missing"
+        )
+        #expect(
+            child.errorOutput.contains(
+                "writing to \(folder.appending("child.log").path) works again; \(half - before.count) event(s) were lost"
+            ),
+            "stderr: \(child.errorOutput)"
+        )
     }
 
     @Test func programWhoseFileRotatesBelowItsFileSizeLimitLosesNothing() async throws {
@@ -64,7 +87,10 @@ import Testing
             arguments: ["file-size-limit-rotating", folder.path, "\(Self.count)", "\(Self.limit)", "\(rotateAt)"]
         )
         let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)")
+        #expect(
+            status == 0,
+            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
+        )
         #expect(!child.errorOutput.contains("lost"), "stderr: \(child.errorOutput)")
 
         // Oldest first: child.log.N … child.log.1, then child.log.
@@ -98,7 +124,9 @@ import Testing
             do {
                 return try FileLine(parsing: line).record
             } catch {
-                Issue.record("\(url.lastPathComponent) line \(number + 1) is not a whole line (\(error)): …\(line.suffix(80))")
+                Issue.record(
+                    "\(url.lastPathComponent) line \(number + 1) is not a whole line (\(error)): …\(line.suffix(80))"
+                )
                 return nil
             }
         }

@@ -16,7 +16,8 @@ import Testing
     @Test func everyEventOfBothFrontEndsReachesTheFileOnceInOrderAcrossRepeatedSetup() async throws {
         let folder = try TemporaryDirectory(prefix: "front-doors")
         defer { folder.remove() }
-        let threads = 4, events = 5_000
+        let threads = 4
+        let events = 5_000
         let child = try ChildProcess(arguments: ["front-doors", folder.path, "\(threads)", "\(events)"])
         let status = await child.waitForExit(timeout: .seconds(120))
         #expect(status == 0, "child: \(child.errorOutput)")
@@ -25,7 +26,10 @@ import Testing
         let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
         let records = try lines.map { try FileLine(parsing: $0).record }
         let early = records.map(\.message).filter { $0.hasPrefix("early-") }
-        #expect(early == (0..<50).map { "early-\($0)" }, "events logged before the first setup() are delivered, in order")
+        #expect(
+            early == (0..<50).map { "early-\($0)" },
+            "events logged before the first setup() are delivered, in order"
+        )
         var next = [Int](repeating: 0, count: threads)
         var phases = Set<LogValue>()
         for record in records where record.message.hasPrefix("t") {
@@ -38,7 +42,9 @@ import Testing
             next[thread] = index + 1
             let front: LogValue = index % 2 == 0 ? "facade" : "swift-log"
             #expect(record.userInfo["front"] == front)
-            if index % 2 == 1 { #expect(record.metadata["logger"] == "front-door", "swift-log events keep their label") }
+            if index % 2 == 1 {
+                #expect(record.metadata["logger"] == "front-door", "swift-log events keep their label")
+            }
             if let phase = record.userInfo["phase"] { phases.insert(phase) }
         }
         #expect(next == [Int](repeating: events, count: threads), "every event exactly once")
@@ -72,7 +78,13 @@ import Testing
 
 /// A private value in `userInfo` and a swift-log value marked sensitive, end to end: neither is in the file nor in
 /// the bytes the collector (syslog-ng) received.
-@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: Collectors.syslogNGAvailable || Collectors.required,
+        "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"
+    )
+)
 struct PrivateValueDeliveryTests {
     @Test(arguments: ["redacted", "hashed"])
     func privateValuesNeverReachTheFileOrTheCollectorInClear(policy: String) async throws {
@@ -84,15 +96,26 @@ struct PrivateValueDeliveryTests {
         defer { folder.remove() }
         let privacy: PrivacyPolicy = policy == "redacted" ? .redacted : .hashed(key: Array("test key".utf8))
         let logstash = JustLog.Logger.Configuration.Logstash(
-            host: "127.0.0.1", port: UInt16(syslog.plainPort), sendInterval: 0.2, useTLS: false,
+            host: "127.0.0.1",
+            port: UInt16(syslog.plainPort),
+            sendInterval: 0.2,
+            useTLS: false,
             spoolFolder: folder.appending("app.log.spool")
         )
-        let logger = JustLog.Logger(configuration: .init(
-            console: nil, file: .init(url: folder.appending("app.log")), logstash: logstash, privacy: privacy
-        ))
+        let logger = JustLog.Logger(
+            configuration: .init(
+                console: nil,
+                file: .init(url: folder.appending("app.log")),
+                logstash: logstash,
+                privacy: privacy
+            )
+        )
         let swiftLog = Logging.Logger(label: "privacy") { JustLogLogHandler(label: $0, pipeline: logger.pipeline) }
         logger.info("signed in", userInfo: ["email": Sensitive("ann.secret@example.com"), "plan": "gold"])
-        swiftLog.info("charged", metadata: ["card": "\("4111-SECRET-1111", sensitivity: .sensitive)", "amount": "12.50"])
+        swiftLog.info(
+            "charged",
+            metadata: ["card": "\("4111-SECRET-1111", sensitivity: .sensitive)", "amount": "12.50"]
+        )
         try await logger.flush()
         #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= 2 })
         await logger.shutdown()
@@ -100,7 +123,10 @@ struct PrivateValueDeliveryTests {
         let file = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)
         let collected = try String(contentsOfFile: syslog.receivedFile, encoding: .utf8)
         for (place, text) in [("file", file), ("collector", collected)] {
-            #expect(!text.contains("ann.secret") && !text.contains("SECRET"), "\(place) holds a private value in clear:\n\(text)")
+            #expect(
+                !text.contains("ann.secret") && !text.contains("SECRET"),
+                "\(place) holds a private value in clear:\n\(text)"
+            )
             #expect(text.contains("gold") && text.contains("12.50"), "\(place) keeps the other values")
             let marker = policy == "redacted" ? "\"<private>\"" : "\"<private:"
             #expect(text.components(separatedBy: marker).count - 1 >= 2, "\(place): both private values are marked")
@@ -108,8 +134,12 @@ struct PrivateValueDeliveryTests {
         // The spool (Logstash's crash-safe copy on disk) never held them in clear either.
         let spool = try FileManager.default.contentsOfDirectory(atPath: folder.appending("app.log.spool").path)
         for name in spool {
-            let bytes = (try? Data(contentsOf: folder.appending("app.log.spool").appendingPathComponent(name))) ?? Data()
-            #expect(bytes.range(of: Data("SECRET".utf8)) == nil && bytes.range(of: Data("ann.secret".utf8)) == nil, "spool file \(name)")
+            let bytes =
+                (try? Data(contentsOf: folder.appending("app.log.spool").appendingPathComponent(name))) ?? Data()
+            #expect(
+                bytes.range(of: Data("SECRET".utf8)) == nil && bytes.range(of: Data("ann.secret".utf8)) == nil,
+                "spool file \(name)"
+            )
         }
     }
 }
@@ -136,7 +166,8 @@ struct PrivateValueDeliveryTests {
         }
         logger.warning("last")
         #expect(await logger.pipeline.flush(timeout: 30) == nil)
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("app.log") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("app.log") }
+            .sorted()
         #expect(files == ["app.log", "app.log.1", "app.log.2"], "rotated at 2 kB, two kept: \(files)")
         let current = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)
         #expect(!current.contains("debug "), "the file takes info and above")

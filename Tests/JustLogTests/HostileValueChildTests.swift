@@ -19,7 +19,8 @@ private func truncated(_ record: LogRecord) -> String {
 /// The `user_info` of the `index`-th error of the record's chain.
 private func errorUserInfo(_ record: LogRecord, _ index: Int) -> [String: LogValue]? {
     guard case .array(let links)? = record.userInfo[UserInfoKey.errors], links.indices.contains(index),
-          case .object(let link) = links[index], case .object(let userInfo)? = link["user_info"] else { return nil }
+        case .object(let link) = links[index], case .object(let userInfo)? = link["user_info"]
+    else { return nil }
     return userInfo
 }
 
@@ -79,7 +80,8 @@ let hostileValueCases: [HostileValueCase] = [
     func hostileValueIsLoggedWithAMarkerAndTheCallerSurvives(_ hostile: HostileValueCase) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let output = folder.appending("stdout"), errors = folder.appending("stderr")
+        let output = folder.appending("stdout")
+        let errors = folder.appending("stderr")
         for url in [output, errors] { _ = FileManager.default.createFile(atPath: url.path, contents: nil) }
         let process = Process()
         process.executableURL = try childProgram()
@@ -95,12 +97,18 @@ let hostileValueCases: [HostileValueCase] = [
         process.waitUntilExit()
         let status = process.terminationStatus
         let errorOutput = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-        #expect(status == 0 && process.terminationReason == .exit, "the child ended with \(status) (\(process.terminationReason == .exit ? "exit" : "signal")): \(errorOutput.prefix(400))")
+        #expect(
+            status == 0 && process.terminationReason == .exit,
+            "the child ended with \(status) (\(process.terminationReason == .exit ? "exit" : "signal")): \(errorOutput.prefix(400))"
+        )
         guard status == 0 else { return }
         #expect(try String(contentsOf: output, encoding: .utf8) == "logged\n", "the log call returned")
         let text = try String(contentsOf: folder.appending("child.log"), encoding: .utf8)
         let records = try text.split(separator: "\n").map { try FileLine(parsing: $0).record }
-        let record = try #require(records.first { $0.message == "hostile \(hostile.kind)" }, "no event in \(records.map(\.message))")
+        let record = try #require(
+            records.first { $0.message == "hostile \(hostile.kind)" },
+            "no event in \(records.map(\.message))"
+        )
         hostile.check(record)
     }
 }

@@ -11,11 +11,13 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "service")
         let url = folder.appending("service.log")
         let logger = JustLog.Logger(configuration: .init(console: nil, file: .init(url: url)))
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: LoggerService(logger: logger))],
-            gracefulShutdownSignals: [],
-            logger: Logging.Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        ))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: LoggerService(logger: logger))],
+                gracefulShutdownSignals: [],
+                logger: Logging.Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+        )
         let running = Task { try await group.run() }
         for index in 0..<5000 { logger.info("before shutdown \(index)") }
         await group.triggerGracefulShutdown()
@@ -24,6 +26,9 @@ import Testing
         let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 5000, "every event queued before the graceful shutdown was written")
         logger.info("after shutdown")
-        #expect(logger.pipeline.currentStatistics.dropped == 1, "the logger is closed: later events are counted, not written")
+        #expect(
+            logger.pipeline.currentStatistics.dropped == 1,
+            "the logger is closed: later events are counted, not written"
+        )
     }
 }

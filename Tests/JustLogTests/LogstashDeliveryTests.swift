@@ -9,18 +9,40 @@ import Testing
 // syslog-ng started by each test on 127.0.0.1 (see ../shared/PEERS.md).
 
 /// A Logger whose only destination is Logstash on 127.0.0.1:`port`, spooling in `folder`.
-func logstashLogger(port: Int, folder: TemporaryDirectory, tls caFile: String? = nil, spoolCapacity: Int = 64 << 20,
-                    diagnostics: DiagnosticSink = .standardError, change: (inout Logger.Configuration.Logstash) -> Void = { _ in }) -> Logger {
-    var logstash = Logger.Configuration.Logstash(host: "127.0.0.1", port: UInt16(port), sendInterval: 0.2, useTLS: caFile != nil,
-                                                 caFile: caFile, spoolFolder: folder.appending("app.log.spool"), spoolCapacity: spoolCapacity)
+func logstashLogger(
+    port: Int,
+    folder: TemporaryDirectory,
+    tls caFile: String? = nil,
+    spoolCapacity: Int = 64 << 20,
+    diagnostics: DiagnosticSink = .standardError,
+    change: (inout Logger.Configuration.Logstash) -> Void = { _ in }
+) -> Logger {
+    var logstash = Logger.Configuration.Logstash(
+        host: "127.0.0.1",
+        port: UInt16(port),
+        sendInterval: 0.2,
+        useTLS: caFile != nil,
+        caFile: caFile,
+        spoolFolder: folder.appending("app.log.spool"),
+        spoolCapacity: spoolCapacity
+    )
     change(&logstash)
-    return Logger(configuration: .init(console: nil, logstash: logstash, defaultUserInfo: ["app": "delivery-test"], diagnostics: diagnostics))
+    return Logger(
+        configuration: .init(
+            console: nil,
+            logstash: logstash,
+            defaultUserInfo: ["app": "delivery-test"],
+            diagnostics: diagnostics
+        )
+    )
 }
 
 /// The flattened objects syslog-ng wrote, parsed.
 func receivedObjects(_ syslog: SyslogNG) throws -> [[String: LogValue]] {
     try syslog.receivedLines().map { line in
-        guard case .object(let object) = try JSONReader.parse(line) else { throw JustLogError(.malformedInput, "not an object: \(line)") }
+        guard case .object(let object) = try JSONReader.parse(line) else {
+            throw JustLogError(.malformedInput, "not an object: \(line)")
+        }
         return object
     }
 }
@@ -40,7 +62,13 @@ func residentBytes() -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
-@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: Collectors.syslogNGAvailable || Collectors.required,
+        "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"
+    )
+)
 struct LogstashDeliveryTests {
     @Test(arguments: ["plain", "tls"])
     func hundredThousandEventsArriveParsedInTheDocumentedFlattenedForm(mode: String) async throws {
@@ -49,8 +77,11 @@ struct LogstashDeliveryTests {
         let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "delivery")
-        let logger = logstashLogger(port: mode == "tls" ? syslog.tlsPort : syslog.plainPort, folder: folder,
-                                    tls: mode == "tls" ? certificates.caFile : nil) { $0.token = "secret-token" }
+        let logger = logstashLogger(
+            port: mode == "tls" ? syslog.tlsPort : syslog.plainPort,
+            folder: folder,
+            tls: mode == "tls" ? certificates.caFile : nil
+        ) { $0.token = "secret-token" }
         let count = 100_000
         let start = Date()
         for index in 0..<count {
@@ -60,15 +91,27 @@ struct LogstashDeliveryTests {
         try await logger.forceSend()
         #expect(await eventually(timeout: .seconds(120)) { syslog.parsedLines().count >= count })
         let elapsed = Date().timeIntervalSince(start)
-        print("delivery: \(count) events (\(mode)) logged and parsed by syslog-ng in \(String(format: "%.2f", elapsed)) s")
+        print(
+            "delivery: \(count) events (\(mode)) logged and parsed by syslog-ng in \(String(format: "%.2f", elapsed)) s"
+        )
         await logger.shutdown()
 
         let objects = try receivedObjects(syslog)
-        let ids = Set(objects.compactMap { object -> String? in if case .string(let id)? = object["event_id"] { return id } else { return nil } })
+        let ids = Set(
+            objects.compactMap { object -> String? in
+                if case .string(let id)? = object["event_id"] { return id } else { return nil }
+            }
+        )
         #expect(ids.count == count, "every event_id arrives")
-        #expect(syslog.parsedLines().filter { $0.hasPrefix("info\tevent ") }.count >= count, "syslog-ng parsed every line as JSON")
+        #expect(
+            syslog.parsedLines().filter { $0.hasPrefix("info\tevent ") }.count >= count,
+            "syslog-ng parsed every line as JSON"
+        )
         let first = try #require(objects.first { $0["message"] == "event 0" })
-        for key in ["@timestamp", "message", "event_id", "log_type", "file", "function", "line", "app_version", "version", "device", "app", "index", "order.id", "token"] {
+        for key in [
+            "@timestamp", "message", "event_id", "log_type", "file", "function", "line", "app_version", "version",
+            "device", "app", "index", "order.id", "token",
+        ] {
             #expect(first[key] != nil, "flattened key \(key) missing")
         }
         #expect(first["log_type"] == "info")
@@ -103,22 +146,31 @@ struct LogstashDeliveryTests {
         let folder = try TemporaryDirectory(prefix: "cap")
         let diagnostics = LineCapture()
         let cap = 2 << 20
-        var logstash = Logger.Configuration.Logstash(host: "127.0.0.1", port: UInt16(syslog.plainPort), sendInterval: 0.2, useTLS: false,
-                                                     spoolFolder: folder.appending("cap.spool"), spoolCapacity: cap)
+        var logstash = Logger.Configuration.Logstash(
+            host: "127.0.0.1",
+            port: UInt16(syslog.plainPort),
+            sendInterval: 0.2,
+            useTLS: false,
+            spoolFolder: folder.appending("cap.spool"),
+            spoolCapacity: cap
+        )
         logstash.minimumLevel = .verbose
         var configuration = Logger.Configuration(console: nil, logstash: logstash, diagnostics: diagnostics.diagnostics)
         configuration.pipeline = .init()
         // Small segments so that a 2 MiB cap holds several of them.
         let destination = try LogstashDestination(
             configuration: {
-                var destination = LogstashDestination.Configuration(client: {
-                    var client = LogstashClient.Configuration(host: "127.0.0.1", port: syslog.plainPort)
-                    client.useTLS = false
-                    client.sendInterval = .milliseconds(200)
-                    client.maxLineBytes = 64 << 10
-                    client.resendWindowBytes = 256 << 10  // the cap must hold the window plus two segments
-                    return client
-                }(), spoolDirectory: folder.appending("cap.spool").path)
+                var destination = LogstashDestination.Configuration(
+                    client: {
+                        var client = LogstashClient.Configuration(host: "127.0.0.1", port: syslog.plainPort)
+                        client.useTLS = false
+                        client.sendInterval = .milliseconds(200)
+                        client.maxLineBytes = 64 << 10
+                        client.resendWindowBytes = 256 << 10  // the cap must hold the window plus two segments
+                        return client
+                    }(),
+                    spoolDirectory: folder.appending("cap.spool").path
+                )
                 destination.spool.segmentBytes = 256 << 10
                 destination.spool.maxTotalBytes = cap
                 destination.reportUserInfo = ["app": "cap-test"]
@@ -141,15 +193,30 @@ struct LogstashDeliveryTests {
         print("spool cap: \(counters.dropped) of \(total) events dropped at a \(cap)-byte cap")
         #expect(counters.spooledBytes <= cap)
         #expect(counters.dropped > UInt64(total / 2), "oldest events dropped and counted")
-        #expect(diagnostics.writes.filter { $0.contains("reached its cap") }.count == 1, "reported once: \(diagnostics.writes)")
+        #expect(
+            diagnostics.writes.filter { $0.contains("reached its cap") }.count == 1,
+            "reported once: \(diagnostics.writes)"
+        )
 
         try syslog.start()
         try await logger.forceSend()
-        #expect(await eventually(timeout: .seconds(60)) { receivedMessages(syslog).contains { $0.hasPrefix("JustLog dropped") } })
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                receivedMessages(syslog).contains { $0.hasPrefix("JustLog dropped") }
+            }
+        )
         let report = try receivedObjects(syslog).first { ($0["message"]?.text ?? "").hasPrefix("JustLog dropped") }
-        #expect(report?["dropped_events"] == .uint(UInt64(counters.dropped)) || report?["dropped_events"] == .int(Int64(counters.dropped)))
+        #expect(
+            report?["dropped_events"] == .uint(UInt64(counters.dropped))
+                || report?["dropped_events"] == .int(Int64(counters.dropped))
+        )
         #expect(report?["app"] == "cap-test", "report events carry the logger's default userInfo")
-        #expect(await eventually(timeout: .seconds(60)) { receivedMessages(syslog).contains("capped \(total - 1) \(payload)") }, "the newest events survive")
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                receivedMessages(syslog).contains("capped \(total - 1) \(payload)")
+            },
+            "the newest events survive"
+        )
         await logger.shutdown()
     }
 
@@ -183,7 +250,10 @@ struct LogstashDeliveryTests {
             let child = try ChildProcess(arguments: ["logstash-loop", folder.path, "\(syslog.plainPort)", tag])
             // Let it log a while — a random-ish amount per run — then SIGKILL it mid-stream.
             let target = 1500 + run * 700
-            #expect(await child.waitForAcknowledged(atLeast: target, timeout: .seconds(60)), "run \(run) did not log \(target) events")
+            #expect(
+                await child.waitForAcknowledged(atLeast: target, timeout: .seconds(60)),
+                "run \(run) did not log \(target) events"
+            )
             await child.kill()
             acknowledged[tag] = child.lastAcknowledged
         }
@@ -196,7 +266,9 @@ struct LogstashDeliveryTests {
         let missing = Set(expected).subtracting(received)
         #expect(missing.isEmpty, "\(missing.count) acknowledged events missing, e.g. \(missing.sorted().prefix(5))")
         let duplicates = received.count - Set(received).count
-        print("child kills: \(expected.count) acknowledged events over 5 SIGKILLs, \(received.count) lines received, \(duplicates) duplicates")
+        print(
+            "child kills: \(expected.count) acknowledged events over 5 SIGKILLs, \(received.count) lines received, \(duplicates) duplicates"
+        )
     }
 
     /// Production programs are not root. Until NIO's `socketOption(.tcp_nodelay)` (really SO_DEBUG, which needs
@@ -208,11 +280,16 @@ struct LogstashDeliveryTests {
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "nonroot")
         chmod(folder.path, 0o777)  // the unprivileged child writes its spool here
-        let child = try ChildProcess(arguments: ["logstash-count", folder.path, "\(syslog.plainPort)", "1000"], unprivileged: true)
+        let child = try ChildProcess(
+            arguments: ["logstash-count", folder.path, "\(syslog.plainPort)", "1000"],
+            unprivileged: true
+        )
         #expect(await child.waitForExit(timeout: .seconds(60)) == 0, "stderr: \(child.errorOutput)")
         let expected = (0..<1000).map { "count-\($0)" }
-        #expect(await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).isSuperset(of: expected) },
-                "\(Set(expected).subtracting(receivedMessages(syslog)).count) of 1000 events missing; stderr: \(child.errorOutput)")
+        #expect(
+            await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).isSuperset(of: expected) },
+            "\(Set(expected).subtracting(receivedMessages(syslog)).count) of 1000 events missing; stderr: \(child.errorOutput)"
+        )
     }
 
     @Test func unresolvableHostNeitherCrashesNorHangsExitNorLosesEvents() async throws {

@@ -88,15 +88,26 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         let folder = try TemporaryDirectory(prefix: "spool-parents")
         let spool = folder.appending("not/yet/there/app.log.spool")
         let diagnostics = LineCapture()
-        let logger = Logger(configuration: .init(
-            console: nil,
-            logstash: .init(host: "127.0.0.1", port: UInt16(collector.port), sendInterval: 0.2, useTLS: false, spoolFolder: spool),
-            diagnostics: diagnostics.diagnostics
-        ))
+        let logger = Logger(
+            configuration: .init(
+                console: nil,
+                logstash: .init(
+                    host: "127.0.0.1",
+                    port: UInt16(collector.port),
+                    sendInterval: 0.2,
+                    useTLS: false,
+                    spoolFolder: spool
+                ),
+                diagnostics: diagnostics.diagnostics
+            )
+        )
         let expected = (0..<1000).map { "parents-\($0)" }
         for message in expected { logger.info(message) }
         try await logger.forceSend()
-        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 1000 events missing")
+        #expect(
+            await collector.waitFor(expected),
+            "\(Set(expected).subtracting(collector.received).count) of 1000 events missing"
+        )
         #expect(!diagnostics.text.contains("no Logstash logging"), "\(diagnostics.writes)")
         for created in ["not", "not/yet", "not/yet/there", "not/yet/there/app.log.spool"] {
             var info = stat()
@@ -110,15 +121,26 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-no-log-folder")
         chmod(folder.path, 0o777)  // the unprivileged child creates its folders here
-        let child = try ChildProcess(arguments: ["spool-missing-folder", folder.file("cache/program"), "\(collector.port)", "1000"], unprivileged: true)
+        let child = try ChildProcess(
+            arguments: ["spool-missing-folder", folder.file("cache/program"), "\(collector.port)", "1000"],
+            unprivileged: true
+        )
         #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "\(child.errorOutput)")
         #expect(child.outputLines == ["forceSend: ok"], "\(child.outputLines) \(child.errorOutput)")
         let expected = (0..<1000).map { "spool-\($0)" }
-        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 1000 events missing")
+        #expect(
+            await collector.waitFor(expected),
+            "\(Set(expected).subtracting(collector.received).count) of 1000 events missing"
+        )
         await collector.stop()
     }
 
-    @Test(.enabled(if: isRoot(), "mounting a tmpfs needs root; spoolPastAFileSizeLimitFailsClearlyThenDelivers covers the same path as any user"))
+    @Test(
+        .enabled(
+            if: isRoot(),
+            "mounting a tmpfs needs root; spoolPastAFileSizeLimitFailsClearlyThenDelivers covers the same path as any user"
+        )
+    )
     func aFullDiskFailsForceSendClearlyAndEveryEventArrivesOnceSpaceReturns() async throws {
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-full-disk")
@@ -134,12 +156,19 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         fill(blocker)
 
         let diagnostics = LineCapture()
-        let logger = Logger(configuration: .init(
-            console: nil,
-            logstash: .init(host: "127.0.0.1", port: UInt16(collector.port), sendInterval: 0.2, useTLS: false,
-                            spoolFolder: URL(fileURLWithPath: mountPoint + "/app/app.log.spool")),
-            diagnostics: diagnostics.diagnostics
-        ))
+        let logger = Logger(
+            configuration: .init(
+                console: nil,
+                logstash: .init(
+                    host: "127.0.0.1",
+                    port: UInt16(collector.port),
+                    sendInterval: 0.2,
+                    useTLS: false,
+                    spoolFolder: URL(fileURLWithPath: mountPoint + "/app/app.log.spool")
+                ),
+                diagnostics: diagnostics.diagnostics
+            )
+        )
         let expected = (0..<500).map { "full-\($0)" }
         for message in expected { logger.info(message) }
         let failure = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
@@ -154,7 +183,10 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
             if result != nil { try await Task.sleep(for: .milliseconds(250)) }
         }
         #expect(result == nil, "forceSend once space returned: \(result ?? "ok")")
-        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 500 events missing")
+        #expect(
+            await collector.waitFor(expected),
+            "\(Set(expected).subtracting(collector.received).count) of 500 events missing"
+        )
         await logger.shutdown()
     }
 
@@ -162,26 +194,43 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-fsize")
         chmod(folder.path, 0o777)  // the unprivileged child writes its spool here
-        let child = try ChildProcess(arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300"], unprivileged: true)
+        let child = try ChildProcess(
+            arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300"],
+            unprivileged: true
+        )
         let status = await child.waitForExit(timeout: .seconds(120))
         #expect(status == 0, "exit status \(String(describing: status)) (killed by SIGXFSZ?): \(child.errorOutput)")
         let lines = child.outputLines
         try #require(lines.count == 2, "\(lines) \(child.errorOutput)")
-        #expect(lines[0].contains("File too large") && lines[0].contains("300 event(s) are waiting in memory"), "\(lines[0])")
+        #expect(
+            lines[0].contains("File too large") && lines[0].contains("300 event(s) are waiting in memory"),
+            "\(lines[0])"
+        )
         #expect(lines[1] == "after raising the limit: ok", "\(lines[1])")
         let expected = (0..<300).map { "spool-\($0)" }
-        #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) of 300 events missing")
+        #expect(
+            await collector.waitFor(expected),
+            "\(Set(expected).subtracting(collector.received).count) of 300 events missing"
+        )
         await collector.stop()
     }
 
     @Test func logstashSettingsThatCantWorkMakeForceSendFailWithTheReason() async throws {
         let folder = try TemporaryDirectory(prefix: "spool-bad-settings")
         let diagnostics = LineCapture()
-        let logger = Logger(configuration: .init(
-            console: nil,
-            logstash: .init(host: "127.0.0.1", port: 9, useTLS: false, spoolFolder: folder.appending("app.log.spool"), spoolCapacity: 1 << 20),
-            diagnostics: diagnostics.diagnostics
-        ))
+        let logger = Logger(
+            configuration: .init(
+                console: nil,
+                logstash: .init(
+                    host: "127.0.0.1",
+                    port: 9,
+                    useTLS: false,
+                    spoolFolder: folder.appending("app.log.spool"),
+                    spoolCapacity: 1 << 20
+                ),
+                diagnostics: diagnostics.diagnostics
+            )
+        )
         logger.info("goes nowhere")
         let failure = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
         #expect(failure?.contains("raise the spool capacity") == true, "forceSend says why: \(failure ?? "nil")")

@@ -5,7 +5,8 @@ import Testing
 /// Every Swift snippet of the README is compiled by the tests: each block's lines (imports aside) appear, in
 /// order and contiguous, in one of the files that hold them as code; each of its imports is imported there.
 @Suite struct ReadmeSnippetTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let compiledFiles = ["ReadmeSnippets.swift", "ReadmeSwiftLogSnippet.swift", "DocumentedAPITests.swift"]
 
     /// The README's ```swift blocks, each as its lines.
@@ -34,7 +35,10 @@ import Testing
         let snippets = try Self.readmeSnippets()
         #expect(snippets.count >= 4, "the README's Swift blocks were found (\(snippets.count))")
         let files = try Self.compiledFiles.map { name in
-            let text = try String(contentsOf: Self.root.appendingPathComponent("Tests/JustLogTests/\(name)"), encoding: .utf8)
+            let text = try String(
+                contentsOf: Self.root.appendingPathComponent("Tests/JustLogTests/\(name)"),
+                encoding: .utf8
+            )
             return (name: name, lines: Self.significant(text.components(separatedBy: "\n")))
         }
         for snippet in snippets {
@@ -44,7 +48,10 @@ import Testing
             let home = files.first { file in
                 imports.allSatisfy(file.lines.contains) && Self.containsContiguously(file.lines, code)
             }
-            #expect(home != nil, "README snippet not compiled by any of \(Self.compiledFiles):\n\(snippet.joined(separator: "\n"))")
+            #expect(
+                home != nil,
+                "README snippet not compiled by any of \(Self.compiledFiles):\n\(snippet.joined(separator: "\n"))"
+            )
         }
     }
 

@@ -1,3 +1,5 @@
+// swift-format-ignore-file: the README's and SPEC's snippets, verbatim (ReadmeSnippetTests compares them line by line).
+
 import JustLog
 import JustLogLogging
 import Logging

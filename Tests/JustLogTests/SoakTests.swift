@@ -9,8 +9,13 @@ import Testing
 ///
 /// Off unless `JUSTLOG_SOAK_SECONDS` is set: CI runs 60 s; the long form is 1800
 /// (`JUSTLOG_SOAK_SECONDS=1800 JUSTLOG_REQUIRE_COLLECTORS=1 swift test --filter SoakTests`).
-@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["JUSTLOG_SOAK_SECONDS"] != nil,
-                             "set JUSTLOG_SOAK_SECONDS (CI: 60) to run the soak"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.environment["JUSTLOG_SOAK_SECONDS"] != nil,
+        "set JUSTLOG_SOAK_SECONDS (CI: 60) to run the soak"
+    )
+)
 struct SoakTests {
     @Test func fixedRateWithTheCollectorKilledAndRestartedLosesNothingAndMemoryStaysFlat() async throws {
         guard Collectors.requireSyslogNG() else { return }
@@ -33,8 +38,10 @@ struct SoakTests {
             restarts += 1
         }
         #expect(await child.waitForExit(timeout: .seconds(180)) == 0, "stderr: \(child.errorOutput)")
-        let logged = try #require(child.outputLines.compactMap { $0.hasPrefix("done ") ? Int($0.dropFirst(5)) : nil }.first,
-                                  "the soak child did not finish: \(child.outputLines.suffix(3)) \(child.errorOutput)")
+        let logged = try #require(
+            child.outputLines.compactMap { $0.hasPrefix("done ") ? Int($0.dropFirst(5)) : nil }.first,
+            "the soak child did not finish: \(child.outputLines.suffix(3)) \(child.errorOutput)"
+        )
 
         let expected = Set((0..<logged).map { "soak-\($0)" })
         #expect(await eventually(timeout: .seconds(60)) { Set(receivedMessages(syslog)).isSuperset(of: expected) })
@@ -44,13 +51,18 @@ struct SoakTests {
         #expect(missing.isEmpty, "\(missing.count) of \(logged) events missing at the collector")
 
         // The file and its rotated predecessors (child.log.1 is the newest of those), oldest first.
-        let rotated = (1...1000).map { folder.file("child.log.\($0)") }.filter { FileManager.default.fileExists(atPath: $0) }
+        let rotated = (1...1000).map { folder.file("child.log.\($0)") }.filter {
+            FileManager.default.fileExists(atPath: $0)
+        }
         var fileLines: [Substring] = []
         for path in rotated.reversed() + [folder.file("child.log")] {
             fileLines += try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
         }
         let fileMessages = try fileLines.map { try FileLine(parsing: $0).record.message }
-        #expect(fileMessages == (0..<logged).map { "soak-\($0)" }, "file: \(fileLines.count) lines for \(logged) events, in order, once")
+        #expect(
+            fileMessages == (0..<logged).map { "soak-\($0)" },
+            "file: \(fileLines.count) lines for \(logged) events, in order, once"
+        )
 
         // Resident memory, one sample a second. Flat: after the first quarter (the spool's window filling up), the
         // highest sample of the last quarter is within 16 MiB of the highest of the second.
@@ -62,8 +74,15 @@ struct SoakTests {
         let quarter = rss.count / 4
         let second = rss[quarter..<(2 * quarter)].max()!
         let last = rss[(3 * quarter)...].max()!
-        let curve = stride(from: 0, to: rss.count, by: max(1, rss.count / 12)).map { "\(rss[$0] >> 20)" }.joined(separator: " ")
-        print("soak: \(seconds) s at \(rate) events/s, syslog-ng SIGKILLed and restarted \(restarts)x: \(logged) events, \(missing.count) missing, \(duplicates) duplicates at the collector, \(fileLines.count) file lines; RSS MiB \(curve)")
-        #expect(last - second < 16 << 20, "memory grew \((last - second) >> 20) MiB between the second and last quarter")
+        let curve = stride(from: 0, to: rss.count, by: max(1, rss.count / 12)).map { "\(rss[$0] >> 20)" }.joined(
+            separator: " "
+        )
+        print(
+            "soak: \(seconds) s at \(rate) events/s, syslog-ng SIGKILLed and restarted \(restarts)x: \(logged) events, \(missing.count) missing, \(duplicates) duplicates at the collector, \(fileLines.count) file lines; RSS MiB \(curve)"
+        )
+        #expect(
+            last - second < 16 << 20,
+            "memory grew \((last - second) >> 20) MiB between the second and last quarter"
+        )
     }
 }

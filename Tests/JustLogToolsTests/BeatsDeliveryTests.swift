@@ -39,7 +39,8 @@ final class ReceiverProcess: @unchecked Sendable {
 
     /// Waits until the port accepts connections (or the process died).
     func waitUntilListening() async -> Bool {
-        await eventually(timeout: .seconds(30)) { FreePort.isAccepting(port) || !process.isRunning } && process.isRunning
+        await eventually(timeout: .seconds(30)) { FreePort.isAccepting(port) || !process.isRunning }
+            && process.isRunning
     }
 
     /// SIGKILL, then wait for the process to be gone.
@@ -104,7 +105,9 @@ struct KillRunResult: CustomStringConvertible {
         let certificates = tls ? try TestCertificates() : nil
         let tally = EventIDTally()
         let receiver = BeatsReceiver(
-            configuration: .init(tls: certificates.map { .init(certificateFile: $0.goodServer.certificate, keyFile: $0.goodServer.key) }),
+            configuration: .init(
+                tls: certificates.map { .init(certificateFile: $0.goodServer.certificate, keyFile: $0.goodServer.key) }
+            ),
             handler: tally.record
         )
         let port = try await receiver.start()
@@ -116,7 +119,11 @@ struct KillRunResult: CustomStringConvertible {
         configuration.sendInterval = .milliseconds(100)
         let spool = try LogstashSpool(configuration: .init(directory: folder.path))
         let activity = LockedValue<[String]>([])
-        let client = try LogstashClient(configuration: configuration, spool: spool, activity: { line in activity.withLock { $0.append(line) } })
+        let client = try LogstashClient(
+            configuration: configuration,
+            spool: spool,
+            activity: { line in activity.withLock { $0.append(line) } }
+        )
         client.start()
         let total = 20_000
         for index in 0..<total {
@@ -139,18 +146,34 @@ struct KillRunResult: CustomStringConvertible {
         // --out /dev/full: every write fails with ENOSPC; nothing may be acknowledged.
         let folder = try TemporaryDirectory(prefix: "beats-out")
         for (out, expectAck) in [("/dev/full", false), (folder.file("out.jsonl"), true)] {
-            _ = try await withReceiveTool({ $0.wireProtocol = .beats; $0.outFile = out }) { port, _, errors in
+            _ = try await withReceiveTool({
+                $0.wireProtocol = .beats
+                $0.outFile = out
+            }) { port, _, errors in
                 let socket = try PlainSocket(port: port)
                 defer { socket.close() }
                 let records = (0..<3).map { beatsRecord($0) + [UInt8(ascii: "\n")] }.flatMap { $0 }
-                try socket.send(LumberjackEncoder.window(of: SpoolBatch(bytes: records, recordCount: 3, start: .init(segment: 1, offset: 0), end: .init(segment: 1, offset: 1)), compressionLevel: 3))
+                try socket.send(
+                    LumberjackEncoder.window(
+                        of: SpoolBatch(
+                            bytes: records,
+                            recordCount: 3,
+                            start: .init(segment: 1, offset: 0),
+                            end: .init(segment: 1, offset: 1)
+                        ),
+                        compressionLevel: 3
+                    )
+                )
                 let (bytes, closed) = await socket.receive(count: 6)
                 if expectAck {
                     #expect(bytes == LumberjackEncoder.ack(3))
                     #expect(receivedEventIDs(out).ids == ["e0", "e1", "e2"])
                 } else {
                     #expect(bytes.isEmpty && closed, "no ACK, connection closed: \(bytes)")
-                    #expect(await eventually(timeout: .seconds(10)) { errors.text.contains("not acknowledged") }, "\(errors.text)")
+                    #expect(
+                        await eventually(timeout: .seconds(10)) { errors.text.contains("not acknowledged") },
+                        "\(errors.text)"
+                    )
                 }
             }
         }
@@ -190,7 +213,11 @@ struct KillRunResult: CustomStringConvertible {
         configuration.backoffMaximum = .milliseconds(200)
         let spool = try LogstashSpool(configuration: .init(directory: folder.file("spool")))
         let activity = LockedValue<[String]>([])
-        let client = try LogstashClient(configuration: configuration, spool: spool, activity: { line in activity.withLock { $0.append(line) } })
+        let client = try LogstashClient(
+            configuration: configuration,
+            spool: spool,
+            activity: { line in activity.withLock { $0.append(line) } }
+        )
         client.start()
         // Everything is spooled at once; the first receiver is killed while the stream is flowing.
         let total = 50_000
@@ -212,7 +239,9 @@ struct KillRunResult: CustomStringConvertible {
         #expect(all.subtracting(a.ids.union(b.ids)).isEmpty)
         #expect(b.lines > 0, "delivery moved to the second receiver")
         #expect(activity.current.contains { $0.contains("failing over from 127.0.0.1:\(ports[0])") })
-        print("failover: \(total) events, \(a.lines) to the first receiver before its SIGKILL, \(b.lines) to the second, \(a.lines + b.lines - total) duplicates")
+        print(
+            "failover: \(total) events, \(a.lines) to the first receiver before its SIGKILL, \(b.lines) to the second, \(a.lines + b.lines - total) duplicates"
+        )
     }
 
     @Test func loadBalancingSendsToBothReceiversAndLosesNothingWhenOneIsKilled() async throws {
@@ -239,8 +268,12 @@ struct KillRunResult: CustomStringConvertible {
             client.recordsAppended()
             if index % 2000 == 0 { await Task.yield() }
         }
-        #expect(await eventually(timeout: .seconds(60)) { receivedEventIDs(outs[0]).lines > 2000 && receivedEventIDs(outs[1]).lines > 2000 },
-                "both receivers get events")
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                receivedEventIDs(outs[0]).lines > 2000 && receivedEventIDs(outs[1]).lines > 2000
+            },
+            "both receivers get events"
+        )
         await first.kill9()
         let arrived = await eventually(timeout: .seconds(60)) {
             receivedEventIDs(outs[0]).ids.union(receivedEventIDs(outs[1]).ids).count == total
@@ -253,10 +286,17 @@ struct KillRunResult: CustomStringConvertible {
         #expect(arrived)
         #expect(Set((0..<total).map { "e\($0)" }).subtracting(a.ids.union(b.ids)).isEmpty)
         #expect(spool.counterSnapshot.queuedRecords == 0, "every window acknowledged by one of them")
-        print("load balancing: \(total) events, \(a.lines) to the first receiver (SIGKILLed mid-stream), \(b.lines) to the second, \(a.lines + b.lines - total) duplicates; \(counters.acknowledged) acknowledged")
+        print(
+            "load balancing: \(total) events, \(a.lines) to the first receiver (SIGKILLed mid-stream), \(b.lines) to the second, \(a.lines + b.lines - total) duplicates; \(counters.acknowledged) acknowledged"
+        )
     }
 
-    private func killAndRestartRun(transport: LogstashClient.Transport, folder: TemporaryDirectory, total: Int, kills: Int) async throws -> KillRunResult {
+    private func killAndRestartRun(
+        transport: LogstashClient.Transport,
+        folder: TemporaryDirectory,
+        total: Int,
+        kills: Int
+    ) async throws -> KillRunResult {
         let name = transport.isBeatsForTests ? "beats" : "json_lines"
         let port = try FreePort.make()
         let out = folder.file("\(name).jsonl")
@@ -293,12 +333,21 @@ struct KillRunResult: CustomStringConvertible {
             }
         }
         _ = await eventually(timeout: .seconds(120)) { receivedEventIDs(out).ids.count >= total }
-        let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18 + Double((ContinuousClock.now - start).components.seconds)
+        let seconds =
+            Double((ContinuousClock.now - start).components.attoseconds) / 1e18
+            + Double((ContinuousClock.now - start).components.seconds)
         let counters = await client.counters()
         await client.shutdown()
         await receiver.stop()
         let received = receivedEventIDs(out)
-        return KillRunResult(transport: name, total: total, lines: received.lines, unique: received.ids.count, resent: counters.resent, seconds: seconds)
+        return KillRunResult(
+            transport: name,
+            total: total,
+            lines: received.lines,
+            unique: received.ids.count,
+            resent: counters.resent,
+            seconds: seconds
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
-@testable import JustLogCLI
 import Testing
+
+@testable import JustLogCLI
 
 /// The command-line structs parse what their `--help` examples show, and refuse the rest.
 @Suite struct CommandParsingTests {
@@ -9,12 +10,15 @@ import Testing
         #expect {
             _ = try JustLogCommand.parseAsRoot(["--version"])
         } throws: { error in
-            JustLogCommand.exitCode(for: error) == .success && JustLogCommand.message(for: error) == "justlog \(JustLogVersion.current)"
+            JustLogCommand.exitCode(for: error) == .success
+                && JustLogCommand.message(for: error) == "justlog \(JustLogVersion.current)"
         }
     }
 
     @Test func receiveParsesItsOptions() throws {
-        let command = try ReceiveCommand.parse(["--port", "5052", "--tls-cert", "s.pem", "--tls-key", "s.key", "--host", "0.0.0.0"])
+        let command = try ReceiveCommand.parse([
+            "--port", "5052", "--tls-cert", "s.pem", "--tls-key", "s.key", "--host", "0.0.0.0",
+        ])
         #expect(command.port == 5052)
         #expect(command.host == "0.0.0.0")
         #expect(command.tlsCertificate == "s.pem")
@@ -36,7 +40,9 @@ import Testing
     }
 
     @Test func viewParsesFilesAndFilters() throws {
-        let command = try ViewCommand.parse(["app.log.1", "app.log", "--level", "warning", "--grep", "pay", "--since", "10m", "-f", "--json"])
+        let command = try ViewCommand.parse([
+            "app.log.1", "app.log", "--level", "warning", "--grep", "pay", "--since", "10m", "-f", "--json",
+        ])
         #expect(command.files == ["app.log.1", "app.log"])
         #expect(command.level == "warning")
         #expect(command.grep == "pay")
@@ -46,7 +52,9 @@ import Testing
     }
 
     @Test func shipParsesTheCollectorAndTransport() throws {
-        let command = try ShipCommand.parse(["a.log", "b.log", "--host", "logs", "--port", "5052", "--ca-file", "ca.pem", "--spool", "/tmp/s"])
+        let command = try ShipCommand.parse([
+            "a.log", "b.log", "--host", "logs", "--port", "5052", "--ca-file", "ca.pem", "--spool", "/tmp/s",
+        ])
         #expect(command.files == ["a.log", "b.log"])
         #expect(command.host == "logs")
         #expect(command.port == 5052)

@@ -8,8 +8,14 @@ import Testing
     @Test func demoRunsTheWholePathOnOneMachineAndLosesNothing() async throws {
         let folder = try TemporaryDirectory(prefix: "demo")
         let output = LineCapture()
-        let report = try await DemoScenario(options: .init(burst: 500, folder: folder.url, output: output.output,
-                                                           diagnostics: output.diagnostics)).run()
+        let report = try await DemoScenario(
+            options: .init(
+                burst: 500,
+                folder: folder.url,
+                output: output.output,
+                diagnostics: output.diagnostics
+            )
+        ).run()
         #expect(report.logged == 506)
         #expect(report.loggedPerLevel == [.verbose: 1, .debug: 501, .info: 2, .warning: 1, .error: 1])
         #expect(report.fileEvents == 506)
@@ -26,7 +32,10 @@ import Testing
         // The error chain reaches the file: NSError → Swift LocalizedError → URLError.
         let errorLine = try String(contentsOf: report.fileURL, encoding: .utf8).split(separator: "\n")
             .map { try FileLine(parsing: $0) }.first { $0.record.message == "checkout failed" }
-        guard case .array(let chain)? = errorLine?.record.userInfo["errors"] else { Issue.record("no error chain"); return }
+        guard case .array(let chain)? = errorLine?.record.userInfo["errors"] else {
+            Issue.record("no error chain")
+            return
+        }
         #expect(chain.count == 3)
     }
 
@@ -36,13 +45,22 @@ import Testing
         defer { withExtendedLifetime(refusing) {} }
         let port = refusing.port
         let output = LineCapture()
-        let report = try await DemoScenario(options: .init(
-            burst: 10, folder: folder.url, collector: .init(host: "127.0.0.1", port: port, useTLS: false),
-            output: output.output, diagnostics: output.diagnostics
-        )).run()
+        let report = try await DemoScenario(
+            options: .init(
+                burst: 10,
+                folder: folder.url,
+                collector: .init(host: "127.0.0.1", port: port, useTLS: false),
+                output: output.output,
+                diagnostics: output.diagnostics
+            )
+        ).run()
         #expect(!report.lostNothing)
         #expect(report.sendError?.contains("stay spooled") == true, "\(report.sendError ?? "nil")")
-        #expect(DemoScenario.summary(report).contains("result:    LOST: events were not handed to the collector (they stay in the spool)"))
+        #expect(
+            DemoScenario.summary(report).contains(
+                "result:    LOST: events were not handed to the collector (they stay in the spool)"
+            )
+        )
         #expect(report.fileEvents == report.logged, "the file still has everything")
     }
 
@@ -51,8 +69,14 @@ import Testing
     @Test func aDemoWhoseFileRotatesCountsEveryRotatedFile() async throws {
         let folder = try TemporaryDirectory(prefix: "demo-rotate")
         let output = LineCapture()
-        let report = try await DemoScenario(options: .init(burst: 24_000, folder: folder.url, output: output.output,
-                                                           diagnostics: output.diagnostics)).run()
+        let report = try await DemoScenario(
+            options: .init(
+                burst: 24_000,
+                folder: folder.url,
+                output: output.output,
+                diagnostics: output.diagnostics
+            )
+        ).run()
         #expect(report.rotatedFiles >= 1, "the burst is larger than one 10 MiB file")
         #expect(report.fileEvents == report.logged)
         #expect(report.lostNothing, "\(DemoScenario.summary(report))")
@@ -62,7 +86,9 @@ import Testing
     /// Issue #10: every demo run left its 4 MiB spool in the temporary folder.
     @Test func aDemoInTheTemporaryFolderLeavesNoSpoolBehind() async throws {
         let output = LineCapture()
-        let report = try await DemoScenario(options: .init(burst: 10, output: output.output, diagnostics: output.diagnostics)).run()
+        let report = try await DemoScenario(
+            options: .init(burst: 10, output: output.output, diagnostics: output.diagnostics)
+        ).run()
         let folder = report.fileURL.deletingLastPathComponent()
         defer { try? FileManager.default.removeItem(at: folder) }
         #expect(report.lostNothing)
@@ -72,7 +98,8 @@ import Testing
 
     @Test func unusableFolderIsOneClearError() async {
         await #expect {
-            _ = try await DemoScenario(options: .init(burst: 1, folder: URL(fileURLWithPath: "/proc/justlog-demo"))).run()
+            _ = try await DemoScenario(options: .init(burst: 1, folder: URL(fileURLWithPath: "/proc/justlog-demo")))
+                .run()
         } throws: { error in
             (error as? ToolError)?.message.contains("pass --dir with a writable folder") == true
         }

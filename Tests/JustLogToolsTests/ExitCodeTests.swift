@@ -27,19 +27,22 @@ import Testing
     }
 
     @Test(arguments: [
-        ["view"],                                              // our own check: no file
-        ["view", "app.log", "--level", "loud"],               // our own check: a bad value
-        ["ship", "app.log"],                                   // our own check: no collector
+        ["view"],  // our own check: no file
+        ["view", "app.log", "--level", "loud"],  // our own check: a bad value
+        ["ship", "app.log"],  // our own check: no collector
         ["ship", "a.log", "--host", "h", "--port", "1", "--plain", "--allow-untrusted"],
         ["receive", "--out", "x", "--pretty"],
-        ["demo", "--events", "-1"],                            // ArgumentParser validation
-        ["view", "--bogus"],                                   // ArgumentParser parsing
+        ["demo", "--events", "-1"],  // ArgumentParser validation
+        ["view", "--bogus"],  // ArgumentParser parsing
     ])
     func aWrongCommandLineExits64WithOneLineAndAHint(arguments: [String]) async throws {
         let (status, stderr) = try await justlog(arguments)
         #expect(status == 64, "\(arguments): \(stderr)")
         let lines = stderr.split(separator: "\n")
-        #expect(lines.count == 1 && stderr.hasPrefix("justlog: ") && stderr.contains("--help"), "\(arguments): \(stderr)")
+        #expect(
+            lines.count == 1 && stderr.hasPrefix("justlog: ") && stderr.contains("--help"),
+            "\(arguments): \(stderr)"
+        )
     }
 
     @Test func aFailureExits1WithOneLine() async throws {

@@ -39,7 +39,10 @@ func withReceiver<T>(
         try await withReceiver(handler: received.record) { receiver, port in
             #expect(port > 0)
             #expect(receiver.port == port)
-            try PlainSocket.send(#"{"message":"one","event_id":"a"}"# + "\r\n\n" + #"{"message":"two","n":2}"# + "\n", port: port)
+            try PlainSocket.send(
+                #"{"message":"one","event_id":"a"}"# + "\r\n\n" + #"{"message":"two","n":2}"# + "\n",
+                port: port
+            )
             #expect(await eventually { received.count == 2 })
             let lines = received.all
             #expect(lines.map(\.connection) == [1, 1])
@@ -123,18 +126,22 @@ func withReceiver<T>(
                 try await second.start()
             } throws: { error in
                 guard let error = error as? LogstashError else { return false }
-                return error.message.contains("port \(port) on 127.0.0.1 is already in use") && error.message.contains("choose another port")
+                return error.message.contains("port \(port) on 127.0.0.1 is already in use")
+                    && error.message.contains("choose another port")
             }
             await second.stop()
         }
     }
 
     @Test func aMissingCertificateGivesAClearError() async throws {
-        let receiver = JSONLinesReceiver(configuration: .init(tls: .init(certificateFile: "/nonexistent/cert.pem", keyFile: "/nonexistent/key.pem"))) { _ in }
+        let receiver = JSONLinesReceiver(
+            configuration: .init(tls: .init(certificateFile: "/nonexistent/cert.pem", keyFile: "/nonexistent/key.pem"))
+        ) { _ in }
         await #expect {
             try await receiver.start()
         } throws: { error in
-            (error as? LogstashError)?.message.contains("can't read the server certificate /nonexistent/cert.pem") == true
+            (error as? LogstashError)?.message.contains("can't read the server certificate /nonexistent/cert.pem")
+                == true
         }
         await receiver.stop()
     }
@@ -143,13 +150,19 @@ func withReceiver<T>(
     func tlsRoundTripWithTheLogstashClientCountsEveryEventIDOnce() async throws {
         let certificates = try TestCertificates()
         let tally = EventIDTally()
-        let tls = JSONLinesReceiver.TLS(certificateFile: certificates.goodServer.certificate, keyFile: certificates.goodServer.key)
+        let tls = JSONLinesReceiver.TLS(
+            certificateFile: certificates.goodServer.certificate,
+            keyFile: certificates.goodServer.key
+        )
         try await withReceiver(.init(tls: tls), handler: tally.record) { receiver, port in
             let spoolFolder = try TemporaryDirectory(prefix: "receiver-spool")
             var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: port)
             configuration.caFile = certificates.caFile
             configuration.sendInterval = .milliseconds(20)
-            let client = try LogstashClient(configuration: configuration, spool: LogstashSpool(configuration: .init(directory: spoolFolder.path)))
+            let client = try LogstashClient(
+                configuration: configuration,
+                spool: LogstashSpool(configuration: .init(directory: spoolFolder.path))
+            )
             client.start()
             for index in 0..<200 {
                 try client.spool.append(Array(#"{"message":"m\#(index)","event_id":"e\#(index)"}"#.utf8))
@@ -170,7 +183,10 @@ func withReceiver<T>(
     @Test func theTallyCountsDuplicatesAndLinesWithoutEventID() async throws {
         let tally = EventIDTally()
         try await withReceiver(handler: tally.record) { _, port in
-            try PlainSocket.send(#"{"event_id":"1"}"# + "\n" + #"{"event_id":"2"}"# + "\n" + #"{"event_id":"1"}"# + "\n{}\nnope\n", port: port)
+            try PlainSocket.send(
+                #"{"event_id":"1"}"# + "\n" + #"{"event_id":"2"}"# + "\n" + #"{"event_id":"1"}"# + "\n{}\nnope\n",
+                port: port
+            )
             #expect(await eventually { tally.snapshot.lines == 5 })
             let snapshot = tally.snapshot
             #expect(snapshot.uniqueEventIDs == 2)

@@ -5,7 +5,11 @@ import JustLogTestSupport
 /// Records and log files written by a real `FileDestination`, for the view and ship tests.
 enum LogFiles {
     static func record(
-        _ level: LogLevel, _ message: String, userInfo: [String: LogValue] = [:], at timestamp: LogTimestamp = .now(), id: String? = nil
+        _ level: LogLevel,
+        _ message: String,
+        userInfo: [String: LogValue] = [:],
+        at timestamp: LogTimestamp = .now(),
+        id: String? = nil
     ) -> LogRecord {
         var info = userInfo
         info[UserInfoKey.logType] = .string(level.logType)
@@ -26,7 +30,12 @@ enum LogFiles {
     /// A file destination on `url` (UTC line times), rotating past `maximumFileSize`.
     static func destination(_ url: URL, maximumFileSize: Int = 10 << 20, retained: Int = 5) throws -> FileDestination {
         try FileDestination(
-            configuration: .init(url: url, maximumFileSize: maximumFileSize, retainedFileCount: retained, timeZone: TimeZone(identifier: "UTC")!),
+            configuration: .init(
+                url: url,
+                maximumFileSize: maximumFileSize,
+                retainedFileCount: retained,
+                timeZone: TimeZone(identifier: "UTC")!
+            ),
             diagnostics: DiagnosticSink { _ in }
         )
     }

@@ -8,7 +8,13 @@ import Testing
 
 /// Our receiver against an independent Beats client: pylogbeat (PyPI), which sends windows of zlib-compressed
 /// JSON frames and raises unless the ACK covers the whole window.
-@Suite(.serialized, .enabled(if: Collectors.pylogbeatAvailable || Collectors.required, "pylogbeat not installed (pip install pylogbeat); set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: Collectors.pylogbeatAvailable || Collectors.required,
+        "pylogbeat not installed (pip install pylogbeat); set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"
+    )
+)
 struct PylogbeatInteropTests {
     @Test(arguments: [false, true])
     func pylogbeatSendsThroughOurReceiverAndEveryEventArrives(tls: Bool) async throws {
@@ -16,7 +22,9 @@ struct PylogbeatInteropTests {
         let certificates = tls ? try TestCertificates() : nil
         let tally = EventIDTally()
         let receiver = BeatsReceiver(
-            configuration: .init(tls: certificates.map { .init(certificateFile: $0.goodServer.certificate, keyFile: $0.goodServer.key) }),
+            configuration: .init(
+                tls: certificates.map { .init(certificateFile: $0.goodServer.certificate, keyFile: $0.goodServer.key) }
+            ),
             handler: tally.record
         )
         let port = try await receiver.start()

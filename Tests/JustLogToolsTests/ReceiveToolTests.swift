@@ -12,13 +12,20 @@ func withReceiveTool(
 ) async throws -> ReceiveTool.Summary {
     let output = LineCapture()
     let errors = LineCapture()
-    var options = ReceiveTool.Options(port: 0, colors: .never, timeZone: TimeZone(identifier: "UTC")!, output: output.output, errors: errors.output)
+    var options = ReceiveTool.Options(
+        port: 0,
+        colors: .never,
+        timeZone: TimeZone(identifier: "UTC")!,
+        output: output.output,
+        errors: errors.output
+    )
     change(&options)
     let port = LockedValue<Int?>(nil)
     let tool = ReceiveTool(options: options)
     let task = Task { try await tool.run { bound in port.withLock { $0 = bound } } }
     defer { task.cancel() }
-    guard await eventually(timeout: .seconds(60), { port.withLock { $0 } != nil }), let bound = port.withLock({ $0 }) else {
+    guard await eventually(timeout: .seconds(60), { port.withLock { $0 } != nil }), let bound = port.withLock({ $0 })
+    else {
         task.cancel()
         _ = try await task.value
         throw ToolError("the receive tool did not start: \(errors.text)")
@@ -29,11 +36,15 @@ func withReceiveTool(
 }
 
 @Suite struct ReceiveToolTests {
-    static let warning = #"{"@timestamp":"2016-12-24T12:31:38.475Z","app":"my app","event_id":"e1","log_type":"warning","message":"oh no","n":3}"#
+    static let warning =
+        #"{"@timestamp":"2016-12-24T12:31:38.475Z","app":"my app","event_id":"e1","log_type":"warning","message":"oh no","n":3}"#
 
     @Test func prettyPrintsEachEventAsOneReadableLineAndCountsOnStop() async throws {
         let summary = try await withReceiveTool({ $0.pretty = true }) { port, output, errors in
-            try PlainSocket.send(Self.warning + "\n" + #"{"message":"plain","log_type":"info","tags":["a","b"]}"# + "\n", port: port)
+            try PlainSocket.send(
+                Self.warning + "\n" + #"{"message":"plain","log_type":"info","tags":["a","b"]}"# + "\n",
+                port: port
+            )
             #expect(await eventually { output.lines.count == 2 })
             #expect(output.lines[0] == #"2016-12-24 12:31:38.475  ⚠️ WARNING  oh no app="my app" event_id=e1 n=3"#)
             #expect(output.lines[1].hasSuffix(#"ℹ️ INFO     plain tags=["a","b"]"#))
@@ -44,7 +55,11 @@ func withReceiveTool(
 
     @Test func prettyOutputIsTerminalSafe() async throws {
         _ = try await withReceiveTool({ $0.pretty = true }) { port, output, _ in
-            try PlainSocket.send(#"{"message":"ok\n2016-12-24 12:00:00.000  ☠️ ERROR: forged \u001b[31mred","log_type":"info","k\u001b":"v\r"}"# + "\n", port: port)
+            try PlainSocket.send(
+                #"{"message":"ok\n2016-12-24 12:00:00.000  ☠️ ERROR: forged \u001b[31mred","log_type":"info","k\u001b":"v\r"}"#
+                    + "\n",
+                port: port
+            )
             #expect(await eventually { output.lines.count == 1 })
             let line = output.text
             #expect(!line.dropLast().contains("\n"))
@@ -54,7 +69,10 @@ func withReceiveTool(
     }
 
     @Test func colorsOnlyWhenAskedFor() async throws {
-        _ = try await withReceiveTool({ $0.colors = .always; $0.pretty = true }) { port, output, _ in
+        _ = try await withReceiveTool({
+            $0.colors = .always
+            $0.pretty = true
+        }) { port, output, _ in
             try PlainSocket.send(Self.warning + "\n", port: port)
             #expect(await eventually { output.lines.count == 1 })
             #expect(output.text.contains("\u{1B}[33mWARNING"))
@@ -77,7 +95,11 @@ func withReceiveTool(
         let summary = try await withReceiveTool({ $0.outFile = file }) { port, output, errors in
             try PlainSocket.send(Self.warning + "\r\n" + #"{"message":"second"}"# + "\n", port: port)
             try PlainSocket.send(#"{"message":"third"}"#, port: port)
-            #expect(await eventually { ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").count == 3 })
+            #expect(
+                await eventually {
+                    ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").count == 3
+                }
+            )
             #expect(output.text.isEmpty)
             #expect(errors.text.contains("appending raw lines to \(file)"))
         }
@@ -102,8 +124,14 @@ func withReceiveTool(
     @Test func badOptionsAreOneLineErrors() async throws {
         let cases: [(ReceiveTool.Options, String)] = [
             (.init(port: 0, tlsCertificateFile: "/tmp/x.pem"), "--tls-cert needs --tls-key"),
-            (.init(port: 0, tlsCertificateFile: "/nonexistent.pem", tlsKeyFile: "/nonexistent.key"), "--tls-cert /nonexistent.pem: no such readable file"),
-            (.init(port: 0, outFile: "/nonexistent-folder/x.jsonl"), "can't open /nonexistent-folder/x.jsonl for appending"),
+            (
+                .init(port: 0, tlsCertificateFile: "/nonexistent.pem", tlsKeyFile: "/nonexistent.key"),
+                "--tls-cert /nonexistent.pem: no such readable file"
+            ),
+            (
+                .init(port: 0, outFile: "/nonexistent-folder/x.jsonl"),
+                "can't open /nonexistent-folder/x.jsonl for appending"
+            ),
             (.init(port: 0, outFile: "/tmp/x", pretty: true), "--out and --pretty can't be used together"),
             (.init(port: 70000), "--port 70000 is not a TCP port"),
         ]
@@ -138,7 +166,10 @@ func withReceiveTool(
             let spoolFolder = try TemporaryDirectory(prefix: "receive-spool")
             var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: port)
             configuration.caFile = certificates.caFile
-            let client = try LogstashClient(configuration: configuration, spool: LogstashSpool(configuration: .init(directory: spoolFolder.path)))
+            let client = try LogstashClient(
+                configuration: configuration,
+                spool: LogstashSpool(configuration: .init(directory: spoolFolder.path))
+            )
             client.start()
             try client.spool.append(Array(Self.warning.utf8))
             try await client.flush()

@@ -6,7 +6,9 @@ import Testing
 /// The `justlog` executable built with the tests, next to the test bundle.
 func justlogProgram() throws -> URL {
     let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for candidate in [bundle, bundle.deletingLastPathComponent(), bundle.deletingLastPathComponent().deletingLastPathComponent()] {
+    for candidate in [
+        bundle, bundle.deletingLastPathComponent(), bundle.deletingLastPathComponent().deletingLastPathComponent(),
+    ] {
         let url = candidate.appendingPathComponent("justlog")
         if FileManager.default.isExecutableFile(atPath: url.path) { return url }
     }
@@ -18,7 +20,13 @@ struct ToolTestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: Collectors.syslogNGAvailable || Collectors.required,
+        "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"
+    )
+)
 struct ShipChildProcessTests {
     /// SIGINT: the ship stops reading, sends what it spooled, closes cleanly and saves its checkpoint, so a
     /// rerun delivers every line exactly once. SIGKILL: nothing can be saved at the last moment, so the rerun
@@ -36,17 +44,24 @@ struct ShipChildProcessTests {
         let folder = try TemporaryDirectory(prefix: "ship-kill")
         let url = folder.appending("app.log")
         let file = try LogFiles.destination(url, maximumFileSize: 4 << 20, retained: 5)
-        let records = (0..<20_000).map { LogFiles.record(.info, "event \($0)", userInfo: ["padding": .string(String(repeating: "p", count: 200))]) }
+        let records = (0..<20_000).map {
+            LogFiles.record(.info, "event \($0)", userInfo: ["padding": .string(String(repeating: "p", count: 200))])
+        }
         LogFiles.write(records, to: file)
         file.shutdown()
-        let files = [url.path + ".3", url.path + ".2", url.path + ".1", url.path].filter { FileManager.default.fileExists(atPath: $0) }
+        let files = [url.path + ".3", url.path + ".2", url.path + ".1", url.path].filter {
+            FileManager.default.fileExists(atPath: $0)
+        }
         #expect(files.count == 3)
         let spool = folder.file("spool")
 
         func ship() throws -> Process {
             let process = Process()
             process.executableURL = program
-            process.arguments = ["ship"] + files + ["--host", "127.0.0.1", "--port", "\(syslog.plainPort)", "--plain", "--spool", spool]
+            process.arguments =
+                ["ship"] + files + [
+                    "--host", "127.0.0.1", "--port", "\(syslog.plainPort)", "--plain", "--spool", spool,
+                ]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle(forWritingAtPath: "/dev/null")
             try process.run()
@@ -57,7 +72,9 @@ struct ShipChildProcessTests {
         // signal handlers are installed).
         let first = try ship()
         let started = await eventually(timeout: .seconds(30)) {
-            !first.isRunning || (syslog.receivedLines().count > 100 && FileManager.default.fileExists(atPath: spool + "/checkpoints.json"))
+            !first.isRunning
+                || (syslog.receivedLines().count > 100
+                    && FileManager.default.fileExists(atPath: spool + "/checkpoints.json"))
         }
         #expect(started)
         let killedMidway = first.isRunning
@@ -79,19 +96,26 @@ struct ShipChildProcessTests {
         #expect(second.terminationStatus == 0)
 
         let expected = Set(records.map(\.eventID))
-        #expect(await eventually(timeout: .seconds(60)) { Set(Self.eventIDs(syslog.receivedLines())).isSuperset(of: expected) })
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                Set(Self.eventIDs(syslog.receivedLines())).isSuperset(of: expected)
+            }
+        )
         let received = syslog.receivedLines()
         let ids = Self.eventIDs(received)
         #expect(Set(ids) == expected)
         if signal == SIGINT {
             #expect(ids.count == expected.count, "exactly once after SIGINT: \(ids.count - expected.count) duplicates")
         }
-        print("\(name): received \(received.count) lines for \(expected.count) events (\(received.count - Set(ids).count) duplicates)")
+        print(
+            "\(name): received \(received.count) lines for \(expected.count) events (\(received.count - Set(ids).count) duplicates)"
+        )
     }
 
     static func eventIDs(_ lines: [String]) -> [String] {
         lines.compactMap { line in
-            guard case .object(let object)? = try? JSONReader.parse(line), case .string(let id)? = object["event_id"] else { return nil }
+            guard case .object(let object)? = try? JSONReader.parse(line), case .string(let id)? = object["event_id"]
+            else { return nil }
             return id
         }
     }

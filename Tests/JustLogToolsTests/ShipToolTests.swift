@@ -17,35 +17,69 @@ private func requireCollectors() -> Bool {
 
 /// Log files written by a real FileDestination: `count` events, rotated past `maximumFileSize`; returns the
 /// files oldest first and every line written, in order.
-private func writeLogFiles(_ folder: TemporaryDirectory, count: Int, maximumFileSize: Int) throws -> (files: [String], lines: [String]) {
+private func writeLogFiles(
+    _ folder: TemporaryDirectory,
+    count: Int,
+    maximumFileSize: Int
+) throws -> (files: [String], lines: [String]) {
     let url = folder.appending("app.log")
     let file = try LogFiles.destination(url, maximumFileSize: maximumFileSize, retained: 50)
-    LogFiles.write((0..<count).map { index in
-        LogFiles.record(LogLevel.allCases[index % 5], "event \(index)", userInfo: ["index": .int(Int64(index)), "user": ["id": 42]])
-    }, to: file)
+    LogFiles.write(
+        (0..<count).map { index in
+            LogFiles.record(
+                LogLevel.allCases[index % 5],
+                "event \(index)",
+                userInfo: ["index": .int(Int64(index)), "user": ["id": 42]]
+            )
+        },
+        to: file
+    )
     file.shutdown()
     let rotated = (1...50).map { "\(url.path).\($0)" }.filter { FileManager.default.fileExists(atPath: $0) }
     let files = rotated.reversed() + [url.path]
-    let lines = try files.flatMap { try String(contentsOfFile: $0, encoding: .utf8).split(separator: "\n").map(String.init) }
+    let lines = try files.flatMap {
+        try String(contentsOfFile: $0, encoding: .utf8).split(separator: "\n").map(String.init)
+    }
     return (files, lines)
 }
 
 /// The ship options for tests: output captured, quick progress.
-private func shipOptions(_ files: [String], port: Int, spool: String, errors: LineCapture = LineCapture()) -> ShipTool.Options {
+private func shipOptions(
+    _ files: [String],
+    port: Int,
+    spool: String,
+    errors: LineCapture = LineCapture()
+) -> ShipTool.Options {
     ShipTool.Options(
-        files: files, host: "127.0.0.1", port: port, useTLS: false, spoolDirectory: spool, connectTimeout: .seconds(5),
-        stallTimeout: .seconds(10), progress: LineCapture().output, output: LineCapture().output, errors: errors.output
+        files: files,
+        host: "127.0.0.1",
+        port: port,
+        useTLS: false,
+        spoolDirectory: spool,
+        connectTimeout: .seconds(5),
+        stallTimeout: .seconds(10),
+        progress: LineCapture().output,
+        output: LineCapture().output,
+        errors: errors.output
     )
 }
 
 private func eventIDs(_ lines: [String]) -> [String] {
     lines.compactMap { line in
-        guard case .object(let object)? = try? JSONReader.parse(line), case .string(let id)? = object["event_id"] else { return nil }
+        guard case .object(let object)? = try? JSONReader.parse(line), case .string(let id)? = object["event_id"] else {
+            return nil
+        }
         return id
     }
 }
 
-@Suite(.serialized, .enabled(if: Collectors.syslogNGAvailable || Collectors.required, "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: Collectors.syslogNGAvailable || Collectors.required,
+        "syslog-ng or openssl not installed; set JUSTLOG_REQUIRE_COLLECTORS=1 to fail instead"
+    )
+)
 struct ShipToolTests {
     @Test(arguments: [false, true])
     func shipsRotatedFilesSoEveryLineArrivesOnceInTheFlattenedForm(tls: Bool) async throws {
@@ -68,7 +102,9 @@ struct ShipToolTests {
         let received = syslog.receivedLines()
         #expect(received.count == 1000)
         // Exactly the flattened form of each file line, in order, with the event's own id and time.
-        let expected = try lines.map { String(decoding: FlattenedFormat.encode(try FileLine(parsing: Substring($0)).record), as: UTF8.self) }
+        let expected = try lines.map {
+            String(decoding: FlattenedFormat.encode(try FileLine(parsing: Substring($0)).record), as: UTF8.self)
+        }
         #expect(received == expected)
         guard case .object(let first)? = try? JSONReader.parse(received[0]),
             case .object(let line)? = try? JSONReader.parse(String(lines[0][lines[0].firstIndex(of: "{")!...])),
@@ -110,7 +146,8 @@ struct ShipToolTests {
             _ = try await first.value
         } throws: { error in
             guard let error = error as? ToolError else { return false }
-            return error.exitCode == 130 && error.message.hasPrefix("interrupted:") && error.message.contains("run the same command again")
+            return error.exitCode == 130 && error.message.hasPrefix("interrupted:")
+                && error.message.contains("run the same command again")
         }
         let checkpoint = try String(contentsOfFile: spool + "/checkpoints.json", encoding: .utf8)
         #expect(checkpoint.contains("\"offset\""))
@@ -126,7 +163,10 @@ struct ShipToolTests {
         let ids = eventIDs(received)
         #expect(received.count == 6000, "first run delivered \(afterFirst)")
         #expect(Set(ids).count == 6000)
-        #expect(Set(ids) == Set(eventIDs(try lines.map { String(decoding: try ShipToolTests.flattened($0), as: UTF8.self) })))
+        #expect(
+            Set(ids)
+                == Set(eventIDs(try lines.map { String(decoding: try ShipToolTests.flattened($0), as: UTF8.self) }))
+        )
     }
 
     @Test func anUnreachableCollectorIsOneClearErrorWithinSeconds() async throws {
@@ -141,7 +181,9 @@ struct ShipToolTests {
         } throws: { error in
             guard let error = error as? ToolError else { return false }
             return error.exitCode == 1 && !error.message.contains("\n")
-                && error.message.hasPrefix("can't connect to 127.0.0.1:\(port) (connection refused): check --host and --port")
+                && error.message.hasPrefix(
+                    "can't connect to 127.0.0.1:\(port) (connection refused): check --host and --port"
+                )
                 && error.message.contains("50 event(s) stay in")
         }
         #expect(ContinuousClock.now - start < .seconds(15))
@@ -161,7 +203,8 @@ struct ShipToolTests {
             _ = try await ShipTool(options: options).run()
         } throws: { error in
             guard let error = error as? ToolError else { return false }
-            return !error.message.contains("\n") && error.message.hasPrefix("the TLS certificate of 127.0.0.1:\(syslog.tlsPort) was refused")
+            return !error.message.contains("\n")
+                && error.message.hasPrefix("the TLS certificate of 127.0.0.1:\(syslog.tlsPort) was refused")
                 && error.message.contains("--ca-file")
         }
         #expect(syslog.receivedLines().isEmpty)
@@ -184,7 +227,9 @@ struct ShipToolTests {
         let port = try await receiver.start()
         defer { Task { await receiver.stop() } }
         let errors = LineCapture()
-        let summary = try await ShipTool(options: shipOptions(files, port: port, spool: folder.file("spool"), errors: errors)).run()
+        let summary = try await ShipTool(
+            options: shipOptions(files, port: port, spool: folder.file("spool"), errors: errors)
+        ).run()
         #expect(summary.progress.skipped == 1)
         #expect(errors.lines == ["\(files[0]):4: no JSON object on the line, skipped"])
         #expect(await tally.waitUntil(uniqueEventIDs: 3, timeout: .seconds(60)))
@@ -196,16 +241,23 @@ struct ShipToolTests {
         let folder = try TemporaryDirectory(prefix: "ship-notalog")
         let (files, _) = try writeLogFiles(folder, count: 3, maximumFileSize: 1 << 20)
         let other = folder.file("notes.txt")
-        try (0..<100).map { "line \($0) of something else" }.joined(separator: "\n").write(toFile: other, atomically: true, encoding: .utf8)
+        try (0..<100).map { "line \($0) of something else" }.joined(separator: "\n").write(
+            toFile: other,
+            atomically: true,
+            encoding: .utf8
+        )
         let tally = EventIDTally()
         let receiver = JSONLinesReceiver(configuration: .init(), handler: tally.record)
         let port = try await receiver.start()
         defer { Task { await receiver.stop() } }
         let errors = LineCapture()
         await #expect {
-            _ = try await ShipTool(options: shipOptions(files + [other], port: port, spool: folder.file("spool"), errors: errors)).run()
+            _ = try await ShipTool(
+                options: shipOptions(files + [other], port: port, spool: folder.file("spool"), errors: errors)
+            ).run()
         } throws: { error in
-            (error as? ToolError)?.message == "\(other) has no log line: give files written by JustLog's file destination"
+            (error as? ToolError)?.message
+                == "\(other) has no log line: give files written by JustLog's file destination"
         }
         #expect(errors.lines.count == 21)
         #expect(errors.lines.last == "… and 80 more line(s) skipped")
@@ -237,7 +289,10 @@ struct ShipToolTests {
             (.init(files: [], host: "h", port: 1), "no log file given"),
             (.init(files: ["x"], host: "", port: 1), "pass --host and --port"),
             (.init(files: ["x"], host: "h", port: 0), "--port 0 is not a TCP port"),
-            (.init(files: ["x"], host: "h", port: 1, caFile: "/nonexistent.pem"), "--ca-file /nonexistent.pem: no such readable file"),
+            (
+                .init(files: ["x"], host: "h", port: 1, caFile: "/nonexistent.pem"),
+                "--ca-file /nonexistent.pem: no such readable file"
+            ),
             (.init(files: [folder.file("missing.log")], host: "h", port: 1), "missing.log: No such file or directory"),
         ]
         for (options, expected) in cases {
@@ -261,8 +316,14 @@ struct ShipToolTests {
         let first = folder(["/var/log/app/app.log.1", "/var/log/app/app.log"])
         #expect(first.hasPrefix("/home/ann/.cache/justlog/ship/app.log.1-"), "\(first)")
         #expect(!first.hasPrefix("/var/log"))
-        #expect(first == folder(["/var/log/app/app.log.1", "/var/log/app/app.log"]), "a rerun finds the same spool (and its checkpoints)")
-        #expect(first != folder(["/var/log/app/app.log.1", "/var/log/app/app.log"], port: 5001), "another collector, another spool")
+        #expect(
+            first == folder(["/var/log/app/app.log.1", "/var/log/app/app.log"]),
+            "a rerun finds the same spool (and its checkpoints)"
+        )
+        #expect(
+            first != folder(["/var/log/app/app.log.1", "/var/log/app/app.log"], port: 5001),
+            "another collector, another spool"
+        )
         #expect(first != folder(["/srv/other/app.log.1", "/var/log/app/app.log"]), "other files, another spool")
     }
 }

@@ -17,28 +17,51 @@ private func shownMessage(_ line: String) -> String {
 }
 
 /// Runs the view tool (not following) and returns its summary and what it printed.
-private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void = { _ in }) async throws -> (ViewTool.Summary, LineCapture, LineCapture) {
+private func view(
+    _ files: [String],
+    _ change: (inout ViewTool.Options) -> Void = { _ in }
+) async throws -> (ViewTool.Summary, LineCapture, LineCapture) {
     let output = LineCapture()
     let errors = LineCapture()
-    var options = ViewTool.Options(files: files, colors: .never, timeZone: utc, output: output.output, errors: errors.output)
+    var options = ViewTool.Options(
+        files: files,
+        colors: .never,
+        timeZone: utc,
+        output: output.output,
+        errors: errors.output
+    )
     change(&options)
     let summary = try await ViewTool(options: options).run()
     return (summary, output, errors)
 }
 
 @Suite struct ViewToolTests {
-    static let base = LogTimestamp(nanosecondsSinceEpoch: 1_482_582_698_475_000_000)   // 2016-12-24T12:31:38.475Z
+    static let base = LogTimestamp(nanosecondsSinceEpoch: 1_482_582_698_475_000_000)  // 2016-12-24T12:31:38.475Z
 
     /// A file with one event per level, one of them old.
     private func sampleFile(_ folder: TemporaryDirectory) throws -> String {
         let url = folder.appending("app.log")
         let file = try LogFiles.destination(url)
-        LogFiles.write([
-            LogFiles.record(.verbose, "starting", at: LogTimestamp(nanosecondsSinceEpoch: Self.base.nanosecondsSinceEpoch - 3_600_000_000_000), id: "e0"),
-            LogFiles.record(.info, "Payment accepted", userInfo: ["amount": 12.5], at: Self.base, id: "e1"),
-            LogFiles.record(.warning, "gateway slow", userInfo: ["service": "payment-gw", "latency ms": 2350], at: Self.base, id: "e2"),
-            LogFiles.record(.error, "checkout failed", userInfo: ["order": ["id": 7]], at: Self.base, id: "e3"),
-        ], to: file)
+        LogFiles.write(
+            [
+                LogFiles.record(
+                    .verbose,
+                    "starting",
+                    at: LogTimestamp(nanosecondsSinceEpoch: Self.base.nanosecondsSinceEpoch - 3_600_000_000_000),
+                    id: "e0"
+                ),
+                LogFiles.record(.info, "Payment accepted", userInfo: ["amount": 12.5], at: Self.base, id: "e1"),
+                LogFiles.record(
+                    .warning,
+                    "gateway slow",
+                    userInfo: ["service": "payment-gw", "latency ms": 2350],
+                    at: Self.base,
+                    id: "e2"
+                ),
+                LogFiles.record(.error, "checkout failed", userInfo: ["order": ["id": 7]], at: Self.base, id: "e3"),
+            ],
+            to: file
+        )
         file.shutdown()
         return url.path
     }
@@ -46,12 +69,14 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
     @Test func printsAlignedReadableLines() async throws {
         let folder = try TemporaryDirectory(prefix: "view")
         let (summary, output, errors) = try await view([try sampleFile(folder)])
-        #expect(output.lines == [
-            "2016-12-24 11:31:38.475  📣 VERBOSE  starting",
-            "2016-12-24 12:31:38.475  ℹ️ INFO     Payment accepted amount=12.5",
-            #"2016-12-24 12:31:38.475  ⚠️ WARNING  gateway slow "latency ms"=2350 service=payment-gw"#,
-            #"2016-12-24 12:31:38.475  ☠️ ERROR    checkout failed order={"id":7}"#,
-        ])
+        #expect(
+            output.lines == [
+                "2016-12-24 11:31:38.475  📣 VERBOSE  starting",
+                "2016-12-24 12:31:38.475  ℹ️ INFO     Payment accepted amount=12.5",
+                #"2016-12-24 12:31:38.475  ⚠️ WARNING  gateway slow "latency ms"=2350 service=payment-gw"#,
+                #"2016-12-24 12:31:38.475  ☠️ ERROR    checkout failed order={"id":7}"#,
+            ]
+        )
         #expect(errors.text.isEmpty)
         #expect(summary.events == 4)
         #expect(summary.shown == 4)
@@ -118,15 +143,21 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         let folder = try TemporaryDirectory(prefix: "view")
         let log = try sampleFile(folder)
         let other = folder.file("notes.txt")
-        try (0..<500).map { "line \($0) of something else" }.joined(separator: "\n").write(toFile: other, atomically: true, encoding: .utf8)
-        let output = LineCapture(), errors = LineCapture()
+        try (0..<500).map { "line \($0) of something else" }.joined(separator: "\n").write(
+            toFile: other,
+            atomically: true,
+            encoding: .utf8
+        )
+        let output = LineCapture()
+        let errors = LineCapture()
         var options = ViewTool.Options(files: [log, other], timeZone: utc)
         options.output = output.output
         options.errors = errors.output
         await #expect {
             _ = try await ViewTool(options: options).run()
         } throws: { error in
-            (error as? ToolError)?.message == "\(other) has no log line: give files written by JustLog's file destination"
+            (error as? ToolError)?.message
+                == "\(other) has no log line: give files written by JustLog's file destination"
         }
         #expect(output.lines.count == 4, "the log file's events are still shown")
         #expect(errors.lines.count == 21)
@@ -140,7 +171,10 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         LogFiles.write((0..<20).map { LogFiles.record(.info, "event \($0)") }, to: file)
         file.shutdown()
         let rotated = (1...10).map { "\(url.path).\($0)" }.filter { FileManager.default.fileExists(atPath: $0) }
-        #expect(rotated.count >= 3, "\((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []) \((try? String(contentsOf: url, encoding: .utf8)) ?? "")")
+        #expect(
+            rotated.count >= 3,
+            "\((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []) \((try? String(contentsOf: url, encoding: .utf8)) ?? "")"
+        )
         let (summary, output, errors) = try await view(rotated.reversed() + [url.path])
         #expect(errors.text.isEmpty)
         #expect(summary.events == 20)
@@ -152,9 +186,11 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         let path = try sampleFile(folder)
         let output = LineCapture()
         await #expect {
-            _ = try await ViewTool(options: .init(files: [path, folder.file("missing.log")], output: output.output)).run()
+            _ = try await ViewTool(options: .init(files: [path, folder.file("missing.log")], output: output.output))
+                .run()
         } throws: { error in
-            (error as? ToolError)?.message == "\(folder.file("missing.log")): No such file or directory; give the path of a log file written by the file destination"
+            (error as? ToolError)?.message
+                == "\(folder.file("missing.log")): No such file or directory; give the path of a log file written by the file destination"
         }
         #expect(output.text.isEmpty)
     }
@@ -168,10 +204,17 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
 
         let output = LineCapture()
         let errors = LineCapture()
-        let tool = ViewTool(options: .init(
-            files: [url.path], follow: true, colors: .never, timeZone: utc, pollInterval: .milliseconds(5),
-            output: output.output, errors: errors.output
-        ))
+        let tool = ViewTool(
+            options: .init(
+                files: [url.path],
+                follow: true,
+                colors: .never,
+                timeZone: utc,
+                pollInterval: .milliseconds(5),
+                output: output.output,
+                errors: errors.output
+            )
+        )
         let task = Task { try await tool.run() }
         defer { task.cancel() }
         #expect(await eventually { output.lines.count == 1 })
@@ -203,10 +246,17 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         try line("first file").write(to: url, atomically: false, encoding: .utf8)
         let output = LineCapture()
         let errors = LineCapture()
-        let tool = ViewTool(options: .init(
-            files: [url.path], follow: true, colors: .never, timeZone: utc, pollInterval: .milliseconds(300),
-            output: output.output, errors: errors.output
-        ))
+        let tool = ViewTool(
+            options: .init(
+                files: [url.path],
+                follow: true,
+                colors: .never,
+                timeZone: utc,
+                pollInterval: .milliseconds(300),
+                output: output.output,
+                errors: errors.output
+            )
+        )
         let task = Task { try await tool.run() }
         defer { task.cancel() }
         #expect(await eventually { output.lines.count == 1 })
@@ -232,13 +282,22 @@ private func view(_ files: [String], _ change: (inout ViewTool.Options) -> Void 
         defer { file.shutdown() }
         LogFiles.write([LogFiles.record(.info, "before truncation, a long message to make the file longer")], to: file)
         let output = LineCapture()
-        let tool = ViewTool(options: .init(files: [url.path], follow: true, colors: .never, pollInterval: .milliseconds(5), output: output.output))
+        let tool = ViewTool(
+            options: .init(
+                files: [url.path],
+                follow: true,
+                colors: .never,
+                pollInterval: .milliseconds(5),
+                output: output.output
+            )
+        )
         let task = Task { try await tool.run() }
         defer { task.cancel() }
         #expect(await eventually { output.lines.count == 1 })
         #expect(truncate(url.path, 0) == 0)
         // Write through another handle, as a copytruncate rotation leaves the writer appending at 0.
-        try Array(#"2016-12-24 12:31:38.475  ℹ️ INFO: {"message":"after","metadata":{},"userInfo":{}}"#.utf8 + [10]).withUnsafeBytes { try Data($0).write(to: url) }
+        try Array(#"2016-12-24 12:31:38.475  ℹ️ INFO: {"message":"after","metadata":{},"userInfo":{}}"#.utf8 + [10])
+            .withUnsafeBytes { try Data($0).write(to: url) }
         #expect(await eventually { output.lines.count == 2 })
         #expect(output.lines.last?.hasSuffix("after") == true)
         task.cancel()

@@ -1,4 +1,5 @@
 public import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -30,7 +31,8 @@ public final class ConsoleDestination: LogDestination {
         /// The zone of line times. Default: the local zone.
         public var timeZone: TimeZone
 
-        public init(output: TextOutput = .standardOutput, colors: ColorMode = .automatic, timeZone: TimeZone = .current) {
+        public init(output: TextOutput = .standardOutput, colors: ColorMode = .automatic, timeZone: TimeZone = .current)
+        {
             self.output = output
             self.colors = colors
             self.timeZone = timeZone

@@ -38,8 +38,13 @@ public final class FileDestination: LogDestination {
         /// that a full disk costs no system call per event. A flush always tries. Default 1 s.
         public var retryInterval: Double
 
-        public init(url: URL, maximumFileSize: Int = 10 << 20, retainedFileCount: Int = 5, timeZone: TimeZone = .current,
-                    retryInterval: Double = 1) {
+        public init(
+            url: URL,
+            maximumFileSize: Int = 10 << 20,
+            retainedFileCount: Int = 5,
+            timeZone: TimeZone = .current,
+            retryInterval: Double = 1
+        ) {
             self.url = url
             self.maximumFileSize = max(1, maximumFileSize)
             self.retainedFileCount = max(0, retainedFileCount)
@@ -116,7 +121,10 @@ public final class FileDestination: LogDestination {
     }
 
     private func lossLine(lost: UInt64, error: String) -> [UInt8] {
-        let event = LogEvent.report("JustLog could not write \(lost) event(s) to this file: \(error)", userInfo: ["lost_events": .uint(lost)])
+        let event = LogEvent.report(
+            "JustLog could not write \(lost) event(s) to this file: \(error)",
+            userInfo: ["lost_events": .uint(lost)]
+        )
         let record = RecordBuilder(runtime: .current).record(for: event, sequence: 0)
         var line: [UInt8] = []
         format.writeFileLine(for: record, into: &line)

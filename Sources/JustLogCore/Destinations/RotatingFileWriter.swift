@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -43,7 +44,13 @@ struct RotatingFileWriter: Sendable {
     /// ``totalLostEvents`` when the diagnostics sink was last told the count, so that it is told only news.
     private var lastReportedTotal: UInt64 = 0
 
-    init(path: String, maximumFileSize: Int, retainedFileCount: Int, retryInterval: Duration, diagnostics: DiagnosticSink) {
+    init(
+        path: String,
+        maximumFileSize: Int,
+        retainedFileCount: Int,
+        retryInterval: Duration,
+        diagnostics: DiagnosticSink
+    ) {
         self.path = path
         self.maximumFileSize = maximumFileSize
         self.retainedFileCount = retainedFileCount
@@ -222,7 +229,10 @@ struct RotatingFileWriter: Sendable {
             size += kept
             if kept > 0 { endsMidLine = false }
         }
-        let error = JustLogError(.fileSystem, "cannot write to the log file \(path): \(String(cString: strerror(errorNumber)))")
+        let error = JustLogError(
+            .fileSystem,
+            "cannot write to the log file \(path): \(String(cString: strerror(errorNumber)))"
+        )
         return (whole, error)
     }
 
@@ -245,7 +255,10 @@ struct RotatingFileWriter: Sendable {
             failure?.retryAt = retryAt
         }
         lose(UInt64(max(0, count)))
-        diagnostics.reportOnce(key: "file.write.\(path)", "\(error.message); events are counted as lost until writing works again")
+        diagnostics.reportOnce(
+            key: "file.write.\(path)",
+            "\(error.message); events are counted as lost until writing works again"
+        )
     }
 
     private mutating func lose(_ count: UInt64) {

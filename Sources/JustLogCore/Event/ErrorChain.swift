@@ -72,12 +72,17 @@ public struct ErrorChain: Sendable {
         } else {
             description = String(describing: error)
         }
-        let reason = userInfo[NSLocalizedFailureReasonErrorKey] as? String
+        let reason =
+            userInfo[NSLocalizedFailureReasonErrorKey] as? String
             ?? (error as? any LocalizedError)?.failureReason
-        let suggestion = userInfo[NSLocalizedRecoverySuggestionErrorKey] as? String
+        let suggestion =
+            userInfo[NSLocalizedRecoverySuggestionErrorKey] as? String
             ?? (error as? any LocalizedError)?.recoverySuggestion
         var underlying = userInfo[NSUnderlyingErrorKey] as? any Error
-        for key in [NSLocalizedDescriptionKey, NSLocalizedFailureReasonErrorKey, NSLocalizedRecoverySuggestionErrorKey, NSUnderlyingErrorKey] {
+        for key in [
+            NSLocalizedDescriptionKey, NSLocalizedFailureReasonErrorKey, NSLocalizedRecoverySuggestionErrorKey,
+            NSUnderlyingErrorKey,
+        ] {
             userInfo[key] = nil
         }
         if underlying == nil, !(type(of: error) is NSError.Type) {
@@ -97,11 +102,13 @@ public struct ErrorChain: Sendable {
             localizedDescription: description,
             failureReason: reason,
             recoverySuggestion: suggestion,
-            otherUserInfo: userInfo.isEmpty ? [:] : capture.fields(
-                userInfo,
-                of: type(of: error) is AnyClass ? error as AnyObject : nil,
-                at: "\(UserInfoKey.errors)[\(index)].user_info"
-            )
+            otherUserInfo: userInfo.isEmpty
+                ? [:]
+                : capture.fields(
+                    userInfo,
+                    of: type(of: error) is AnyClass ? error as AnyObject : nil,
+                    at: "\(UserInfoKey.errors)[\(index)].user_info"
+                )
         )
         return (link, underlying)
     }
@@ -123,19 +130,21 @@ public struct ErrorChain: Sendable {
 
     /// The whole chain, as the `errors` array of objects.
     public var errorsValue: LogValue {
-        .array(links.map { link in
-            var object: [String: LogValue] = [
-                UserInfoKey.errorDomain: .string(link.domain),
-                UserInfoKey.errorCode: .int(Int64(link.code)),
-                "error_type": .string(link.type),
-                UserInfoKey.localizedDescription: .string(link.localizedDescription),
-            ]
-            if let reason = link.failureReason { object[UserInfoKey.localizedFailureReason] = .string(reason) }
-            if let suggestion = link.recoverySuggestion {
-                object[UserInfoKey.localizedRecoverySuggestion] = .string(suggestion)
+        .array(
+            links.map { link in
+                var object: [String: LogValue] = [
+                    UserInfoKey.errorDomain: .string(link.domain),
+                    UserInfoKey.errorCode: .int(Int64(link.code)),
+                    "error_type": .string(link.type),
+                    UserInfoKey.localizedDescription: .string(link.localizedDescription),
+                ]
+                if let reason = link.failureReason { object[UserInfoKey.localizedFailureReason] = .string(reason) }
+                if let suggestion = link.recoverySuggestion {
+                    object[UserInfoKey.localizedRecoverySuggestion] = .string(suggestion)
+                }
+                if !link.otherUserInfo.isEmpty { object["user_info"] = .object(link.otherUserInfo) }
+                return .object(object)
             }
-            if !link.otherUserInfo.isEmpty { object["user_info"] = .object(link.otherUserInfo) }
-            return .object(object)
-        })
+        )
     }
 }

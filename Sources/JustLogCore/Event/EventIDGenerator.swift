@@ -1,4 +1,3 @@
-
 /// Makes the `event_id` of each record: a random 64-bit prefix chosen once per pipeline, and the event's
 /// sequence number in that pipeline, as a UUID-shaped string (`3f2a9c1d-8e7b-4a60-0000-000000000001`).
 ///

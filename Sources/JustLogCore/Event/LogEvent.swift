@@ -66,8 +66,15 @@ extension LogEvent {
             userInfoValues = capture.fields(userInfo)
             truncations = capture.truncations
         }
-        self.init(level: level, message: message, error: error, userInfo: userInfoValues, callSite: callSite,
-                  timestamp: timestamp, truncations: truncations)
+        self.init(
+            level: level,
+            message: message,
+            error: error,
+            userInfo: userInfoValues,
+            callSite: callSite,
+            timestamp: timestamp,
+            truncations: truncations
+        )
     }
 }
 
@@ -82,8 +89,13 @@ extension LogEvent {
         function: String = #function,
         line: UInt = #line
     ) -> LogEvent {
-        LogEvent(level: .warning, message: message, userInfo: userInfo,
-                 callSite: CallSite(file: file, function: function, line: line), timestamp: timestamp)
+        LogEvent(
+            level: .warning,
+            message: message,
+            userInfo: userInfo,
+            callSite: CallSite(file: file, function: function, line: line),
+            timestamp: timestamp
+        )
     }
 }
 

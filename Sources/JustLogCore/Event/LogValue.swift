@@ -81,7 +81,12 @@ extension LogValue {
         var fields = capture.fields(userInfo)
         let truncations = capture.truncations
         if !truncations.isEmpty {
-            KeyCollision.insert(UserInfoKey.truncated, .string(truncations.joined(separator: "; ")), into: &fields, displacedSuffix: "userInfo")
+            KeyCollision.insert(
+                UserInfoKey.truncated,
+                .string(truncations.joined(separator: "; ")),
+                into: &fields,
+                displacedSuffix: "userInfo"
+            )
         }
         return fields
     }

@@ -156,7 +156,10 @@ public struct ValueCapture {
             }
         case let value as [AnyHashable: Any]:
             return nested(value, depth: depth) { capture, depth in
-                capture.object(value.map { (key: Self.describe($0.key.base), value: $0.value) }, depth: depth) { capture, value, depth in
+                capture.object(value.map { (key: Self.describe($0.key.base), value: $0.value) }, depth: depth) {
+                    capture,
+                    value,
+                    depth in
                     capture.capture(value, depth: depth)
                 }
             }
@@ -172,7 +175,10 @@ public struct ValueCapture {
         switch mirror.displayStyle {
         case .set, .collection:
             return nested(value, depth: depth) { capture, depth in
-                capture.array(mirror.children.lazy.map(\.value), count: mirror.children.count, depth: depth) { capture, value, depth in
+                capture.array(mirror.children.lazy.map(\.value), count: mirror.children.count, depth: depth) {
+                    capture,
+                    value,
+                    depth in
                     capture.capture(value, depth: depth)
                 }
             }
@@ -206,12 +212,17 @@ public struct ValueCapture {
             switch container.kind {
             case .array, .orderedSet, .set:
                 let limit = capture.limits.maximumElements
-                return capture.array(container.elements(limit: limit), count: container.count, depth: depth) { capture, element, depth in
+                return capture.array(container.elements(limit: limit), count: container.count, depth: depth) {
+                    capture,
+                    element,
+                    depth in
                     capture.element(element, depth: depth)
                 }
             case .dictionary:
                 let members = container.members().map { (key: Self.describe($0.key), value: $0.value) }
-                return capture.object(members, depth: depth) { capture, element, depth in capture.element(element, depth: depth) }
+                return capture.object(members, depth: depth) { capture, element, depth in
+                    capture.element(element, depth: depth)
+                }
             }
         }
     }
@@ -236,7 +247,9 @@ public struct ValueCapture {
             var text = "Error Domain=\(nsError.domain) Code=\(nsError.code) \"\(nsError.localizedDescription)\""
             let userInfo = nsError.userInfo
             if !userInfo.isEmpty {
-                let captured = capture.object(userInfo, depth: depth) { capture, value, depth in capture.capture(value, depth: depth) }
+                let captured = capture.object(userInfo, depth: depth) { capture, value, depth in
+                    capture.capture(value, depth: depth)
+                }
                 text += " UserInfo=" + String(decoding: JSONWriter.encode(captured), as: UTF8.self)
             }
             return .string(text)
@@ -246,7 +259,11 @@ public struct ValueCapture {
     // MARK: - Collections
 
     /// Captures a collection at `depth` through `body`, unless it is too deep or encloses itself.
-    private mutating func nested(_ collection: Any, depth: Int, _ body: (inout ValueCapture, Int) -> LogValue) -> LogValue {
+    private mutating func nested(
+        _ collection: Any,
+        depth: Int,
+        _ body: (inout ValueCapture, Int) -> LogValue
+    ) -> LogValue {
         let object: AnyObject? = type(of: collection) is AnyClass ? collection as AnyObject : nil
         if let object, enclosing.contains(ObjectIdentifier(object)) {
             let type = String(describing: Swift.type(of: object))
@@ -255,7 +272,9 @@ public struct ValueCapture {
         }
         if depth >= limits.maximumDepth {
             note("nested deeper than \(limits.maximumDepth)")
-            return scalar(.string("<nested deeper than \(limits.maximumDepth): \(String(describing: type(of: collection)))>"))
+            return scalar(
+                .string("<nested deeper than \(limits.maximumDepth): \(String(describing: type(of: collection)))>")
+            )
         }
         guard let object else { return body(&self, depth + 1) }
         enclosing.insert(ObjectIdentifier(object))
@@ -267,15 +286,24 @@ public struct ValueCapture {
     /// the first pass keeps the dictionary's own layout and, should anything be cut after all, starts again in key
     /// order, where each member is taken by name.
     private mutating func object<Value>(
-        _ dictionary: [String: Value], depth: Int, _ child: (inout ValueCapture, Value, Int) -> LogValue
+        _ dictionary: [String: Value],
+        depth: Int,
+        _ child: (inout ValueCapture, Value, Int) -> LogValue
     ) -> LogValue {
         let limit = limits.maximumKeys
         if dictionary.count > limit {
-            let chosen = Self.firstKeys(limit, of: dictionary.keys).map { (key: dictionary[$0].key, value: dictionary[$0].value) }
+            let chosen = Self.firstKeys(limit, of: dictionary.keys).map {
+                (key: dictionary[$0].key, value: dictionary[$0].value)
+            }
             return members(chosen, total: dictionary.count, depth: depth, child)
         }
         if ordered {
-            return members(dictionary.sorted { Self.byteOrder($0.key, $1.key) }, total: dictionary.count, depth: depth, child)
+            return members(
+                dictionary.sorted { Self.byteOrder($0.key, $1.key) },
+                total: dictionary.count,
+                depth: depth,
+                child
+            )
         }
         for key in dictionary.keys { remainingBytes -= key.utf8.count + 4 }
         let notesBefore = notes.count
@@ -289,11 +317,18 @@ public struct ValueCapture {
 
     /// Captures members given as pairs (keys made from a Foundation dictionary's or an `AnyHashable`'s).
     private mutating func object<Value>(
-        _ pairs: [(key: String, value: Value)], depth: Int, _ child: (inout ValueCapture, Value, Int) -> LogValue
+        _ pairs: [(key: String, value: Value)],
+        depth: Int,
+        _ child: (inout ValueCapture, Value, Int) -> LogValue
     ) -> LogValue {
         let limit = limits.maximumKeys
         if pairs.count > limit {
-            return members(Self.firstKeys(limit, of: pairs.lazy.map(\.key)).map { pairs[$0] }, total: pairs.count, depth: depth, child)
+            return members(
+                Self.firstKeys(limit, of: pairs.lazy.map(\.key)).map { pairs[$0] },
+                total: pairs.count,
+                depth: depth,
+                child
+            )
         }
         if ordered {
             return members(pairs.sorted { Self.byteOrder($0.key, $1.key) }, total: pairs.count, depth: depth, child)
@@ -304,7 +339,10 @@ public struct ValueCapture {
     /// Captures the chosen members of an object of `total` (at most ``CaptureLimits/maximumKeys``, the first in
     /// byte order of their keys when not all can be kept), in the given order while there is room.
     private mutating func members<Members: Sequence, Value>(
-        _ chosen: Members, total: Int, depth: Int, _ child: (inout ValueCapture, Value, Int) -> LogValue
+        _ chosen: Members,
+        total: Int,
+        depth: Int,
+        _ child: (inout ValueCapture, Value, Int) -> LogValue
     ) -> LogValue where Members.Element == (key: String, value: Value) {
         let limit = limits.maximumKeys
         var result: [String: LogValue] = [:]
@@ -321,7 +359,10 @@ public struct ValueCapture {
 
     /// Takes members in the given order while there is room; returns how many.
     private mutating func take<Members: Sequence, Value>(
-        _ members: Members, into result: inout [String: LogValue], depth: Int, _ child: (inout ValueCapture, Value, Int) -> LogValue
+        _ members: Members,
+        into result: inout [String: LogValue],
+        depth: Int,
+        _ child: (inout ValueCapture, Value, Int) -> LogValue
     ) -> Int where Members.Element == (key: String, value: Value) {
         var kept = 0
         for (key, value) in members {
@@ -341,7 +382,10 @@ public struct ValueCapture {
 
     /// Captures the first ``CaptureLimits/maximumElements`` elements of an array, in order, while there is room.
     private mutating func array<Elements: Collection, Value>(
-        _ elements: Elements, count: Int? = nil, depth: Int, _ child: (inout ValueCapture, Value, Int) -> LogValue
+        _ elements: Elements,
+        count: Int? = nil,
+        depth: Int,
+        _ child: (inout ValueCapture, Value, Int) -> LogValue
     ) -> LogValue where Elements.Element == Value {
         let total = count ?? elements.count
         let limit = limits.maximumElements
@@ -408,7 +452,8 @@ public struct ValueCapture {
     // MARK: - Notes
 
     private enum PathComponent {
-        case key(String), index(Int)
+        case key(String)
+        case index(Int)
     }
 
     private struct Note {
@@ -434,7 +479,9 @@ public struct ValueCapture {
 
         /// Byte order of the paths (a collection's own cut before those inside it), then of what was cut.
         static func precedes(_ lhs: Note, _ rhs: Note) -> Bool {
-            lhs.path == rhs.path ? lhs.what.utf8.lexicographicallyPrecedes(rhs.what.utf8) : lhs.path.utf8.lexicographicallyPrecedes(rhs.path.utf8)
+            lhs.path == rhs.path
+                ? lhs.what.utf8.lexicographicallyPrecedes(rhs.what.utf8)
+                : lhs.path.utf8.lexicographicallyPrecedes(rhs.path.utf8)
         }
     }
 
@@ -470,7 +517,9 @@ public struct ValueCapture {
         if let string = value as? String { return string }
         if type(of: value) is AnyClass {
             let object = value as AnyObject
-            if FoundationContainer(object) != nil || object is NSError { return "<\(String(describing: type(of: object)))>" }
+            if FoundationContainer(object) != nil || object is NSError {
+                return "<\(String(describing: type(of: object)))>"
+            }
         }
         return String(describing: value)
     }
@@ -507,7 +556,8 @@ public struct ValueCapture {
                 var parent = 0
                 while true {
                     var largest = parent
-                    let left = 2 * parent + 1, right = left + 1
+                    let left = 2 * parent + 1
+                    let right = left + 1
                     if left < heap.count, larger(left, largest) { largest = left }
                     if right < heap.count, larger(right, largest) { largest = right }
                     if largest == parent { break }

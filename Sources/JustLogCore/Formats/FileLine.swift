@@ -18,7 +18,9 @@ public struct FileLine: Sendable {
             throw JustLogError(.malformedInput, "no JSON object on the line")
         }
         let prefix = text[..<jsonStart]
-        guard prefix.hasSuffix(": ") else { throw JustLogError(.malformedInput, "expected '<time>  <emoji> <LEVEL>: ' before the JSON") }
+        guard prefix.hasSuffix(": ") else {
+            throw JustLogError(.malformedInput, "expected '<time>  <emoji> <LEVEL>: ' before the JSON")
+        }
         let label = prefix.dropLast(2).split(separator: " ").last.map(String.init) ?? ""
         guard let level = LogLevel(name: label) else {
             throw JustLogError(.malformedInput, "unknown level '\(label)'")
@@ -35,7 +37,9 @@ public struct FileLine: Sendable {
         if case .object(let value)? = object[AggregatedFormat.userInfoKey] { userInfo = value }
 
         let timestamp: LogTimestamp
-        if case .string(let stamp)? = metadata[MetadataKey.timestamp], let parsed = LogTimestamp(parsing: Substring(stamp)) {
+        if case .string(let stamp)? = metadata[MetadataKey.timestamp],
+            let parsed = LogTimestamp(parsing: Substring(stamp))
+        {
             timestamp = parsed
         } else if let parsed = LogTimestamp(parsing: prefix, zone: zone) {
             timestamp = parsed
@@ -45,6 +49,13 @@ public struct FileLine: Sendable {
         var eventID = ""
         if case .string(let id)? = metadata[MetadataKey.eventID] { eventID = id }
         self.level = level
-        self.record = LogRecord(level: level, message: message, userInfo: userInfo, metadata: metadata, timestamp: timestamp, eventID: eventID)
+        self.record = LogRecord(
+            level: level,
+            message: message,
+            userInfo: userInfo,
+            metadata: metadata,
+            timestamp: timestamp,
+            eventID: eventID
+        )
     }
 }

@@ -33,7 +33,9 @@ public enum FlattenedFormat {
                 candidates.append((key, value, suffix))
             }
         }
-        candidates.append((timestampKey, record.metadata[MetadataKey.timestamp] ?? .string(record.timestamp.rfc3339), "metadata"))
+        candidates.append(
+            (timestampKey, record.metadata[MetadataKey.timestamp] ?? .string(record.timestamp.rfc3339), "metadata")
+        )
         candidates.append((AggregatedFormat.messageKey, .string(record.message), "message"))
         for key in record.metadata.keys.sorted(by: byteOrder) where key != MetadataKey.timestamp {
             addFlattening(key, record.metadata[key]!, suffix: "metadata")
@@ -50,7 +52,9 @@ public enum FlattenedFormat {
     ///
     /// Fast path: sort by key (stable, so precedence order is kept among equal keys); if no two neighbours
     /// share a key there is nothing to rename and no hashing is needed.
-    static func resolve(_ candidates: [(key: String, value: LogValue, suffix: String)]) -> [(key: String, value: LogValue)] {
+    static func resolve(
+        _ candidates: [(key: String, value: LogValue, suffix: String)]
+    ) -> [(key: String, value: LogValue)] {
         let ranked = candidates.enumerated().sorted { lhs, rhs in
             lhs.element.key == rhs.element.key ? lhs.offset < rhs.offset : byteOrder(lhs.element.key, rhs.element.key)
         }
@@ -69,7 +73,8 @@ public enum FlattenedFormat {
             if result[candidate.key] == nil {
                 result[candidate.key] = candidate.value
             } else {
-                result[KeyCollision.freeKey(for: candidate.key, suffix: candidate.suffix) { result[$0] != nil }] = candidate.value
+                result[KeyCollision.freeKey(for: candidate.key, suffix: candidate.suffix) { result[$0] != nil }] =
+                    candidate.value
             }
         }
         return result.sorted { byteOrder($0.key, $1.key) }

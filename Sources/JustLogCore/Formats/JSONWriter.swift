@@ -91,7 +91,9 @@ public enum JSONWriter {
                 case 0x0C: replacement = "\\f"
                 case 0xE2:
                     // U+2028 / U+2029 (E2 80 A8 / E2 80 A9) would end a line in JavaScript readers.
-                    guard index + 2 < count, bytes[index + 1] == 0x80, bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9 else {
+                    guard index + 2 < count, bytes[index + 1] == 0x80,
+                        bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9
+                    else {
                         index += 1
                         continue
                     }
@@ -103,8 +105,10 @@ public enum JSONWriter {
                 if let replacement {
                     replacement.withUTF8Buffer { out.append(contentsOf: $0) }
                 } else {
-                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                            hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                    out.append(contentsOf: [
+                        UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                    ])
                 }
                 index += width
                 runStart = index

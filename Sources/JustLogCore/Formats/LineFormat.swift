@@ -24,7 +24,8 @@ public struct LineFormat: Sendable {
     public func prefix(for record: LogRecord) -> String {
         let time = record.timestamp.localLineTime(in: timeZone)
         if colors {
-            return "\u{1B}[2m\(time)\u{1B}[0m  \(record.level.emoji) \(Self.color(record.level))\(record.level.label)\u{1B}[0m: "
+            return
+                "\u{1B}[2m\(time)\u{1B}[0m  \(record.level.emoji) \(Self.color(record.level))\(record.level.label)\u{1B}[0m: "
         }
         return "\(time)  \(record.level.emoji) \(record.level.label): "
     }

@@ -82,7 +82,11 @@ public struct StructuredLogger: Sendable {
 
     /// A logger with its own pipeline, started now.
     public init(configuration: Configuration) {
-        self.pipeline = LogPipeline(setup: configuration.setup, diagnostics: configuration.diagnostics, now: configuration.clock)
+        self.pipeline = LogPipeline(
+            setup: configuration.setup,
+            diagnostics: configuration.diagnostics,
+            now: configuration.clock
+        )
     }
 
     /// A logger over an existing pipeline: several front ends — this one, a swift-log handler — can share one,
@@ -107,12 +111,25 @@ public struct StructuredLogger: Sendable {
     ) {
         let intake = pipeline.intake
         guard level >= intake.minimumLevel else { return }
-        submit(level, message(), error: error(), userInfo: userInfo(), callSite: CallSite(file: file, function: function, line: line), intake: intake)
+        submit(
+            level,
+            message(),
+            error: error(),
+            userInfo: userInfo(),
+            callSite: CallSite(file: file, function: function, line: line),
+            intake: intake
+        )
     }
 
     @usableFromInline
-    func submit(_ level: LogLevel, _ message: String, error: (any Error)?, userInfo: [String: Any]?, callSite: CallSite,
-                intake: LogPipeline.Intake) {
+    func submit(
+        _ level: LogLevel,
+        _ message: String,
+        error: (any Error)?,
+        userInfo: [String: Any]?,
+        callSite: CallSite,
+        intake: LogPipeline.Intake
+    ) {
         pipeline.submit(
             LogEvent(
                 level: level,
@@ -129,36 +146,66 @@ public struct StructuredLogger: Sendable {
 
     /// Logs at ``LogLevel/verbose`` 📣.
     @inlinable
-    public func verbose(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                        file: String = #fileID, function: String = #function, line: UInt = #line) {
+    public func verbose(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
         log(.verbose, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/debug`` 📝.
     @inlinable
-    public func debug(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                      file: String = #fileID, function: String = #function, line: UInt = #line) {
+    public func debug(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
         log(.debug, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/info`` ℹ️.
     @inlinable
-    public func info(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                     file: String = #fileID, function: String = #function, line: UInt = #line) {
+    public func info(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
         log(.info, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/warning`` ⚠️.
     @inlinable
-    public func warning(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                        file: String = #fileID, function: String = #function, line: UInt = #line) {
+    public func warning(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
         log(.warning, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 
     /// Logs at ``LogLevel/error`` ☠️.
     @inlinable
-    public func error(_ message: @autoclosure () -> String, error: @autoclosure () -> (any Error)? = nil, userInfo: @autoclosure () -> [String: Any]? = nil,
-                      file: String = #fileID, function: String = #function, line: UInt = #line) {
+    public func error(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        userInfo: @autoclosure () -> [String: Any]? = nil,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
         log(.error, message(), error: error(), userInfo: userInfo(), file: file, function: function, line: line)
     }
 

@@ -40,7 +40,12 @@ public final class LogPipeline: Sendable {
         /// Default 5 s.
         public var exitFlushTimeout: Double
 
-        public init(capacity: Int = 16_384, maximumQueuedBytes: Int = 32 << 20, fullQueueWait: Double = 1, exitFlushTimeout: Double = 5) {
+        public init(
+            capacity: Int = 16_384,
+            maximumQueuedBytes: Int = 32 << 20,
+            fullQueueWait: Double = 1,
+            exitFlushTimeout: Double = 5
+        ) {
             self.capacity = max(1, capacity)
             self.maximumQueuedBytes = max(1, maximumQueuedBytes)
             self.fullQueueWait = max(0, fullQueueWait)
@@ -80,7 +85,11 @@ public final class LogPipeline: Sendable {
         /// How values marked private are written (see ``PrivacyPolicy``).
         public var privacy: PrivacyPolicy
 
-        public init(minimumLevel: LogLevel, captureLimits: CaptureLimits = CaptureLimits(), privacy: PrivacyPolicy = .default) {
+        public init(
+            minimumLevel: LogLevel,
+            captureLimits: CaptureLimits = CaptureLimits(),
+            privacy: PrivacyPolicy = .default
+        ) {
             self.minimumLevel = minimumLevel
             self.captureLimits = captureLimits
             self.privacy = privacy
@@ -113,7 +122,11 @@ public final class LogPipeline: Sendable {
         }
 
         var intake: Intake {
-            Intake(minimumLevel: routes.map(\.minimumLevel).min() ?? .error, captureLimits: captureLimits, privacy: privacy)
+            Intake(
+                minimumLevel: routes.map(\.minimumLevel).min() ?? .error,
+                captureLimits: captureLimits,
+                privacy: privacy
+            )
         }
 
         var dispatcher: RecordDispatcher {
@@ -139,8 +152,11 @@ public final class LogPipeline: Sendable {
         diagnostics: DiagnosticSink = .standardError,
         now: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
     ) {
-        self.init(setup: Setup(routes: routes, builder: builder, sanitizer: sanitizer, configuration: configuration),
-                  diagnostics: diagnostics, now: now)
+        self.init(
+            setup: Setup(routes: routes, builder: builder, sanitizer: sanitizer, configuration: configuration),
+            diagnostics: diagnostics,
+            now: now
+        )
     }
 
     /// Creates a pipeline running `setup` and starts its worker thread.
@@ -150,8 +166,13 @@ public final class LogPipeline: Sendable {
         now: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
     ) {
         self.now = now
-        self.queue = PipelineQueue(dispatcher: setup.dispatcher, configuration: setup.configuration, intake: setup.intake,
-                                   diagnostics: diagnostics, now: now)
+        self.queue = PipelineQueue(
+            dispatcher: setup.dispatcher,
+            configuration: setup.configuration,
+            intake: setup.intake,
+            diagnostics: diagnostics,
+            now: now
+        )
         queue.startWorker()
         ExitFlusher.shared.register(queue)
     }
@@ -167,8 +188,12 @@ public final class LogPipeline: Sendable {
     ) {
         self.now = now
         self.queue = PipelineQueue(
-            dispatcher: Setup(routes: []).dispatcher, configuration: configuration,
-            intake: Intake(minimumLevel: .verbose), holdCapacity: capacity, diagnostics: diagnostics, now: now
+            dispatcher: Setup(routes: []).dispatcher,
+            configuration: configuration,
+            intake: Intake(minimumLevel: .verbose),
+            holdCapacity: capacity,
+            diagnostics: diagnostics,
+            now: now
         )
         queue.startWorker()
         ExitFlusher.shared.register(queue)
@@ -354,4 +379,3 @@ package func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async 
         DispatchQueue.global().async { continuation.resume(returning: work()) }
     }
 }
-

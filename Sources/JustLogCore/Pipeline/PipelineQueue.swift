@@ -80,8 +80,14 @@ final class PipelineQueue: @unchecked Sendable {
     private var exiting = false
     private var destinationFailure: (any Error)?
 
-    init(dispatcher: RecordDispatcher, configuration: LogPipeline.Configuration, intake: LogPipeline.Intake,
-         holdCapacity: Int? = nil, diagnostics: DiagnosticSink, now: @escaping @Sendable () -> LogTimestamp) {
+    init(
+        dispatcher: RecordDispatcher,
+        configuration: LogPipeline.Configuration,
+        intake: LogPipeline.Intake,
+        holdCapacity: Int? = nil,
+        diagnostics: DiagnosticSink,
+        now: @escaping @Sendable () -> LogTimestamp
+    ) {
         self.dispatcher = dispatcher
         self.limits = configuration
         self.currentIntake = intake
@@ -116,7 +122,10 @@ final class PipelineQueue: @unchecked Sendable {
         guard state == .running else {
             counters.dropped += 1
             lock.unlock()
-            diagnostics.reportOnce(key: "pipeline.stopped", "an event was logged after shutdown and dropped; log before shutting the logger down")
+            diagnostics.reportOnce(
+                key: "pipeline.stopped",
+                "an event was logged after shutdown and dropped; log before shutting the logger down"
+            )
             return
         }
         if let holdCapacity {
@@ -146,7 +155,9 @@ final class PipelineQueue: @unchecked Sendable {
             reportFullQueue()
             guard hasInline, !stopped else { return }
             lock.lock()
-            guard state == .running, reconfigurationsInProgress == 0, inlineBacklog == 0, !dispatcher.inlineRoutes.isEmpty else {
+            guard state == .running, reconfigurationsInProgress == 0, inlineBacklog == 0,
+                !dispatcher.inlineRoutes.isEmpty
+            else {
                 lock.unlock()
                 return
             }
@@ -200,7 +211,9 @@ final class PipelineQueue: @unchecked Sendable {
     /// here): every destination gets the event from the worker, in order. A full queue is waited for as long as
     /// the reconfiguration may take, then the event is dropped and counted.
     private func submitQueued(_ event: LogEvent, bytes: Int) {
-        let patience = reconfigurationsInProgress > 0 ? max(limits.fullQueueWait, LogPipeline.reconfigurationPatience) : limits.fullQueueWait
+        let patience =
+            reconfigurationsInProgress > 0
+            ? max(limits.fullQueueWait, LogPipeline.reconfigurationPatience) : limits.fullQueueWait
         if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
             counters.dropped += 1
             unreportedDrops += 1
@@ -283,7 +296,12 @@ final class PipelineQueue: @unchecked Sendable {
         guard !enqueueControl(.flush(FlushBarrier(completion: completion))) else { return }
         let held: Int? = lock.withLock { state == .running ? holdCapacity.map { _ in items.count - head } : nil }
         if let held {
-            completion(JustLogError(.invalidConfiguration, "the logger is not set up: call setup() first (\(held) event(s) waiting)"))
+            completion(
+                JustLogError(
+                    .invalidConfiguration,
+                    "the logger is not set up: call setup() first (\(held) event(s) waiting)"
+                )
+            )
         } else {
             completion(JustLogError(.shutdown, "the logger was shut down"))
         }
@@ -338,7 +356,10 @@ final class PipelineQueue: @unchecked Sendable {
             return (true, destinationFailure)
         }
         if !finished, error == nil {
-            error = JustLogError(.timeout, "shutdown did not finish within \(timeout) s; the destinations are closed when the worker finishes")
+            error = JustLogError(
+                .timeout,
+                "shutdown did not finish within \(timeout) s; the destinations are closed when the worker finishes"
+            )
         }
         if error == nil { error = failure }
         ExitFlusher.shared.unregister(self)
@@ -373,7 +394,9 @@ final class PipelineQueue: @unchecked Sendable {
                     counters.dropped += UInt64(held)
                     items.removeAll()
                     head = 0
-                    diagnostics.report("\(held) event(s) logged before the logger was set up were never delivered (it was shut down first)")
+                    diagnostics.report(
+                        "\(held) event(s) logged before the logger was set up were never delivered (it was shut down first)"
+                    )
                 }
                 let current = dispatcher
                 lock.unlock()
@@ -467,7 +490,8 @@ final class PipelineQueue: @unchecked Sendable {
     /// ``LogPipeline/Configuration/exitFlushTimeout``), every old destination is shut down, then the worker waits
     /// for the new ones, which the caller of ``reconfigure(_:)`` builds meanwhile (they may need what the old
     /// ones held: a file, a spool folder's lock).
-    private func replaceDestinations(of old: RecordDispatcher, at reconfiguration: Reconfiguration) -> RecordDispatcher {
+    private func replaceDestinations(of old: RecordDispatcher, at reconfiguration: Reconfiguration) -> RecordDispatcher
+    {
         let background = RecordDispatcher(routes: old.backgroundRoutes, builder: old.builder, sanitizer: old.sanitizer)
         let flushed = PendingFlush(queue: self)
         background.flush(FlushBarrier { error in flushed.finish(error) })
@@ -525,11 +549,13 @@ final class PipelineQueue: @unchecked Sendable {
         if !holding { reconfiguration.provide(replacement) }
         lock.broadcast()
         if heldDrops > 0 {
-            submit(.report(
-                "JustLog dropped \(heldDrops) event(s) logged before setup() (more than the \(heldCapacity) it keeps)",
-                userInfo: ["dropped_events": .uint(heldDrops)],
-                timestamp: now()
-            ))
+            submit(
+                .report(
+                    "JustLog dropped \(heldDrops) event(s) logged before setup() (more than the \(heldCapacity) it keeps)",
+                    userInfo: ["dropped_events": .uint(heldDrops)],
+                    timestamp: now()
+                )
+            )
         }
         return failure
     }
@@ -619,7 +645,8 @@ final class PendingFlush: @unchecked Sendable {
             if deadline.timeIntervalSinceNow <= 0 {
                 return JustLogError(
                     .timeout,
-                    restartingOnProgress ? "flush made no progress for \(timeout) s" : "flush did not complete within \(timeout) s"
+                    restartingOnProgress
+                        ? "flush made no progress for \(timeout) s" : "flush did not complete within \(timeout) s"
                 )
             }
         }

@@ -45,13 +45,20 @@ public struct RecordBuilder: Sendable {
             userInfo.reserveCapacity(defaultUserInfo.count + event.userInfo.count + 1)
             userInfo.merge(event.userInfo) { _, call in call }
         }
-        KeyCollision.insert(UserInfoKey.logType, .string(event.level.logType), into: &userInfo, displacedSuffix: "userInfo")
+        KeyCollision.insert(
+            UserInfoKey.logType,
+            .string(event.level.logType),
+            into: &userInfo,
+            displacedSuffix: "userInfo"
+        )
         var truncations: [String] = []
         var message = event.message
         let messageBytes = message.utf8.count
         if messageBytes > limits.maximumMessageBytes {
             let kept = ValueCapture.prefix(message, maximumUTF8Count: limits.maximumMessageBytes)
-            truncations.append("message: kept \(kept.utf8.count) of \(messageBytes) bytes (limit \(limits.maximumMessageBytes))")
+            truncations.append(
+                "message: kept \(kept.utf8.count) of \(messageBytes) bytes (limit \(limits.maximumMessageBytes))"
+            )
             message = kept + ValueCapture.cutMarker
         }
         truncations += event.truncations
@@ -64,7 +71,12 @@ public struct RecordBuilder: Sendable {
             truncations += chain.truncations
         }
         if !truncations.isEmpty {
-            KeyCollision.insert(UserInfoKey.truncated, .string(truncations.joined(separator: "; ")), into: &userInfo, displacedSuffix: "userInfo")
+            KeyCollision.insert(
+                UserInfoKey.truncated,
+                .string(truncations.joined(separator: "; ")),
+                into: &userInfo,
+                displacedSuffix: "userInfo"
+            )
         }
 
         let eventID = eventIDs.id(for: sequence)
@@ -98,7 +110,12 @@ public struct RecordBuilder: Sendable {
 /// if it has precedence; the loser is kept under `<key>_<suffix>` (then `<key>_<suffix>_2`, `_3`, …).
 public enum KeyCollision {
     /// Puts `value` under `key`; an existing different value there moves to a free renamed key.
-    public static func insert(_ key: String, _ value: LogValue, into dictionary: inout [String: LogValue], displacedSuffix: String) {
+    public static func insert(
+        _ key: String,
+        _ value: LogValue,
+        into dictionary: inout [String: LogValue],
+        displacedSuffix: String
+    ) {
         // One hash lookup in the common case (no collision).
         if let existing = dictionary.updateValue(value, forKey: key), existing != value {
             dictionary[freeKey(for: key, suffix: displacedSuffix, in: dictionary)] = existing

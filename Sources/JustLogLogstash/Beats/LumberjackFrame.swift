@@ -149,7 +149,10 @@ package struct LumberjackDecoder: Sendable {
         case UInt8(ascii: "J"):
             guard let sequence = uint32(at: readIndex + 2), let length = uint32(at: readIndex + 6) else { return nil }
             guard Int(length) <= maxFrameBytes else {
-                throw LogstashError(code: .malformedFrame, message: "a JSON frame of \(length) bytes exceeds the \(maxFrameBytes)-byte limit")
+                throw LogstashError(
+                    code: .malformedFrame,
+                    message: "a JSON frame of \(length) bytes exceeds the \(maxFrameBytes)-byte limit"
+                )
             }
             guard bufferedBytes >= 10 + Int(length) else { return nil }
             let payload = Array(buffer[(readIndex + 10)..<(readIndex + 10 + Int(length))])
@@ -158,7 +161,10 @@ package struct LumberjackDecoder: Sendable {
         case UInt8(ascii: "C"):
             guard let length = uint32(at: readIndex + 2) else { return nil }
             guard Int(length) <= maxFrameBytes else {
-                throw LogstashError(code: .malformedFrame, message: "a compressed frame of \(length) bytes exceeds the \(maxFrameBytes)-byte limit")
+                throw LogstashError(
+                    code: .malformedFrame,
+                    message: "a compressed frame of \(length) bytes exceeds the \(maxFrameBytes)-byte limit"
+                )
             }
             guard bufferedBytes >= 6 + Int(length) else { return nil }
             let data = buffer[(readIndex + 6)..<(readIndex + 6 + Int(length))]
@@ -168,24 +174,37 @@ package struct LumberjackDecoder: Sendable {
             var frames: [LumberjackFrame] = []
             while let frame = try inner.next() { frames.append(frame) }
             guard inner.bufferedBytes == 0 else {
-                throw LogstashError(code: .malformedFrame, message: "a compressed frame ends in the middle of a frame (\(inner.bufferedBytes) bytes left over)")
+                throw LogstashError(
+                    code: .malformedFrame,
+                    message: "a compressed frame ends in the middle of a frame (\(inner.bufferedBytes) bytes left over)"
+                )
             }
             inflated = frames
             inflatedIndex = 0
             return try next()
         case UInt8(ascii: "D"):
-            throw LogstashError(code: .malformedFrame, message: "a 2D (key/value) data frame: only 2J JSON frames are supported (every Beat since 5.0 sends them)")
+            throw LogstashError(
+                code: .malformedFrame,
+                message:
+                    "a 2D (key/value) data frame: only 2J JSON frames are supported (every Beat since 5.0 sends them)"
+            )
         default:
-            throw LogstashError(code: .malformedFrame, message: "unknown Lumberjack v2 frame type 0x\(String(type, radix: 16))")
+            throw LogstashError(
+                code: .malformedFrame,
+                message: "unknown Lumberjack v2 frame type 0x\(String(type, radix: 16))"
+            )
         }
     }
 
     private func uint32(at index: Int) -> UInt32? {
         guard index + 4 <= buffer.count else { return nil }
-        return UInt32(buffer[index]) << 24 | UInt32(buffer[index + 1]) << 16 | UInt32(buffer[index + 2]) << 8 | UInt32(buffer[index + 3])
+        return UInt32(buffer[index]) << 24 | UInt32(buffer[index + 1]) << 16 | UInt32(buffer[index + 2]) << 8
+            | UInt32(buffer[index + 3])
     }
 
     private static func hex(_ bytes: ArraySlice<UInt8>) -> String {
-        bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
+        bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(
+            separator: " "
+        )
     }
 }

@@ -52,7 +52,10 @@ package enum Zlib {
                 }
                 output.append(contentsOf: chunk[0..<produced])
                 if output.count > limit {
-                    throw LogstashError(code: .malformedFrame, message: "a compressed frame inflates past \(limit) bytes")
+                    throw LogstashError(
+                        code: .malformedFrame,
+                        message: "a compressed frame inflates past \(limit) bytes"
+                    )
                 }
                 switch status {
                 case Z_STREAM_END:
@@ -60,10 +63,16 @@ package enum Zlib {
                 case Z_OK:
                     continue
                 case Z_BUF_ERROR where stream.avail_in == 0:
-                    throw LogstashError(code: .malformedFrame, message: "a compressed frame ends in the middle of its zlib stream")
+                    throw LogstashError(
+                        code: .malformedFrame,
+                        message: "a compressed frame ends in the middle of its zlib stream"
+                    )
                 default:
                     let reason = stream.msg.map { String(cString: $0) } ?? "error \(status)"
-                    throw LogstashError(code: .malformedFrame, message: "a compressed frame is not valid zlib data (\(reason))")
+                    throw LogstashError(
+                        code: .malformedFrame,
+                        message: "a compressed frame is not valid zlib data (\(reason))"
+                    )
                 }
             }
         }

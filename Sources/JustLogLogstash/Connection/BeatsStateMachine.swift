@@ -100,7 +100,11 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     private var highestSent = SpoolPosition(segment: 0, offset: 0)
     private var progressSinceConnect = false
 
-    package init(configuration: Configuration, clock: C, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+    package init(
+        configuration: Configuration,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
         self.configuration = configuration
         self.clock = clock
         self.random = random
@@ -142,12 +146,17 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         let delay = configuration.backoff.delay(failures: failures, random: random())
         let until = clock.now.advanced(by: delay)
         state = .backingOff(until: until, failures: failures + 1)
-        var actions: [Action] = [.reportActivity("connect to \(configuration.endpoint) failed: \(error); reconnecting in \(seconds(delay))")]
-        actions += failFlushes(LogstashError(
-            code: error.code,
-            message: "not delivered: connect to \(configuration.endpoint) failed; records stay spooled and will be retried in \(seconds(delay))",
-            cause: error.description
-        ))
+        var actions: [Action] = [
+            .reportActivity("connect to \(configuration.endpoint) failed: \(error); reconnecting in \(seconds(delay))")
+        ]
+        actions += failFlushes(
+            LogstashError(
+                code: error.code,
+                message:
+                    "not delivered: connect to \(configuration.endpoint) failed; records stay spooled and will be retried in \(seconds(delay))",
+                cause: error.description
+            )
+        )
         actions.append(.scheduleTimer(at: until))
         return actions
     }
@@ -167,7 +176,11 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             }
             return actions
         }
-        inFlight = Window(batch: batch, acknowledgedEnd: batch.start, ackDeadline: clock.now.advanced(by: configuration.ackTimeout))
+        inFlight = Window(
+            batch: batch,
+            acknowledgedEnd: batch.start,
+            ackDeadline: clock.now.advanced(by: configuration.ackTimeout)
+        )
         return [.write(batch), .scheduleTimer(at: timerDeadline())]
     }
 
@@ -183,7 +196,11 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             counters.resentRecords += UInt64(batch.recordCount)
         }
         highestSent = max(highestSent, batch.end)
-        return [.reportActivity("sent a window of \(batch.recordCount) event\(batch.recordCount == 1 ? "" : "s") (\(batch.bytes.count) bytes) to \(configuration.endpoint)")]
+        return [
+            .reportActivity(
+                "sent a window of \(batch.recordCount) event\(batch.recordCount == 1 ? "" : "s") (\(batch.bytes.count) bytes) to \(configuration.endpoint)"
+            )
+        ]
     }
 
     /// The collector sent `2A sequence`.
@@ -195,10 +212,13 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         }
         let count = window.batch.recordCount
         guard Int(sequence) <= count else {
-            return abort(LogstashError(
-                code: .malformedFrame,
-                message: "\(configuration.endpoint) acknowledged event \(sequence) of a window of \(count): not a Beats server, or a broken one"
-            ))
+            return abort(
+                LogstashError(
+                    code: .malformedFrame,
+                    message:
+                        "\(configuration.endpoint) acknowledged event \(sequence) of a window of \(count): not a Beats server, or a broken one"
+                )
+            )
         }
         window.ackDeadline = clock.now.advanced(by: configuration.ackTimeout)
         inFlight = window
@@ -255,7 +275,9 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         case .connected:
             return lose(error ?? LogstashError(code: .connectionLost, message: "the collector closed the connection"))
         case .connecting:
-            return connectFailed(error ?? LogstashError(code: .connectFailed, message: "the connection closed while connecting"))
+            return connectFailed(
+                error ?? LogstashError(code: .connectFailed, message: "the connection closed while connecting")
+            )
         case .idle, .backingOff, .closed:
             return []
         }
@@ -271,14 +293,25 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
         case .connected:
             if let deadline = shutdownDeadline, now >= deadline {
-                return [.reportActivity("shutdown timed out; closing the connection to \(configuration.endpoint)"), .close(graceful: false)]
-                    + finishShutdown(error: LogstashError(code: .timeout, message: "shutdown timed out before everything was acknowledged; the rest stays spooled"))
+                return [
+                    .reportActivity("shutdown timed out; closing the connection to \(configuration.endpoint)"),
+                    .close(graceful: false),
+                ]
+                    + finishShutdown(
+                        error: LogstashError(
+                            code: .timeout,
+                            message: "shutdown timed out before everything was acknowledged; the rest stays spooled"
+                        )
+                    )
             }
             if let window = inFlight, now >= window.ackDeadline {
-                return abort(LogstashError(
-                    code: .timeout,
-                    message: "\(configuration.endpoint) acknowledged nothing for \(seconds(configuration.ackTimeout)) (\(window.acknowledged) of \(window.batch.recordCount) events of the window)"
-                ))
+                return abort(
+                    LogstashError(
+                        code: .timeout,
+                        message:
+                            "\(configuration.endpoint) acknowledged nothing for \(seconds(configuration.ackTimeout)) (\(window.acknowledged) of \(window.batch.recordCount) events of the window)"
+                    )
+                )
             }
             var actions: [Action] = []
             if let next = nextDispatch, now >= next {
@@ -306,7 +339,15 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     package mutating func flushRequested(id: Int, upTo: SpoolPosition) -> [Action] {
         switch state {
         case .idle, .closed:
-            return [.completeFlush(id: id, error: LogstashError(code: .shutdown, message: "the Logstash client is not running; records stay spooled"))]
+            return [
+                .completeFlush(
+                    id: id,
+                    error: LogstashError(
+                        code: .shutdown,
+                        message: "the Logstash client is not running; records stay spooled"
+                    )
+                )
+            ]
         case .connected:
             flushes.add(id: id, upTo: upTo)
             return readIfIdle()
@@ -329,11 +370,15 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             state = .closed
             return [.shutdownComplete]
         case .backingOff:
-            return finishShutdown(error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled"))
+            return finishShutdown(
+                error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled")
+            )
         case .connecting:
             shutdownDeadline = deadline
             return [.close(graceful: false)]
-                + finishShutdown(error: LogstashError(code: .shutdown, message: "shut down while connecting; records stay spooled"))
+                + finishShutdown(
+                    error: LogstashError(code: .shutdown, message: "shut down while connecting; records stay spooled")
+                )
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
@@ -367,15 +412,21 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         let delay = configuration.backoff.delay(failures: failures, random: random())
         let until = clock.now.advanced(by: delay)
         state = .backingOff(until: until, failures: failures + 1)
-        let resend = unconfirmed > 0 ? "; \(unconfirmed) unacknowledged event\(unconfirmed == 1 ? "" : "s") will be resent" : ""
+        let resend =
+            unconfirmed > 0 ? "; \(unconfirmed) unacknowledged event\(unconfirmed == 1 ? "" : "s") will be resent" : ""
         var actions: [Action] = [
-            .reportActivity("connection to \(configuration.endpoint) lost: \(reason)\(resend); window \(windowSize); reconnecting in \(seconds(delay))")
+            .reportActivity(
+                "connection to \(configuration.endpoint) lost: \(reason)\(resend); window \(windowSize); reconnecting in \(seconds(delay))"
+            )
         ]
-        actions += failFlushes(LogstashError(
-            code: .connectionLost,
-            message: "not delivered: the connection to \(configuration.endpoint) was lost; records stay spooled and will be resent in \(seconds(delay))",
-            cause: reason.description
-        ))
+        actions += failFlushes(
+            LogstashError(
+                code: .connectionLost,
+                message:
+                    "not delivered: the connection to \(configuration.endpoint) was lost; records stay spooled and will be resent in \(seconds(delay))",
+                cause: reason.description
+            )
+        )
         actions.append(.scheduleTimer(at: until))
         return actions
     }

@@ -131,7 +131,11 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
 
     /// - Parameters:
     ///   - random: a source of numbers in `0..<1` for the jitter (inject a fixed one in tests).
-    package init(configuration: Configuration, clock: C, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+    package init(
+        configuration: Configuration,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
         self.configuration = configuration
         self.clock = clock
         self.random = random
@@ -185,11 +189,14 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         var actions: [Action] = [
             .reportActivity("connect to \(configuration.endpoint) failed: \(error); reconnecting in \(seconds(delay))")
         ]
-        actions += failFlushes(LogstashError(
-            code: error.code,
-            message: "not delivered: connect to \(configuration.endpoint) failed; records stay spooled and will be retried in \(seconds(delay))",
-            cause: error.description
-        ))
+        actions += failFlushes(
+            LogstashError(
+                code: error.code,
+                message:
+                    "not delivered: connect to \(configuration.endpoint) failed; records stay spooled and will be retried in \(seconds(delay))",
+                cause: error.description
+            )
+        )
         actions.append(.scheduleTimer(at: until))
         return actions
     }
@@ -231,13 +238,21 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         connectionBytes += batch.bytes.count
         window.append((batch.end, connectionBytes))
 
-        var actions: [Action] = [.reportActivity("sent \(batch.recordCount) event\(batch.recordCount == 1 ? "" : "s") (\(batch.bytes.count) bytes) to \(configuration.endpoint)")]
+        var actions: [Action] = [
+            .reportActivity(
+                "sent \(batch.recordCount) event\(batch.recordCount == 1 ? "" : "s") (\(batch.bytes.count) bytes) to \(configuration.endpoint)"
+            )
+        ]
         if let bufferBound, bufferBound > connectionWindow {
             // Report only real growth (by a quarter), not every small step of TCP autotuning.
-            if bufferBound > connectionWindow + connectionWindow / 4 || connectionWindow == configuration.resendWindowBytes {
-                actions.append(.reportActivity(
-                    "the connection to \(configuration.endpoint) can hold \(bufferBound >> 20) MiB unread: events are kept until that much more was sent after them"
-                ))
+            if bufferBound > connectionWindow + connectionWindow / 4
+                || connectionWindow == configuration.resendWindowBytes
+            {
+                actions.append(
+                    .reportActivity(
+                        "the connection to \(configuration.endpoint) can hold \(bufferBound >> 20) MiB unread: events are kept until that much more was sent after them"
+                    )
+                )
             }
             connectionWindow = bufferBound
         }
@@ -258,7 +273,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             actions.append(.acknowledge(upTo: proven))
         }
         actions += completeFlushes(upTo: sendPosition)
-        let full = batch.recordCount >= configuration.maxBatchRecords || batch.bytes.count + 1024 >= configuration.maxBatchBytes
+        let full =
+            batch.recordCount >= configuration.maxBatchRecords
+            || batch.bytes.count + 1024 >= configuration.maxBatchBytes
         if full || !pendingFlushes.isEmpty || shutdownDeadline != nil {
             actions += readIfIdle()
         }
@@ -285,7 +302,8 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             if error == nil, sendPosition > acknowledgedPosition {
                 let error = LogstashError(
                     code: .connectionLost,
-                    message: "the collector at \(configuration.endpoint) closed its side before confirming it read the last events; they stay spooled and will be resent"
+                    message:
+                        "the collector at \(configuration.endpoint) closed its side before confirming it read the last events; they stay spooled and will be resent"
                 )
                 return [.reportActivity(error.message)] + finishShutdown(error: error)
             }
@@ -306,12 +324,14 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             }
             // A connection that acknowledged nothing and ended soon after connecting is a failure, like a
             // refused connect: the backoff grows instead of resending the whole window in a tight loop.
-            let productive = progressSinceConnect || since.duration(to: clock.now) >= configuration.healthyConnectionTime
+            let productive =
+                progressSinceConnect || since.duration(to: clock.now) >= configuration.healthyConnectionTime
             let failures = productive ? 0 : failures
             let delay = backoffDelay(failures: failures)
             let until = clock.now.advanced(by: delay)
             state = .backingOff(until: until, failures: failures + 1)
-            let churn = failures + 1 >= 3
+            let churn =
+                failures + 1 >= 3
                 ? "; it closed \(failures + 1) connections in a row right after connecting without confirming anything (overloaded, or not reading?)"
                 : ""
             var actions: [Action] = [
@@ -319,15 +339,20 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                     "connection to \(configuration.endpoint) lost: \(reason)\(unproven ? "; unconfirmed events will be resent" : "")\(churn); reconnecting in \(seconds(delay))"
                 )
             ]
-            actions += failFlushes(LogstashError(
-                code: .connectionLost,
-                message: "not delivered: the connection to \(configuration.endpoint) was lost\(churn); records stay spooled and will be resent in \(seconds(delay))",
-                cause: reason.description
-            ))
+            actions += failFlushes(
+                LogstashError(
+                    code: .connectionLost,
+                    message:
+                        "not delivered: the connection to \(configuration.endpoint) was lost\(churn); records stay spooled and will be resent in \(seconds(delay))",
+                    cause: reason.description
+                )
+            )
             actions.append(.scheduleTimer(at: until))
             return actions
         case .connecting:
-            return connectFailed(error ?? LogstashError(code: .connectFailed, message: "the connection closed while connecting"))
+            return connectFailed(
+                error ?? LogstashError(code: .connectFailed, message: "the connection closed while connecting")
+            )
         case .idle, .backingOff, .closed:
             return []
         }
@@ -343,8 +368,16 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
         case .connected:
             if let deadline = shutdownDeadline, now >= deadline {
-                return [.reportActivity("shutdown timed out; closing the connection to \(configuration.endpoint)"), .close(graceful: false)]
-                    + finishShutdown(error: LogstashError(code: .timeout, message: "shutdown timed out before everything was sent; the rest stays spooled"))
+                return [
+                    .reportActivity("shutdown timed out; closing the connection to \(configuration.endpoint)"),
+                    .close(graceful: false),
+                ]
+                    + finishShutdown(
+                        error: LogstashError(
+                            code: .timeout,
+                            message: "shutdown timed out before everything was sent; the rest stays spooled"
+                        )
+                    )
             }
             var actions: [Action] = []
             if let next = nextDispatch, now >= next {
@@ -356,7 +389,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .closing(let deadline):
             guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
             return [.close(graceful: false)]
-                + finishShutdown(error: LogstashError(code: .timeout, message: "the collector did not close the connection in time"))
+                + finishShutdown(
+                    error: LogstashError(code: .timeout, message: "the collector did not close the connection in time")
+                )
         case .idle, .connecting, .closed:
             return []
         }
@@ -373,7 +408,15 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package mutating func flushRequested(id: Int, upTo: SpoolPosition) -> [Action] {
         switch state {
         case .idle, .closed:
-            return [.completeFlush(id: id, error: LogstashError(code: .shutdown, message: "the Logstash client is not running; records stay spooled"))]
+            return [
+                .completeFlush(
+                    id: id,
+                    error: LogstashError(
+                        code: .shutdown,
+                        message: "the Logstash client is not running; records stay spooled"
+                    )
+                )
+            ]
         case .connected:
             pendingFlushes.add(id: id, upTo: upTo)
             return readIfIdle()
@@ -397,11 +440,15 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             state = .closed
             return [.shutdownComplete]
         case .backingOff:
-            return finishShutdown(error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled"))
+            return finishShutdown(
+                error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled")
+            )
         case .connecting:
             shutdownDeadline = deadline
             return [.close(graceful: false)]
-                + finishShutdown(error: LogstashError(code: .shutdown, message: "shut down while connecting; records stay spooled"))
+                + finishShutdown(
+                    error: LogstashError(code: .shutdown, message: "shut down while connecting; records stay spooled")
+                )
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
@@ -425,7 +472,13 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private mutating func readIfIdle() -> [Action] {
         guard case .connected = state, inFlight == nil, !readPending else { return [] }
         readPending = true
-        return [.readBatch(from: sendPosition, maxBytes: configuration.maxBatchBytes, maxRecords: configuration.maxBatchRecords)]
+        return [
+            .readBatch(
+                from: sendPosition,
+                maxBytes: configuration.maxBatchBytes,
+                maxRecords: configuration.maxBatchRecords
+            )
+        ]
     }
 
     private func timerDeadline() -> C.Instant {

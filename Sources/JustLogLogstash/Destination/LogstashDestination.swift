@@ -1,6 +1,6 @@
+public import CoreMetrics
 import Foundation
 public import JustLogCore
-public import CoreMetrics
 public import NIOCore
 
 /// Sends every record, in the flattened form, to a Logstash-compatible collector (SPEC §3, §4).
@@ -52,7 +52,12 @@ public final class LogstashDestination: LogDestination {
         /// Seconds between attempts to use a spool that can't be used. Default 1.
         public var spoolRetryInterval: Double = 1
 
-        public init(client: LogstashClient.Configuration, spoolDirectory: String, token: String? = nil, flushTimeout: Double = 30) {
+        public init(
+            client: LogstashClient.Configuration,
+            spoolDirectory: String,
+            token: String? = nil,
+            flushTimeout: Double = 30
+        ) {
             self.client = client
             self.spool = LogstashSpool.Configuration(directory: spoolDirectory, maxRecordBytes: client.maxLineBytes)
             self.token = token
@@ -99,7 +104,8 @@ public final class LogstashDestination: LogDestination {
         guard configuration.spool.maxTotalBytes >= window + 2 * configuration.spool.segmentBytes else {
             throw LogstashError(
                 code: .invalidConfiguration,
-                message: "the spool cap (\(configuration.spool.maxTotalBytes) bytes) must be at least the \(isBeats ? "largest window" : "resend window") (\(window) bytes) plus two segments (\(2 * configuration.spool.segmentBytes) bytes); raise the spool capacity"
+                message:
+                    "the spool cap (\(configuration.spool.maxTotalBytes) bytes) must be at least the \(isBeats ? "largest window" : "resend window") (\(window) bytes) plus two segments (\(2 * configuration.spool.segmentBytes) bytes); raise the spool capacity"
             )
         }
         self.configuration = configuration
@@ -109,8 +115,11 @@ public final class LogstashDestination: LogDestination {
         self.spool = spool
         self.appender = SpoolAppender(spool: spool, memoryLimit: configuration.unspooledMemoryLimit)
         self.metrics = LogstashMetrics(factory: metricsFactory)
-        let reports = ReportAppender(limiter: limiter, token: configuration.token,
-                                     builder: RecordBuilder(defaultUserInfo: configuration.reportUserInfo))
+        let reports = ReportAppender(
+            limiter: limiter,
+            token: configuration.token,
+            builder: RecordBuilder(defaultUserInfo: configuration.reportUserInfo)
+        )
         self.reports = reports
         self.client = try LogstashClient(
             configuration: configuration.client,
@@ -163,7 +172,12 @@ public final class LogstashDestination: LogDestination {
         let once = CompletionOnce(completion)
         let timeout = configuration.flushTimeout
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-            once.complete(LogstashError(code: .timeout, message: "Logstash flush did not finish within \(timeout) s; the events stay spooled"))
+            once.complete(
+                LogstashError(
+                    code: .timeout,
+                    message: "Logstash flush did not finish within \(timeout) s; the events stay spooled"
+                )
+            )
         }
         client.flush { error in once.complete(error) }
     }
@@ -178,7 +192,8 @@ public final class LogstashDestination: LogDestination {
         if let problem = appender.unavailability, problem.held > 0 || problem.dropped > 0 {
             heldLoss = LogstashError(
                 code: .spoolUnavailable,
-                message: "\(problem.held + Int(problem.dropped)) event(s) for Logstash are lost (\(problem.held) held in memory at shutdown, \(problem.dropped) dropped earlier): the spool at \(configuration.spool.directory) can't take them",
+                message:
+                    "\(problem.held + Int(problem.dropped)) event(s) for Logstash are lost (\(problem.held) held in memory at shutdown, \(problem.dropped) dropped earlier): the spool at \(configuration.spool.directory) can't take them",
                 cause: problem.error.description
             )
             diagnostics.report("\(heldLoss!)")
@@ -192,7 +207,10 @@ public final class LogstashDestination: LogDestination {
         let seconds = Double(configuration.client.shutdownTimeout.components.seconds) + 1
         var failure: LogstashError?
         if done.wait(timeout: .now() + seconds) == .timedOut {
-            failure = LogstashError(code: .timeout, message: "the Logstash client did not shut down within \(seconds) s; unconfirmed events stay spooled")
+            failure = LogstashError(
+                code: .timeout,
+                message: "the Logstash client did not shut down within \(seconds) s; unconfirmed events stay spooled"
+            )
         } else {
             failure = outcome.withLock { $0 }
         }
@@ -200,7 +218,9 @@ public final class LogstashDestination: LogDestination {
         let queued = spool.counterSnapshot.queuedRecords
         if queued == 0 { failure = nil }
         if let failure {
-            diagnostics.report("Logstash: \(failure)\(queued > 0 ? " (\(queued) event(s) stay spooled for the next run)" : "")")
+            diagnostics.report(
+                "Logstash: \(failure)\(queued > 0 ? " (\(queued) event(s) stay spooled for the next run)" : "")"
+            )
         }
         shutdownError.withLock { $0 = heldLoss ?? failure }
         metrics.stop()
@@ -247,7 +267,10 @@ public final class LogstashDestination: LogDestination {
         if !outcome.rejected.isEmpty {
             for _ in outcome.rejected { metrics.failedAppend() }
             let reason = outcome.rejected[0]
-            diagnostics.reportOnce(key: "logstash.rejected", "an event for Logstash could not be spooled and is lost: \(reason); such events are counted")
+            diagnostics.reportOnce(
+                key: "logstash.rejected",
+                "an event for Logstash could not be spooled and is lost: \(reason); such events are counted"
+            )
             if reportingRejections, reason.code != .spoolClosed {
                 reports.append(
                     "JustLog lost \(outcome.rejected.count) event(s) for Logstash: they could not be written to the spool (\(reason))",
@@ -267,7 +290,9 @@ public final class LogstashDestination: LogDestination {
         if let recovery = outcome.recovered {
             diagnostics.reset(key: "logstash.memory")
             let dropped = recovery.dropped > 0 ? "; \(recovery.dropped) were dropped, the memory buffer being full" : ""
-            diagnostics.report("spooling events for Logstash works again: \(recovery.heldAndSpooled) event(s) held in memory were spooled\(dropped)")
+            diagnostics.report(
+                "spooling events for Logstash works again: \(recovery.heldAndSpooled) event(s) held in memory were spooled\(dropped)"
+            )
             if recovery.dropped > 0 {
                 reports.append(
                     "JustLog dropped \(recovery.dropped) event(s) for Logstash: the spool could not be used (\(recovery.error)) and the memory buffer was full",
@@ -284,7 +309,8 @@ public final class LogstashDestination: LogDestination {
             return !scheduled
         }
         guard first else { return }
-        let interval = configuration.spoolRetryInterval.isFinite ? min(max(configuration.spoolRetryInterval, 0.01), 3600) : 1
+        let interval =
+            configuration.spoolRetryInterval.isFinite ? min(max(configuration.spoolRetryInterval, 0.01), 3600) : 1
         DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
             guard let self else { return }
             self.retryScheduled.withLock { $0 = false }
@@ -299,7 +325,8 @@ public final class LogstashDestination: LogDestination {
         let dropped = problem.dropped > 0 ? "; \(problem.dropped) more were dropped, the memory buffer being full" : ""
         return LogstashError(
             code: .spoolUnavailable,
-            message: "the Logstash spool at \(configuration.spool.directory) can't take events: \(problem.error); \(problem.held) event(s) are waiting in memory and are spooled and sent once it works again\(dropped)"
+            message:
+                "the Logstash spool at \(configuration.spool.directory) can't take events: \(problem.error); \(problem.held) event(s) are waiting in memory and are spooled and sent once it works again\(dropped)"
         )
     }
 

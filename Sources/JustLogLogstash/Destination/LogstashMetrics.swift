@@ -78,7 +78,10 @@ final class LogstashMetrics: Sendable {
                 last.sent = max(last.sent, counters.sent)
                 last.resent = max(last.resent, counters.resent)
             }
-            return (counters.sent > last.sent ? counters.sent - last.sent : 0, counters.resent > last.resent ? counters.resent - last.resent : 0)
+            return (
+                counters.sent > last.sent ? counters.sent - last.sent : 0,
+                counters.resent > last.resent ? counters.resent - last.resent : 0
+            )
         }
         if sentDelta > 0 { sent.increment(by: Int64(sentDelta)) }
         if resentDelta > 0 { resent.increment(by: Int64(resentDelta)) }

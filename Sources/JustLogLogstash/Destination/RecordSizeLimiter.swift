@@ -26,7 +26,12 @@ struct RecordSizeLimiter: Sendable {
             let keep = max(0, messageBytes.count - excess - 64)
             cut.message = Self.prefix(record.message, utf8Count: keep) + "…[truncated]"
             cut.userInfo = record.userInfo
-            KeyCollision.insert("truncated_bytes", .int(Int64(messageBytes.count - keep)), into: &cut.userInfo, displacedSuffix: "userInfo")
+            KeyCollision.insert(
+                "truncated_bytes",
+                .int(Int64(messageBytes.count - keep)),
+                into: &cut.userInfo,
+                displacedSuffix: "userInfo"
+            )
             let attempt = FlattenedFormat.encode(cut)
             if attempt.count <= maximumBytes { return attempt }
             excess = attempt.count - maximumBytes + excess
@@ -35,9 +40,14 @@ struct RecordSizeLimiter: Sendable {
         let userInfoBytes = JSONWriter.encode(.object(record.userInfo)).count
         var minimal = LogRecord(
             level: record.level,
-            message: Self.prefix(record.message, utf8Count: min(record.message.utf8.count, maximumBytes / 4)) + "…[truncated]",
-            userInfo: ["log_type": .string(record.level.logType), "truncated_userInfo_bytes": .int(Int64(userInfoBytes))],
-            metadata: record.metadata.filter { ["timestamp", "event_id", "file", "function", "line"].contains($0.key) },
+            message: Self.prefix(record.message, utf8Count: min(record.message.utf8.count, maximumBytes / 4))
+                + "…[truncated]",
+            userInfo: [
+                "log_type": .string(record.level.logType), "truncated_userInfo_bytes": .int(Int64(userInfoBytes)),
+            ],
+            metadata: record.metadata.filter {
+                ["timestamp", "event_id", "file", "function", "line"].contains($0.key)
+            },
             timestamp: record.timestamp,
             eventID: record.eventID
         )

@@ -185,6 +185,7 @@ final class SpoolAppender: @unchecked Sendable {
     }
 
     private static func reason(_ error: any Error) -> LogstashError {
-        error as? LogstashError ?? LogstashError(code: .spoolUnavailable, message: "the spool can't be used", cause: error)
+        error as? LogstashError
+            ?? LogstashError(code: .spoolUnavailable, message: "the spool can't be used", cause: error)
     }
 }

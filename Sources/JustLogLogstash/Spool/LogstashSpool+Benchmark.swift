@@ -27,7 +27,11 @@ extension LogstashSpool {
     /// let measurement = try LogstashSpool.measureAppend(records: 1_000_000, payloadBytes: 400, directory: "/tmp/bench")
     /// print(measurement) // "1000000 appends of 400 bytes: … ns/append"
     /// ```
-    public static func measureAppend(records: Int, payloadBytes: Int, directory: String) throws -> SpoolAppendMeasurement {
+    public static func measureAppend(
+        records: Int,
+        payloadBytes: Int,
+        directory: String
+    ) throws -> SpoolAppendMeasurement {
         // A cap big enough that nothing is dropped, segment creation included in the measurement.
         let spool = try LogstashSpool(
             configuration: .init(directory: directory, maxTotalBytes: max(64 << 20, 2 * records * (payloadBytes + 8)))

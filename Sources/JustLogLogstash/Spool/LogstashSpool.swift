@@ -1,3 +1,5 @@
+public import JustLogCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import JustLogCore
 
 /// The Logstash destination's on-disk queue: records are appended on the logging caller's thread and
 /// read, sent and acknowledged by the sender, in order, across restarts of the program.
@@ -114,11 +115,13 @@ public final class LogstashSpool: @unchecked Sendable {
     /// - Throws: ``LogstashError`` with ``LogstashError/Code/invalidConfiguration`` for sizes that can't work.
     public init(unopened configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         guard configuration.maxRecordBytes > 0,
-            configuration.segmentBytes >= configuration.maxRecordBytes + SpoolSegment.headerSize + SpoolSegment.frameHeaderSize
+            configuration.segmentBytes >= configuration.maxRecordBytes + SpoolSegment.headerSize
+                + SpoolSegment.frameHeaderSize
         else {
             throw LogstashError(
                 code: .invalidConfiguration,
-                message: "spool segmentBytes (\(configuration.segmentBytes)) must hold one record of maxRecordBytes (\(configuration.maxRecordBytes)) plus \(SpoolSegment.headerSize + SpoolSegment.frameHeaderSize) bytes"
+                message:
+                    "spool segmentBytes (\(configuration.segmentBytes)) must hold one record of maxRecordBytes (\(configuration.maxRecordBytes)) plus \(SpoolSegment.headerSize + SpoolSegment.frameHeaderSize) bytes"
             )
         }
         self.configuration = configuration
@@ -180,12 +183,16 @@ public final class LogstashSpool: @unchecked Sendable {
     @discardableResult
     public func append(_ record: UnsafeRawBufferPointer) throws -> SpoolPosition {
         guard !record.isEmpty else {
-            throw LogstashError(code: .emptyRecord, message: "an empty record can't be spooled (collectors drop empty lines)")
+            throw LogstashError(
+                code: .emptyRecord,
+                message: "an empty record can't be spooled (collectors drop empty lines)"
+            )
         }
         guard record.count <= configuration.maxRecordBytes else {
             throw LogstashError(
                 code: .recordTooLarge,
-                message: "a record of \(record.count) bytes exceeds the \(configuration.maxRecordBytes)-byte line limit; truncate it"
+                message:
+                    "a record of \(record.count) bytes exceeds the \(configuration.maxRecordBytes)-byte line limit; truncate it"
             )
         }
         return try lock.withLock {
@@ -193,7 +200,10 @@ public final class LogstashSpool: @unchecked Sendable {
             case .open(let storage):
                 return try storage.append(record)
             case .unopened:
-                throw LogstashError(code: .spoolUnavailable, message: "the spool in \(configuration.directory) is not open")
+                throw LogstashError(
+                    code: .spoolUnavailable,
+                    message: "the spool in \(configuration.directory) is not open"
+                )
             case .closed:
                 throw LogstashError(code: .spoolClosed, message: "the spool is closed")
             }
@@ -252,7 +262,13 @@ public final class LogstashSpool: @unchecked Sendable {
     public var counterSnapshot: SpoolCounters {
         lock.withLock {
             if case .open(let storage) = state { return storage.counters }
-            return SpoolCounters(queuedRecords: 0, queuedBytes: 0, segmentCount: 0, droppedRecords: 0, appendedRecords: 0)
+            return SpoolCounters(
+                queuedRecords: 0,
+                queuedBytes: 0,
+                segmentCount: 0,
+                droppedRecords: 0,
+                appendedRecords: 0
+            )
         }
     }
 

@@ -55,8 +55,12 @@ struct SpoolCursorFile {
             guard let offset = Int(exactly: word(1)) else { return .damaged }
             return .legacy(SpoolPosition(segment: word(0), offset: offset))
         case Self.size:
-            let stored = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 24, as: UInt32.self)) }
-            let format = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 28, as: UInt32.self)) }
+            let stored = bytes.withUnsafeBytes {
+                UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 24, as: UInt32.self))
+            }
+            let format = bytes.withUnsafeBytes {
+                UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
+            }
             let checksum = bytes.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<24])) }
             guard format == Self.format, stored == checksum, let offset = Int(exactly: word(1)) else { return .damaged }
             return .current(SpoolPosition(segment: word(0), offset: offset), serial: word(2))
@@ -73,7 +77,11 @@ struct SpoolCursorFile {
             raw.storeBytes(of: position.segment.littleEndian, toByteOffset: 0, as: UInt64.self)
             raw.storeBytes(of: UInt64(clamping: position.offset).littleEndian, toByteOffset: 8, as: UInt64.self)
             raw.storeBytes(of: serial.littleEndian, toByteOffset: 16, as: UInt64.self)
-            raw.storeBytes(of: CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<24])).littleEndian, toByteOffset: 24, as: UInt32.self)
+            raw.storeBytes(
+                of: CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<24])).littleEndian,
+                toByteOffset: 24,
+                as: UInt32.self
+            )
             raw.storeBytes(of: Self.format.littleEndian, toByteOffset: 28, as: UInt32.self)
         }
         return bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, Self.size, 0) } == Self.size

@@ -23,7 +23,9 @@ struct SpoolLossLedger: Equatable {
     private(set) var ranges: [Range<UInt64>]
 
     init(ranges: [Range<UInt64>] = []) {
-        self.ranges = Array(ranges.filter { !$0.isEmpty }.sorted { $0.lowerBound < $1.lowerBound }.suffix(Self.maximumRanges))
+        self.ranges = Array(
+            ranges.filter { !$0.isEmpty }.sorted { $0.lowerBound < $1.lowerBound }.suffix(Self.maximumRanges)
+        )
     }
 
     /// The ledger in `directory`, or an empty one if there is none or it does not check out.

@@ -38,8 +38,14 @@ struct SpoolRecovery {
     /// - Parameters:
     ///   - segments: the segments opened and scanned, oldest first, with their scans.
     ///   - emptied: names of segment files too short to hold a header (removed by the caller).
-    init(segments: [(segment: SpoolSegment, scan: SegmentScan)], emptied: [UInt64], cursorFile: SpoolCursorFile.Content, ledger: SpoolLossLedger) {
-        let oldest = segments.first.map { SpoolPosition(segment: $0.segment.sequence, offset: $0.segment.firstFrameOffset) }
+    init(
+        segments: [(segment: SpoolSegment, scan: SegmentScan)],
+        emptied: [UInt64],
+        cursorFile: SpoolCursorFile.Content,
+        ledger: SpoolLossLedger
+    ) {
+        let oldest =
+            segments.first.map { SpoolPosition(segment: $0.segment.sequence, offset: $0.segment.firstFrameOffset) }
             ?? SpoolPosition(segment: 0, offset: 0)
         let highest = segments.compactMap { $0.scan.serials?.upperBound }.max() ?? 0
 
@@ -48,16 +54,22 @@ struct SpoolRecovery {
         switch cursorFile {
         case .none:
             cursor = oldest
-            if segments.contains(where: { $0.segment.recordCount > 0 }) { cursorProblem = "the cursor file is missing or empty" }
+            if segments.contains(where: { $0.segment.recordCount > 0 }) {
+                cursorProblem = "the cursor file is missing or empty"
+            }
         case .current(let saved, let serial):
-            if let entry = segments.first(where: { $0.segment.sequence == saved.segment }), entry.segment.format == .legacy {
+            if let entry = segments.first(where: { $0.segment.sequence == saved.segment }),
+                entry.segment.format == .legacy
+            {
                 cursor = entry.segment.isBoundary(saved.offset) ? saved : oldest
             } else {
                 cursor = Self.position(ofFirstSerialAtLeast: serial, in: segments)
             }
             fromSerial = serial
         case .legacy(let saved):
-            if let entry = segments.first(where: { $0.segment.sequence == saved.segment }), entry.segment.isBoundary(saved.offset) {
+            if let entry = segments.first(where: { $0.segment.sequence == saved.segment }),
+                entry.segment.isBoundary(saved.offset)
+            {
                 cursor = saved
             } else {
                 cursor = oldest
@@ -84,13 +96,23 @@ struct SpoolRecovery {
         var previous: (run: SegmentScan.Run, segment: UInt64)?
         for entry in runs where entry.run.lastSerial >= expected {
             if entry.run.firstSerial > expected {
-                losses.append(Loss(serials: expected..<entry.run.firstSerial, place: Self.place(after: previous, before: entry, segments: segments)))
+                losses.append(
+                    Loss(
+                        serials: expected..<entry.run.firstSerial,
+                        place: Self.place(after: previous, before: entry, segments: segments)
+                    )
+                )
             }
             expected = max(expected, entry.run.lastSerial + 1)
             previous = entry
         }
         if known >= expected {
-            losses.append(Loss(serials: expected..<(known + 1), place: Self.place(after: previous, before: nil, segments: segments)))
+            losses.append(
+                Loss(
+                    serials: expected..<(known + 1),
+                    place: Self.place(after: previous, before: nil, segments: segments)
+                )
+            )
         }
         newlyLost = ledger.unreported(in: losses.map(\.serials))
         newLosses = losses.filter { ledger.unreported(in: [$0.serials]) > 0 }
@@ -99,16 +121,24 @@ struct SpoolRecovery {
         // (which records its last serial) is damaged too.
         let newest = segments.last { $0.segment.format == .current }?.segment.sequence
         for entry in segments where entry.segment.sequence >= cursor.segment {
-            guard let tail = entry.scan.unreadableTail, let last = entry.segment.lastNonZero(from: tail) else { continue }
+            guard let tail = entry.scan.unreadableTail, let last = entry.segment.lastNonZero(from: tail) else {
+                continue
+            }
             let name = SpoolSegment.fileName(entry.segment.sequence)
             if entry.segment.format == .legacy {
-                uncounted.append("\(last + 1 - tail) bytes after offset \(tail) of \(name) (an older-format segment) can't be read; how many records they held is unknown")
+                uncounted.append(
+                    "\(last + 1 - tail) bytes after offset \(tail) of \(name) (an older-format segment) can't be read; how many records they held is unknown"
+                )
             } else if entry.segment.sequence == newest, entry.scan.committedSerial == nil {
-                uncounted.append("\(last + 1 - tail) bytes at the end of \(name) can't be read and its header is damaged; how many records they held is unknown")
+                uncounted.append(
+                    "\(last + 1 - tail) bytes at the end of \(name) can't be read and its header is damaged; how many records they held is unknown"
+                )
             }
         }
         if let newestEmptied = emptied.max(), newestEmptied > (segments.last?.segment.sequence ?? 0) {
-            uncounted.append("the newest segment \(SpoolSegment.fileName(newestEmptied)) was empty and was removed; if it held records, how many is unknown")
+            uncounted.append(
+                "the newest segment \(SpoolSegment.fileName(newestEmptied)) was empty and was removed; if it held records, how many is unknown"
+            )
         }
     }
 
@@ -120,7 +150,10 @@ struct SpoolRecovery {
     // MARK: - Helpers
 
     /// Where the first intact record with a serial of at least `serial` is, or the end of the newest segment.
-    private static func position(ofFirstSerialAtLeast serial: UInt64, in segments: [(segment: SpoolSegment, scan: SegmentScan)]) -> SpoolPosition {
+    private static func position(
+        ofFirstSerialAtLeast serial: UInt64,
+        in segments: [(segment: SpoolSegment, scan: SegmentScan)]
+    ) -> SpoolPosition {
         for entry in segments {
             for run in entry.scan.runs where run.lastSerial >= serial {
                 var offset = run.offset
@@ -135,27 +168,36 @@ struct SpoolRecovery {
     }
 
     /// The serial of the first intact record at or after `position`, if any.
-    static func serial(atOrAfter position: SpoolPosition, in segments: [(segment: SpoolSegment, scan: SegmentScan)]) -> UInt64? {
+    static func serial(
+        atOrAfter position: SpoolPosition,
+        in segments: [(segment: SpoolSegment, scan: SegmentScan)]
+    ) -> UInt64? {
         serial(atOrAfter: position, in: segments.map(\.segment))
     }
 
     /// The serial of the first intact record at or after `position`, if any.
     static func serial(atOrAfter position: SpoolPosition, in segments: [SpoolSegment]) -> UInt64? {
         for segment in segments where segment.sequence >= position.segment && segment.format == .current {
-            let offset = segment.frameStart(segment.sequence == position.segment ? position.offset : segment.firstFrameOffset)
+            let offset = segment.frameStart(
+                segment.sequence == position.segment ? position.offset : segment.firstFrameOffset
+            )
             if offset < segment.end, let serial = segment.serial(at: offset) { return serial }
         }
         return nil
     }
 
     /// Words for where the serials between `previous` and `next` were.
-    private static func place(after previous: (run: SegmentScan.Run, segment: UInt64)?, before next: (run: SegmentScan.Run, segment: UInt64)?,
-                              segments: [(segment: SpoolSegment, scan: SegmentScan)]) -> String {
+    private static func place(
+        after previous: (run: SegmentScan.Run, segment: UInt64)?,
+        before next: (run: SegmentScan.Run, segment: UInt64)?,
+        segments: [(segment: SpoolSegment, scan: SegmentScan)]
+    ) -> String {
         switch (previous, next) {
         case (let previous?, let next?) where previous.segment == next.segment:
             return "in damaged bytes before offset \(next.run.offset) of \(SpoolSegment.fileName(next.segment))"
         case (let previous?, let next?):
-            return "between \(SpoolSegment.fileName(previous.segment)) and \(SpoolSegment.fileName(next.segment)) (a segment missing, emptied, cut short or damaged)"
+            return
+                "between \(SpoolSegment.fileName(previous.segment)) and \(SpoolSegment.fileName(next.segment)) (a segment missing, emptied, cut short or damaged)"
         case (let previous?, nil):
             return "at the end of \(SpoolSegment.fileName(previous.segment)) (cut short or damaged)"
         case (nil, let next?):

@@ -33,7 +33,9 @@ struct SegmentScan: Sendable {
 
     /// The lowest and highest serial seen in the file (intact, damaged or committed), if any.
     var serials: ClosedRange<UInt64>? {
-        let all = runs.flatMap { [$0.firstSerial, $0.lastSerial] } + damagedSerials + (committedSerial.map { $0 > 0 ? [$0] : [] } ?? [])
+        let all =
+            runs.flatMap { [$0.firstSerial, $0.lastSerial] } + damagedSerials
+            + (committedSerial.map { $0 > 0 ? [$0] : [] } ?? [])
         guard let low = all.min(), let high = all.max() else { return nil }
         return low...high
     }
@@ -113,7 +115,9 @@ extension SpoolSegment {
             let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             guard length > 0, length <= capacity - offset - 8 else { break }
             let stored = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
-            guard CRC32.checksum(UnsafeRawBufferPointer(start: base + offset + 8, count: length)) == stored else { break }
+            guard CRC32.checksum(UnsafeRawBufferPointer(start: base + offset + 8, count: length)) == stored else {
+                break
+            }
             recordCount += 1
             payloadBytes += length
             offset += 8 + length
@@ -133,10 +137,13 @@ extension SpoolSegment {
         let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
         let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
         guard length > 0 else { return .none }
-        guard length <= capacity - offset - Self.frameHeaderSize else { return .damaged(length: length, serial: serial) }
+        guard length <= capacity - offset - Self.frameHeaderSize else {
+            return .damaged(length: length, serial: serial)
+        }
         let payloadCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self))
         let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
-        return CRC32.checksum(payload) == payloadCRC ? .intact(length: length, serial: serial) : .damaged(length: length, serial: serial)
+        return CRC32.checksum(payload) == payloadCRC
+            ? .intact(length: length, serial: serial) : .damaged(length: length, serial: serial)
     }
 
     /// The next offset after `offset` where a frame header that checks out starts, if any.

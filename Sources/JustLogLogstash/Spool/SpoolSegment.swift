@@ -1,3 +1,5 @@
+import JustLogCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import JustLogCore
 
 /// One segment file of the spool, mapped into memory with `MAP_SHARED`.
 ///
@@ -103,7 +104,11 @@ final class SpoolSegment {
         if rc != 0 {
             close(fd)
             unlink(path)
-            throw LogstashError(code: .spoolUnavailable, message: "can't reserve \(capacity) bytes for spool segment \(path)", cause: String(cString: strerror(rc)))
+            throw LogstashError(
+                code: .spoolUnavailable,
+                message: "can't reserve \(capacity) bytes for spool segment \(path)",
+                cause: String(cString: strerror(rc))
+            )
         }
         #else
         guard ftruncate(fd, off_t(capacity)) == 0 else {

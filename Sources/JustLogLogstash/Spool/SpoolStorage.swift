@@ -1,3 +1,5 @@
+import JustLogCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import JustLogCore
 
 /// The files of an open spool folder — segments, cursor, lock — and the counters. Opening it recovers what
 /// an earlier run left (see ``SpoolRecovery``). Not thread-safe: ``LogstashSpool`` guards it with its lock.
@@ -42,7 +43,8 @@ final class SpoolStorage {
             closeDescriptor(lockFD)
             throw LogstashError(
                 code: .spoolUnavailable,
-                message: "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
+                message:
+                    "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
             )
         }
         self.lockFD = lockFD
@@ -56,14 +58,22 @@ final class SpoolStorage {
         var entries: [(segment: SpoolSegment, scan: SegmentScan)] = []
         var emptied: [UInt64] = []
         for sequence in try Self.segmentSequences(in: directory) {
-            if let segment = try SpoolSegment.openExisting(path: directory + "/" + SpoolSegment.fileName(sequence), sequence: sequence) {
+            if let segment = try SpoolSegment.openExisting(
+                path: directory + "/" + SpoolSegment.fileName(sequence),
+                sequence: sequence
+            ) {
                 entries.append((segment, segment.scan()))
             } else {
                 emptied.append(sequence)
             }
         }
         let storedLedger = SpoolLossLedger.load(directory: directory)
-        let recovery = SpoolRecovery(segments: entries, emptied: emptied, cursorFile: cursorFile.read(), ledger: storedLedger)
+        let recovery = SpoolRecovery(
+            segments: entries,
+            emptied: emptied,
+            cursorFile: cursorFile.read(),
+            ledger: storedLedger
+        )
 
         var cursor = recovery.cursor
         var segments = entries.map(\.segment)
@@ -74,7 +84,8 @@ final class SpoolStorage {
             removed.append(segments.removeFirst())
         }
         for segment in segments.dropLast() where segment.recordCount == 0 {
-            if cursor.segment == segment.sequence, let next = segments.first(where: { $0.sequence > segment.sequence }) {
+            if cursor.segment == segment.sequence, let next = segments.first(where: { $0.sequence > segment.sequence })
+            {
                 cursor = SpoolPosition(segment: next.sequence, offset: next.firstFrameOffset)
             }
             removed.append(segment)
@@ -82,7 +93,11 @@ final class SpoolStorage {
         segments.removeAll { segment in removed.contains { $0 === segment } }
         if segments.isEmpty {
             let sequence = max(entries.last?.segment.sequence ?? 0, emptied.max() ?? 0, recovery.cursor.segment) + 1
-            let segment = try SpoolSegment.create(directory: directory, sequence: sequence, capacity: configuration.segmentBytes)
+            let segment = try SpoolSegment.create(
+                directory: directory,
+                sequence: sequence,
+                capacity: configuration.segmentBytes
+            )
             segments.append(segment)
             cursor = SpoolPosition(segment: sequence, offset: segment.firstFrameOffset)
         }
@@ -94,9 +109,17 @@ final class SpoolStorage {
         self.cursorFile = cursorFile
         self.nextSerial = recovery.nextSerial
         self.lossesToReport = recovery.newlyLost
-        self.counters = SpoolCounters(queuedRecords: 0, queuedBytes: 0, segmentCount: segments.count, droppedRecords: 0, appendedRecords: 0)
+        self.counters = SpoolCounters(
+            queuedRecords: 0,
+            queuedBytes: 0,
+            segmentCount: segments.count,
+            droppedRecords: 0,
+            appendedRecords: 0
+        )
         for segment in segments {
-            let skipped = segment.sequence == cursor.segment ? segment.count(from: segment.firstFrameOffset, to: cursor.offset) : (records: 0, bytes: 0)
+            let skipped =
+                segment.sequence == cursor.segment
+                ? segment.count(from: segment.firstFrameOffset, to: cursor.offset) : (records: 0, bytes: 0)
             counters.queuedRecords += segment.recordCount - skipped.records
             counters.queuedBytes += segment.payloadBytes - skipped.bytes + segment.recordCount - skipped.records
         }
@@ -116,7 +139,10 @@ final class SpoolStorage {
         }
         if recovery.newlyLost > 0 {
             let places = recovery.newLosses.prefix(5).map { loss in
-                let serials = loss.count == 1 ? "serial \(loss.serials.lowerBound)" : "serials \(loss.serials.lowerBound)–\(loss.serials.upperBound - 1)"
+                let serials =
+                    loss.count == 1
+                    ? "serial \(loss.serials.lowerBound)"
+                    : "serials \(loss.serials.lowerBound)–\(loss.serials.upperBound - 1)"
                 return "\(loss.count) \(loss.place) (\(serials))"
             }
             let more = recovery.newLosses.count > 5 ? "; and \(recovery.newLosses.count - 5) more places" : ""
@@ -204,7 +230,11 @@ final class SpoolStorage {
             dropOldestSegment()
         }
         let sequence = segments[segments.count - 1].sequence + 1
-        let segment = try SpoolSegment.create(directory: configuration.directory, sequence: sequence, capacity: configuration.segmentBytes)
+        let segment = try SpoolSegment.create(
+            directory: configuration.directory,
+            sequence: sequence,
+            capacity: configuration.segmentBytes
+        )
         segments.append(segment)
         counters.segmentCount = segments.count
         return segment
@@ -256,7 +286,10 @@ final class SpoolStorage {
             if position.offset >= segment.end {
                 guard index + 1 < segments.count else { break }
                 index += 1
-                position = SpoolPosition(segment: segments[index].sequence, offset: segments[index].frameStart(segments[index].firstFrameOffset))
+                position = SpoolPosition(
+                    segment: segments[index].sequence,
+                    offset: segments[index].frameStart(segments[index].firstFrameOffset)
+                )
                 continue
             }
             let payload = segment.payload(at: position.offset)
@@ -269,7 +302,10 @@ final class SpoolStorage {
         }
         // Normalize a position at the end of a full segment to the start of the next one.
         if position.offset >= segments[index].end, index + 1 < segments.count {
-            position = SpoolPosition(segment: segments[index + 1].sequence, offset: segments[index + 1].firstFrameOffset)
+            position = SpoolPosition(
+                segment: segments[index + 1].sequence,
+                offset: segments[index + 1].firstFrameOffset
+            )
         }
         return SpoolBatch(bytes: bytes, recordCount: count, start: start, end: position)
     }

@@ -33,10 +33,14 @@ final class LogstashChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             let bytes = buffer.getBytes(at: buffer.readerIndex, length: min(2, buffer.readableBytes)), bytes.count == 2,
             bytes[0] == 21 || bytes[0] == 22, bytes[1] == 3
         {
-            fail(context, LogstashError(
-                code: .connectFailed,
-                message: "the collector answered in TLS: it expects TLS on this port; turn TLS on (logstashUseTLS = true; justlog ship without --plain)"
-            ))
+            fail(
+                context,
+                LogstashError(
+                    code: .connectFailed,
+                    message:
+                        "the collector answered in TLS: it expects TLS on this port; turn TLS on (logstashUseTLS = true; justlog ship without --plain)"
+                )
+            )
             return
         }
         bytesSeen += buffer.readableBytes
@@ -47,7 +51,11 @@ final class LogstashChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         do {
             while let frame = try decoder.next() {
                 guard case .ack(let sequence) = frame else {
-                    throw LogstashError(code: .malformedFrame, message: "the collector sent \(frame.kind) where only ACKs are expected: it may not be a Beats input")
+                    throw LogstashError(
+                        code: .malformedFrame,
+                        message:
+                            "the collector sent \(frame.kind) where only ACKs are expected: it may not be a Beats input"
+                    )
                 }
                 acks.append(sequence)
             }
@@ -56,10 +64,14 @@ final class LogstashChannelHandler: ChannelInboundHandler, RemovableChannelHandl
             self.decoder = decoder
             for sequence in acks { client.ackReceived(generation: generation, sequence: sequence) }
             let problem = error as? LogstashError ?? LogstashError(code: .malformedFrame, message: "\(error)")
-            fail(context, LogstashError(
-                code: .malformedFrame,
-                message: "\(problem.message) (is this port a Logstash beats input? for a tcp/json_lines input use the json_lines transport)"
-            ))
+            fail(
+                context,
+                LogstashError(
+                    code: .malformedFrame,
+                    message:
+                        "\(problem.message) (is this port a Logstash beats input? for a tcp/json_lines input use the json_lines transport)"
+                )
+            )
             return
         }
         for sequence in acks { client.ackReceived(generation: generation, sequence: sequence) }
@@ -74,12 +86,19 @@ final class LogstashChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         if let event = event as? TLSUserEvent, case .handshakeCompleted(let protocolName) = event {
             let handler = try? context.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
             if let problem = tls?.checkPins(handler?.peerCertificate) {
-                firstError = LogstashError(code: .certificateRejected, message: "TLS: certificate pin mismatch", cause: problem)
+                firstError = LogstashError(
+                    code: .certificateRejected,
+                    message: "TLS: certificate pin mismatch",
+                    cause: problem
+                )
                 context.close(promise: nil)
                 return
             }
             let version = handler?.tlsVersion.map { "\($0)" } ?? "unknown version"
-            client.tlsReady(generation: generation, detail: "TLS handshake done (\(version)\(protocolName.map { ", ALPN \($0)" } ?? ""))")
+            client.tlsReady(
+                generation: generation,
+                detail: "TLS handshake done (\(version)\(protocolName.map { ", ALPN \($0)" } ?? ""))"
+            )
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -126,7 +126,12 @@ extension LogstashClient {
             /// Default 30 s (Filebeat's `timeout`).
             public var ackTimeout: Duration
 
-            public init(compressionLevel: Int = 3, initialWindow: Int = 10, maxWindow: Int = 2048, ackTimeout: Duration = .seconds(30)) {
+            public init(
+                compressionLevel: Int = 3,
+                initialWindow: Int = 10,
+                maxWindow: Int = 2048,
+                ackTimeout: Duration = .seconds(30)
+            ) {
                 self.compressionLevel = min(max(compressionLevel, 0), 9)
                 self.maxWindow = max(1, maxWindow)
                 self.initialWindow = min(max(1, initialWindow), self.maxWindow)
@@ -159,7 +164,8 @@ extension LogstashClient {
         public var description: String {
             switch kind {
             case .jsonLines: "json_lines"
-            case .beats(let settings): "beats (compression \(settings.compressionLevel), window \(settings.initialWindow)…\(settings.maxWindow))"
+            case .beats(let settings):
+                "beats (compression \(settings.compressionLevel), window \(settings.initialWindow)…\(settings.maxWindow))"
             }
         }
     }

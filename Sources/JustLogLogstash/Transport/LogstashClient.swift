@@ -1,7 +1,7 @@
+public import JustLogCore
 public import NIOCore
 import NIOPosix
 import NIOSSL
-public import JustLogCore
 
 /// Sends the records of a ``LogstashSpool`` to a Logstash-compatible collector over one persistent TCP or
 /// TLS connection — as `json_lines` (carrying out the decisions of a ``ConnectionStateMachine``) or as
@@ -105,15 +105,29 @@ public final class LogstashClient: @unchecked Sendable {
                 var lane = configuration
                 lane.hosts = [host]
                 lane.loadBalance = false
-                lanes.append(try LogstashClient(
-                    configuration: lane, spool: spool, source: dispatcher.lane(index), lanes: [], eventLoopGroup: eventLoopGroup,
-                    activity: activity, warning: warning, onDeliveryResumed: onDeliveryResumed
-                ))
+                lanes.append(
+                    try LogstashClient(
+                        configuration: lane,
+                        spool: spool,
+                        source: dispatcher.lane(index),
+                        lanes: [],
+                        eventLoopGroup: eventLoopGroup,
+                        activity: activity,
+                        warning: warning,
+                        onDeliveryResumed: onDeliveryResumed
+                    )
+                )
             }
         }
         try self.init(
-            configuration: configuration, spool: spool, source: spool, lanes: lanes, eventLoopGroup: eventLoopGroup,
-            activity: activity, warning: warning, onDeliveryResumed: onDeliveryResumed
+            configuration: configuration,
+            spool: spool,
+            source: spool,
+            lanes: lanes,
+            eventLoopGroup: eventLoopGroup,
+            activity: activity,
+            warning: warning,
+            onDeliveryResumed: onDeliveryResumed
         )
     }
 
@@ -291,7 +305,15 @@ public final class LogstashClient: @unchecked Sendable {
     /// A snapshot of the counters (waits briefly for the event loop).
     public func counters() async -> Counters {
         if !lanes.isEmpty {
-            var total = Counters(queued: 0, spooledBytes: 0, sent: 0, resent: 0, dropped: 0, connects: 0, connectionErrors: 0)
+            var total = Counters(
+                queued: 0,
+                spooledBytes: 0,
+                sent: 0,
+                resent: 0,
+                dropped: 0,
+                connects: 0,
+                connectionErrors: 0
+            )
             for lane in lanes {
                 let counters = await lane.counters()
                 total.queued = counters.queued
@@ -307,7 +329,9 @@ public final class LogstashClient: @unchecked Sendable {
             return total
         }
         let spoolCounters = spool.counterSnapshot
-        let machineCounters = try? await eventLoop.submit { (counters: self.machine.counters, unresolvedError: self.machine.unresolvedError) }.get()
+        let machineCounters = try? await eventLoop.submit {
+            (counters: self.machine.counters, unresolvedError: self.machine.unresolvedError)
+        }.get()
         return Counters(
             queued: spoolCounters.queuedRecords,
             spooledBytes: spoolCounters.queuedBytes,
@@ -381,15 +405,25 @@ public final class LogstashClient: @unchecked Sendable {
             // CAP_NET_ADMIN, so every connect of a non-root program failed with EACCES.
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(CloseObserver { [weak self] info in
-                        self?.connectionClosing(generation: generation, info: info)
-                    })
+                    try channel.pipeline.syncOperations.addHandler(
+                        CloseObserver { [weak self] info in
+                            self?.connectionClosing(generation: generation, info: info)
+                        }
+                    )
                     if let tls {
-                        let sslHandler = try NIOSSLClientHandler(context: tls.context, serverHostname: tls.serverHostname)
+                        let sslHandler = try NIOSSLClientHandler(
+                            context: tls.context,
+                            serverHostname: tls.serverHostname
+                        )
                         try channel.pipeline.syncOperations.addHandler(sslHandler)
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        LogstashChannelHandler(client: self, generation: generation, tls: tls, decodesAcks: beats != nil)
+                        LogstashChannelHandler(
+                            client: self,
+                            generation: generation,
+                            tls: tls,
+                            decodesAcks: beats != nil
+                        )
                     )
                 }
             }
@@ -405,7 +439,9 @@ public final class LogstashClient: @unchecked Sendable {
                     self.connectInProgress = false
                     self.run(self.machine.connected())
                 } else {
-                    self.handshakeTimeout = self.eventLoop.scheduleTask(in: Self.timeAmount(self.configuration.connectTimeout)) {
+                    self.handshakeTimeout = self.eventLoop.scheduleTask(
+                        in: Self.timeAmount(self.configuration.connectTimeout)
+                    ) {
                         guard generation == self.generation, self.connectInProgress else { return }
                         self.handshakeTimedOut = true
                         channel.close(promise: nil)
@@ -462,10 +498,12 @@ public final class LogstashClient: @unchecked Sendable {
         handshakeTimeout?.cancel()
         if connectInProgress {
             connectInProgress = false
-            let failure = handshakeTimedOut
+            let failure =
+                handshakeTimedOut
                 ? LogstashError(
                     code: .timeout,
-                    message: "the TLS handshake with \(configuration.endpoint(of: configuration.hosts[currentHost])) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
+                    message:
+                        "the TLS handshake with \(configuration.endpoint(of: configuration.hosts[currentHost])) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
                 )
                 : describeConnectError(error ?? ChannelError.eof)
             run(machine.connectFailed(failure))
@@ -483,29 +521,44 @@ public final class LogstashClient: @unchecked Sendable {
             run(machine.connectionClosed(error: nil, peerClosedAfterUs: peerClosedAfterUs))
         } else {
             let wasClosing = machine.isClosing
-            run(machine.connectionClosed(error: error.map {
-                $0 as? LogstashError ?? LogstashError(code: .connectionLost, message: "connection error", cause: $0)
-            }, peerClosedAfterUs: true))
+            run(
+                machine.connectionClosed(
+                    error: error.map {
+                        $0 as? LogstashError
+                            ?? LogstashError(code: .connectionLost, message: "connection error", cause: $0)
+                    },
+                    peerClosedAfterUs: true
+                )
+            )
             if !wasClosing { failOver() }
         }
     }
 
     private func write(_ batch: SpoolBatch) {
         guard let channel else {
-            run(machine.connectionClosed(error: LogstashError(code: .connectionLost, message: "no connection to write to"), peerClosedAfterUs: false))
+            run(
+                machine.connectionClosed(
+                    error: LogstashError(code: .connectionLost, message: "no connection to write to"),
+                    peerClosedAfterUs: false
+                )
+            )
             return
         }
         let generation = generation
         let buffer: ByteBuffer
         if let beats {
-            buffer = channel.allocator.buffer(bytes: LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel))
+            buffer = channel.allocator.buffer(
+                bytes: LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel)
+            )
         } else {
             buffer = channel.allocator.buffer(bytes: batch.bytes)
         }
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation, case .success = result else { return }
             // A failed write closes the channel: channelClosed reports it.
-            self.run(self.machine.writeCompleted(bufferBound: self.beats == nil ? self.measuredBufferBound(channel) : nil))
+            self.run(
+                self.machine.writeCompleted(bufferBound: self.beats == nil ? self.measuredBufferBound(channel) : nil)
+            )
         }
     }
 
@@ -559,7 +612,9 @@ public final class LogstashClient: @unchecked Sendable {
     /// Our send buffer plus twice the largest window the peer advertised on this connection: the most bytes
     /// that can sit between a completed write and the collector's application (see ConnectionStateMachine).
     private func measuredBufferBound(_ channel: any Channel) -> Int? {
-        guard let info = TCPConnectionInfo.read(channel), info.peerWindow > 0 || largestPeerWindow > 0 else { return nil }
+        guard let info = TCPConnectionInfo.read(channel), info.peerWindow > 0 || largestPeerWindow > 0 else {
+            return nil
+        }
         largestPeerWindow = max(largestPeerWindow, info.peerWindow)
         return info.sendBuffer + 2 * Int(largestPeerWindow)
     }
@@ -570,17 +625,21 @@ public final class LogstashClient: @unchecked Sendable {
         let host = configuration.hosts[currentHost]
         let endpoint = configuration.endpoint(of: host)
         let tls = tlsByHost[currentHost]
-        if error is NIOSSLExtraError || text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("failedToValidateHostname") {
+        if error is NIOSSLExtraError || text.contains("CERTIFICATE_VERIFY_FAILED")
+            || text.contains("failedToValidateHostname")
+        {
             return LogstashError(
                 code: .certificateRejected,
-                message: "TLS: the server certificate of \(host.host):\(host.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
+                message:
+                    "TLS: the server certificate of \(host.host):\(host.port) was refused (untrusted, expired or for another host); set the CA file to trust a private CA",
                 cause: text
             )
         }
         if tls != nil, Self.isCleanEnd(error) {
             return LogstashError(
                 code: .connectFailed,
-                message: "\(endpoint) closed the connection during the TLS handshake: the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)",
+                message:
+                    "\(endpoint) closed the connection during the TLS handshake: the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)",
                 cause: text
             )
         }
@@ -599,7 +658,9 @@ public final class LogstashClient: @unchecked Sendable {
         let (seconds, attoseconds) = duration.components
         // Capped at a year: longer would overflow nanoseconds in an Int64 (and means "never" anyway).
         let cappedSeconds = min(max(seconds, 0), 365 * 86_400)
-        return .nanoseconds(cappedSeconds * 1_000_000_000 + (cappedSeconds == seconds ? attoseconds / 1_000_000_000 : 0))
+        return .nanoseconds(
+            cappedSeconds * 1_000_000_000 + (cappedSeconds == seconds ? attoseconds / 1_000_000_000 : 0)
+        )
     }
 }
 

@@ -36,7 +36,8 @@ struct LogstashTLS: Sendable {
                 } catch {
                     throw LogstashError(
                         code: .invalidTLSConfiguration,
-                        message: "can't read the CA bundle \(caFile): give the path of a PEM file with the collector's CA certificate",
+                        message:
+                            "can't read the CA bundle \(caFile): give the path of a PEM file with the collector's CA certificate",
                         cause: error
                     )
                 }
@@ -76,6 +77,7 @@ struct LogstashTLS: Sendable {
         }
         let digest = SHA256.hash(spki)
         if pins.contains(digest) { return nil }
-        return "the server's public key (SHA-256 \(Data(digest).base64EncodedString())) matches none of the \(pins.count) pinned keys"
+        return
+            "the server's public key (SHA-256 \(Data(digest).base64EncodedString())) matches none of the \(pins.count) pinned keys"
     }
 }

@@ -71,7 +71,11 @@ final class WindowDispatcher: @unchecked Sendable {
             release(lane: lane)
             if let index = entries.firstIndex(where: { $0.owner == nil && !$0.done }) {
                 let entry = entries[index]
-                let batch = spool.read(from: max(entry.acknowledgedEnd, cursor), maxBytes: .max, maxRecords: entry.count - entry.acknowledged)
+                let batch = spool.read(
+                    from: max(entry.acknowledgedEnd, cursor),
+                    maxBytes: .max,
+                    maxRecords: entry.count - entry.acknowledged
+                )
                 if !batch.isEmpty {
                     entries[index].owner = lane
                     entries[index].count = entry.acknowledged + batch.recordCount
@@ -81,7 +85,15 @@ final class WindowDispatcher: @unchecked Sendable {
             let from = max(readPosition ?? cursor, cursor)
             let batch = spool.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
             guard !batch.isEmpty else { return batch }
-            entries.append(Entry(start: batch.start, end: batch.end, count: batch.recordCount, acknowledgedEnd: batch.start, owner: lane))
+            entries.append(
+                Entry(
+                    start: batch.start,
+                    end: batch.end,
+                    count: batch.recordCount,
+                    acknowledgedEnd: batch.start,
+                    owner: lane
+                )
+            )
             readPosition = batch.end
             return batch
         }

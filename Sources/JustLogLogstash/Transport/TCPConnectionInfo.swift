@@ -28,7 +28,9 @@ struct TCPConnectionInfo: Sendable {
         else { return nil }
         // On the channel's event loop the future is already complete, and its callback runs at once.
         let result = ReadOnce<LinuxTCPInfo>()
-        provider.unsafeGetSocketOption(level: .tcp, name: .tcp_info).whenSuccess { (value: LinuxTCPInfo) in result.value = value }
+        provider.unsafeGetSocketOption(level: .tcp, name: .tcp_info).whenSuccess { (value: LinuxTCPInfo) in
+            result.value = value
+        }
         guard let raw = result.value else { return nil }
         return raw.withBytes { bytes in
             TCPConnectionInfo(
@@ -62,10 +64,13 @@ private final class ReadOnce<Value>: @unchecked Sendable {
 /// stops before the fields we need). Older kernels fill less and leave the rest zero: a zero window then
 /// means "not measured".
 struct LinuxTCPInfo: Sendable {
-    private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
-                          UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
-                          UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    private var storage:
+        (
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
+        ) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
     func withBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
         withUnsafeBytes(of: storage, body)

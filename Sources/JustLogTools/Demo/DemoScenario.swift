@@ -24,8 +24,13 @@ package struct DemoScenario: Sendable {
         /// Where JustLog's own diagnostics go.
         package var diagnostics: DiagnosticSink
 
-        package init(burst: Int = 1000, folder: URL? = nil, collector: Collector? = nil,
-                    output: TextOutput = .standardOutput, diagnostics: DiagnosticSink = .standardError) {
+        package init(
+            burst: Int = 1000,
+            folder: URL? = nil,
+            collector: Collector? = nil,
+            output: TextOutput = .standardOutput,
+            diagnostics: DiagnosticSink = .standardError
+        ) {
             self.burst = burst
             self.folder = folder
             self.collector = collector
@@ -42,7 +47,13 @@ package struct DemoScenario: Sendable {
         package var caFile: String?
         package var allowUntrustedServer: Bool
 
-        package init(host: String, port: Int, useTLS: Bool = true, caFile: String? = nil, allowUntrustedServer: Bool = false) {
+        package init(
+            host: String,
+            port: Int,
+            useTLS: Bool = true,
+            caFile: String? = nil,
+            allowUntrustedServer: Bool = false
+        ) {
             self.host = host
             self.port = port
             self.useTLS = useTLS
@@ -95,12 +106,16 @@ package struct DemoScenario: Sendable {
     /// Runs the scenario; throws a one-line ``ToolError`` when the folder cannot be used or the embedded
     /// receiver cannot start.
     package func run() async throws -> Report {
-        let folder = options.folder ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+        let folder =
+            options.folder
+            ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
             .appendingPathComponent("justlog-demo-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
-            throw ToolError("cannot use \(folder.path) for the demo's files: \(error.localizedDescription); pass --dir with a writable folder")
+            throw ToolError(
+                "cannot use \(folder.path) for the demo's files: \(error.localizedDescription); pass --dir with a writable folder"
+            )
         }
         let fileURL = folder.appendingPathComponent("justlog-demo.log")
         try? FileManager.default.removeItem(at: fileURL)
@@ -117,7 +132,9 @@ package struct DemoScenario: Sendable {
             do {
                 port = try await embedded.start()
             } catch {
-                throw ToolError("cannot start the embedded receiver on 127.0.0.1: \(error); pass --host and --port of a collector instead")
+                throw ToolError(
+                    "cannot start the embedded receiver on 127.0.0.1: \(error); pass --host and --port of a collector instead"
+                )
             }
             receiver = embedded
             collector = Collector(host: "127.0.0.1", port: port, useTLS: false)
@@ -128,33 +145,61 @@ package struct DemoScenario: Sendable {
 
         let console = options.output
         var logstash = Logger.Configuration.Logstash(
-            host: collector.host, port: UInt16(clamping: collector.port), sendInterval: 0.5, useTLS: collector.useTLS,
-            allowUntrustedServer: collector.allowUntrustedServer, caFile: collector.caFile,
+            host: collector.host,
+            port: UInt16(clamping: collector.port),
+            sendInterval: 0.5,
+            useTLS: collector.useTLS,
+            allowUntrustedServer: collector.allowUntrustedServer,
+            caFile: collector.caFile,
             spoolFolder: folder.appendingPathComponent("justlog-demo.log.spool", isDirectory: true)
         )
         logstash.logActivity = true
         logstash.activityOutput = console
-        let logger = Logger(configuration: .init(
-            console: .init(.init(output: console), minimumLevel: .info),
-            // 10 MiB files, and enough kept that a large --events run never loses its first lines to retention.
-            file: .init(FileDestination.Configuration(url: fileURL, retainedFileCount: Self.retainedFiles), minimumLevel: .verbose),
-            logstash: logstash,
-            defaultUserInfo: ["app": "justlog-demo", "environment": "demo", "tenant": "UK", "sessionID": .string(UUID().uuidString)],
-            diagnostics: options.diagnostics
-        ))
+        let logger = Logger(
+            configuration: .init(
+                console: .init(.init(output: console), minimumLevel: .info),
+                // 10 MiB files, and enough kept that a large --events run never loses its first lines to retention.
+                file: .init(
+                    FileDestination.Configuration(url: fileURL, retainedFileCount: Self.retainedFiles),
+                    minimumLevel: .verbose
+                ),
+                logstash: logstash,
+                defaultUserInfo: [
+                    "app": "justlog-demo", "environment": "demo", "tenant": "UK",
+                    "sessionID": .string(UUID().uuidString),
+                ],
+                diagnostics: options.diagnostics
+            )
+        )
 
         let start = Date()
         // Passes the scenario's own call site through, as a wrapper around a logger should.
-        func log(_ level: LogLevel, _ message: String, error: (any Error)? = nil, userInfo: [String: Any]? = nil,
-                 file: String = #fileID, function: String = #function, line: UInt = #line) {
+        func log(
+            _ level: LogLevel,
+            _ message: String,
+            error: (any Error)? = nil,
+            userInfo: [String: Any]? = nil,
+            file: String = #fileID,
+            function: String = #function,
+            line: UInt = #line
+        ) {
             logger.log(level, message, error: error, userInfo: userInfo, file: file, function: function, line: line)
             report.loggedPerLevel[level, default: 0] += 1
         }
         log(.verbose, "demo starting", userInfo: ["pid": ProcessInfo.processInfo.processIdentifier])
-        log(.debug, "configuration loaded", userInfo: ["destinations": ["console", "file", "logstash"], "burst": options.burst])
+        log(
+            .debug,
+            "configuration loaded",
+            userInfo: ["destinations": ["console", "file", "logstash"], "burst": options.burst]
+        )
         log(.info, "user signed in", userInfo: ["user": ["id": 42, "tier": "gold"], "method": "password"])
         log(.warning, "payment service is slow", userInfo: ["latency_ms": 2350.5, "threshold_ms": 1000])
-        log(.error, "checkout failed", error: DemoErrors.checkoutFailure(), userInfo: ["order_id": "o-1017", "amount": 23.4])
+        log(
+            .error,
+            "checkout failed",
+            error: DemoErrors.checkoutFailure(),
+            userInfo: ["order_id": "o-1017", "amount": 23.4]
+        )
         for index in 0..<options.burst {
             log(.debug, "burst event \(index)", userInfo: ["index": index])
         }
@@ -174,14 +219,18 @@ package struct DemoScenario: Sendable {
 
         // The spool was only a way to the collector: don't leave megabytes of it in the temporary folder.
         if options.folder == nil, report.sendError == nil {
-            try? FileManager.default.removeItem(at: folder.appendingPathComponent("justlog-demo.log.spool", isDirectory: true))
+            try? FileManager.default.removeItem(
+                at: folder.appendingPathComponent("justlog-demo.log.spool", isDirectory: true)
+            )
         }
 
         // Check the file — with the files it rotated into — and the collector against it, event by event.
         let files = Self.fileAndRotations(fileURL)
         let lines = files.flatMap { (try? String(contentsOf: $0, encoding: .utf8))?.split(separator: "\n") ?? [] }
         report.fileEvents = lines.count
-        report.fileBytes = files.reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0) }
+        report.fileBytes = files.reduce(0) {
+            $0 + ((try? FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int) ?? 0)
+        }
         report.rotatedFiles = files.count - 1
         report.missingFromFile = max(0, report.logged - lines.count)
         if receiver != nil {
@@ -189,7 +238,8 @@ package struct DemoScenario: Sendable {
             let snapshot = tally.snapshot
             report.received = snapshot.uniqueEventIDs
             report.duplicates = snapshot.duplicates
-            report.missingFromCollector = fileIDs.subtracting(tally.eventIDs).count + max(0, report.logged - fileIDs.count)
+            report.missingFromCollector =
+                fileIDs.subtracting(tally.eventIDs).count + max(0, report.logged - fileIDs.count)
         }
         return report
     }
@@ -208,18 +258,27 @@ package struct DemoScenario: Sendable {
         }
         let rate = report.elapsed > 0 ? Double(report.logged) / report.elapsed : 0
         var text = "\n" + table.text
-        let rotated = report.rotatedFiles > 0 ? ", with \(report.rotatedFiles) rotated file\(report.rotatedFiles == 1 ? "" : "s") .1…" : ""
+        let rotated =
+            report.rotatedFiles > 0
+            ? ", with \(report.rotatedFiles) rotated file\(report.rotatedFiles == 1 ? "" : "s") .1…" : ""
         text += "file:      \(report.fileURL.path) (\(report.fileBytes) bytes\(rotated))\n"
-        text += "collector: \(report.collector) (\(report.embeddedCollector ? "embedded json_lines receiver" : "external; the demo cannot count what it received"))\n"
+        text +=
+            "collector: \(report.collector) (\(report.embeddedCollector ? "embedded json_lines receiver" : "external; the demo cannot count what it received"))\n"
         text += "time:      \(String(format: "%.3f", report.elapsed)) s, \(Int(rate)) events/s\n"
         if let sendError = report.sendError { text += "sending:   \(sendError)\n" }
         if report.lostNothing {
             text += "result:    nothing lost\n"
         } else {
             var problems: [String] = []
-            if report.missingFromFile > 0 { problems.append("\(report.missingFromFile) event(s) missing from the file") }
-            if let missing = report.missingFromCollector, missing > 0 { problems.append("\(missing) event(s) missing at the collector") }
-            if report.sendError != nil { problems.append("events were not handed to the collector (they stay in the spool)") }
+            if report.missingFromFile > 0 {
+                problems.append("\(report.missingFromFile) event(s) missing from the file")
+            }
+            if let missing = report.missingFromCollector, missing > 0 {
+                problems.append("\(missing) event(s) missing at the collector")
+            }
+            if report.sendError != nil {
+                problems.append("events were not handed to the collector (they stay in the spool)")
+            }
             text += "result:    LOST: " + problems.joined(separator: "; ") + "\n"
         }
         return text
@@ -237,10 +296,14 @@ enum DemoErrors {
     static func checkoutFailure() -> NSError {
         let network = URLError(.timedOut)
         let gateway = PaymentGatewayError(underlyingError: network)
-        return NSError(domain: "com.just-eat.checkout", code: 1017, userInfo: [
-            NSLocalizedDescriptionKey: "The order could not be placed.",
-            NSLocalizedFailureReasonErrorKey: "The payment was not confirmed.",
-            NSUnderlyingErrorKey: gateway,
-        ])
+        return NSError(
+            domain: "com.just-eat.checkout",
+            code: 1017,
+            userInfo: [
+                NSLocalizedDescriptionKey: "The order could not be placed.",
+                NSLocalizedFailureReasonErrorKey: "The payment was not confirmed.",
+                NSUnderlyingErrorKey: gateway,
+            ]
+        )
     }
 }

@@ -120,7 +120,9 @@ package struct ReceiveTool: Sendable {
     package func run(onReady: @Sendable (Int) -> Void = { _ in }) async throws -> Summary {
         let tls = try validatedTLS()
         if options.outFile != nil && options.pretty {
-            throw ToolError.usage("--out and --pretty can't be used together: --out writes raw lines to a file, --pretty prints them")
+            throw ToolError.usage(
+                "--out and --pretty can't be used together: --out writes raw lines to a file, --pretty prints them"
+            )
         }
         guard (0...65535).contains(options.port) else {
             throw ToolError.usage("--port \(options.port) is not a TCP port: give 1–65535, or 0 for a free one")
@@ -133,7 +135,10 @@ package struct ReceiveTool: Sendable {
         let beats: BeatsReceiver?
         switch options.wireProtocol {
         case .jsonLines:
-            jsonLines = JSONLinesReceiver(configuration: .init(host: options.host, port: options.port, tls: tls), handler: printer.handle)
+            jsonLines = JSONLinesReceiver(
+                configuration: .init(host: options.host, port: options.port, tls: tls),
+                handler: printer.handle
+            )
             beats = nil
         case .beats:
             jsonLines = nil
@@ -159,7 +164,12 @@ package struct ReceiveTool: Sendable {
         }
         let mode = tls == nil ? "plain TCP" : "TLS"
         let destination = options.outFile.map { "appending raw lines to \($0)" } ?? "printing events"
-        options.errors.write(Array("justlog: listening on \(options.host):\(port) (\(mode), \(options.wireProtocol.rawValue)), \(destination); Ctrl-C to stop\n".utf8))
+        options.errors.write(
+            Array(
+                "justlog: listening on \(options.host):\(port) (\(mode), \(options.wireProtocol.rawValue)), \(destination); Ctrl-C to stop\n"
+                    .utf8
+            )
+        )
         onReady(port)
 
         while !Task.isCancelled {
@@ -169,16 +179,29 @@ package struct ReceiveTool: Sendable {
         if let jsonLines {
             await jsonLines.stop()
             let counters = jsonLines.counters
-            summary = Summary(events: counters.lines - counters.invalidLines, invalid: counters.invalidLines, connections: counters.connections)
+            summary = Summary(
+                events: counters.lines - counters.invalidLines,
+                invalid: counters.invalidLines,
+                connections: counters.connections
+            )
         } else if let beats {
             await beats.stop()
             let counters = beats.counters
-            summary = Summary(events: counters.events - counters.invalidEvents, invalid: counters.invalidEvents, connections: counters.connections)
+            summary = Summary(
+                events: counters.events - counters.invalidEvents,
+                invalid: counters.invalidEvents,
+                connections: counters.connections
+            )
         } else {
             summary = Summary(events: 0, invalid: 0, connections: 0)
         }
         let unit = options.wireProtocol == .beats ? "invalid event(s)" : "invalid line(s)"
-        options.errors.write(Array("justlog: received \(summary.events) event(s), \(summary.invalid) \(unit), on \(summary.connections) connection(s)\n".utf8))
+        options.errors.write(
+            Array(
+                "justlog: received \(summary.events) event(s), \(summary.invalid) \(unit), on \(summary.connections) connection(s)\n"
+                    .utf8
+            )
+        )
         return summary
     }
 
@@ -186,7 +209,8 @@ package struct ReceiveTool: Sendable {
         switch (options.tlsCertificateFile, options.tlsKeyFile) {
         case (nil, nil): return nil
         case (let certificate?, let key?):
-            for (flag, path) in [("--tls-cert", certificate), ("--tls-key", key)] where !FileManager.default.isReadableFile(atPath: path) {
+            for (flag, path) in [("--tls-cert", certificate), ("--tls-key", key)]
+            where !FileManager.default.isReadableFile(atPath: path) {
                 throw ToolError.usage("\(flag) \(path): no such readable file; give the path of a PEM file")
             }
             return .init(certificateFile: certificate, keyFile: key)
@@ -210,18 +234,20 @@ extension ReceiveTool {
         init(options: Options, sink: AppendingFile?) {
             self.options = options
             self.sink = sink
-            let colors = switch options.colors {
-            case .always: true
-            case .never: false
-            case .automatic: options.output.isTerminal
-            }
+            let colors =
+                switch options.colors {
+                case .always: true
+                case .never: false
+                case .automatic: options.output.isTerminal
+                }
             self.renderer = EventLineRenderer(colors: colors, timeZone: options.timeZone)
         }
 
         @Sendable func handle(_ line: JSONLinesReceiver.Line) {
             switch line.parsed {
             case .failure(let error):
-                let text = "connection \(line.connection) line \(line.lineNumber): \(TerminalSafeText.escape(error.message))\n"
+                let text =
+                    "connection \(line.connection) line \(line.lineNumber): \(TerminalSafeText.escape(error.message))\n"
                 lock.withLock { _ in options.errors.write(Array(text.utf8)) }
             case .success(let value):
                 if let sink {
@@ -229,7 +255,9 @@ extension ReceiveTool {
                         guard let reason = sink.append(line.raw + [UInt8(ascii: "\n")]) else { return }
                         failures += 1
                         if failures == 1 {
-                            options.errors.write(Array("justlog: can't append to \(sink.path): \(reason); lines are being lost\n".utf8))
+                            options.errors.write(
+                                Array("justlog: can't append to \(sink.path): \(reason); lines are being lost\n".utf8)
+                            )
                         }
                     }
                     return
@@ -253,7 +281,8 @@ extension ReceiveTool {
                 for event in events {
                     switch event.parsed {
                     case .failure(let error):
-                        let text = "connection \(event.connection) event \(event.sequence): \(TerminalSafeText.escape(error.message))\n"
+                        let text =
+                            "connection \(event.connection) event \(event.sequence): \(TerminalSafeText.escape(error.message))\n"
                         lock.withLock { _ in options.errors.write(Array(text.utf8)) }
                     case .success:
                         bytes += event.raw
@@ -264,13 +293,25 @@ extension ReceiveTool {
                     guard !bytes.isEmpty, let reason = sink.append(bytes) else { return events.count }
                     failures += 1
                     if failures == 1 {
-                        options.errors.write(Array("justlog: can't append to \(sink.path): \(reason); events are not acknowledged and will be resent\n".utf8))
+                        options.errors.write(
+                            Array(
+                                "justlog: can't append to \(sink.path): \(reason); events are not acknowledged and will be resent\n"
+                                    .utf8
+                            )
+                        )
                     }
                     return 0
                 }
             }
             for event in events {
-                handle(JSONLinesReceiver.Line(connection: event.connection, lineNumber: Int(event.sequence), raw: event.raw, parsed: event.parsed))
+                handle(
+                    JSONLinesReceiver.Line(
+                        connection: event.connection,
+                        lineNumber: Int(event.sequence),
+                        raw: event.raw,
+                        parsed: event.parsed
+                    )
+                )
             }
             return events.count
         }
@@ -281,7 +322,9 @@ extension ReceiveTool {
                 return renderer.render(time: nil, level: nil, levelName: "json", message: value.text, fields: [])
             }
             var time: LogTimestamp?
-            if case .string(let stamp)? = object[FlattenedFormat.timestampKey] { time = LogTimestamp(parsing: Substring(stamp)) }
+            if case .string(let stamp)? = object[FlattenedFormat.timestampKey] {
+                time = LogTimestamp(parsing: Substring(stamp))
+            }
             var level: LogLevel?
             var levelName: String?
             if case .string(let type)? = object[UserInfoKey.logType] {
@@ -307,7 +350,9 @@ final class AppendingFile: Sendable {
         self.path = path
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw ToolError("can't open \(path) for appending: \(String(cString: strerror(errno))); give a writable file path")
+            throw ToolError(
+                "can't open \(path) for appending: \(String(cString: strerror(errno))); give a writable file path"
+            )
         }
         self.fd = fd
     }

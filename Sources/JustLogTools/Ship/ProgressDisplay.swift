@@ -28,7 +28,8 @@ struct ProgressDisplay {
         let byteRate = elapsed > 0 ? Double(progress.bytesRead) / elapsed : 0
         let eta = byteRate > 0 ? Double(progress.totalBytes - progress.bytesRead) / byteRate : 0
         let percent = Int(fraction * 100)
-        let counts = "\(Self.bytes(progress.bytesRead)) / \(Self.bytes(progress.totalBytes))  \(progress.eventsSpooled) events, \(progress.eventsSent) sent  \(Int(rate)) ev/s"
+        let counts =
+            "\(Self.bytes(progress.bytesRead)) / \(Self.bytes(progress.totalBytes))  \(progress.eventsSpooled) events, \(progress.eventsSent) sent  \(Int(rate)) ev/s"
         if output.isTerminal {
             let width = 24
             let filled = Int(fraction * Double(width))

@@ -44,7 +44,9 @@ struct ShipCheckpoints: Codable, Equatable {
         do {
             return try JSONDecoder().decode(ShipCheckpoints.self, from: data)
         } catch {
-            throw ToolError("\(path) is not a checkpoint file written by justlog ship: delete it to ship the files from the start")
+            throw ToolError(
+                "\(path) is not a checkpoint file written by justlog ship: delete it to ship the files from the start"
+            )
         }
     }
 
@@ -56,12 +58,16 @@ struct ShipCheckpoints: Codable, Equatable {
         let path = folder + "/" + Self.fileName
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ToolError("can't write \(temporary): \(String(cString: strerror(errno))); check the spool folder") }
+        guard fd >= 0 else {
+            throw ToolError("can't write \(temporary): \(String(cString: strerror(errno))); check the spool folder")
+        }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         fsync(fd)
         _ = close(fd)
         guard written == data.count, rename(temporary, path) == 0 else {
-            throw ToolError("can't save \(path): \(String(cString: strerror(errno))); check the spool folder and the free disk space")
+            throw ToolError(
+                "can't save \(path): \(String(cString: strerror(errno))); check the spool folder and the free disk space"
+            )
         }
     }
 

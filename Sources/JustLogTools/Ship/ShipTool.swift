@@ -1,6 +1,6 @@
 package import Foundation
-package import JustLogCore
 import JustLog
+package import JustLogCore
 import JustLogLogstash
 
 #if canImport(Glibc)
@@ -114,7 +114,10 @@ package struct ShipTool: Sendable {
             let identity = (paths + ["\(host):\(port)"]).joined(separator: "\n")
             let hash = SHA256.hash(Array(identity.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
             let name = URL(fileURLWithPath: files.first ?? "input").lastPathComponent
-            return cache.appendingPathComponent("ship", isDirectory: true).appendingPathComponent("\(name)-\(hash)", isDirectory: true).path
+            return cache.appendingPathComponent("ship", isDirectory: true).appendingPathComponent(
+                "\(name)-\(hash)",
+                isDirectory: true
+            ).path
         }
     }
 
@@ -169,7 +172,9 @@ package struct ShipTool: Sendable {
         do {
             spool = try LogstashSpool(configuration: .init(directory: spoolDirectory))
         } catch let error as LogstashError {
-            throw ToolError("can't use the spool folder \(spoolDirectory): \(error.message); pass --spool with a writable folder")
+            throw ToolError(
+                "can't use the spool folder \(spoolDirectory): \(error.message); pass --spool with a writable folder"
+            )
         }
         defer { spool.close() }
         let client = try makeClient(spool: spool)
@@ -181,8 +186,17 @@ package struct ShipTool: Sendable {
         var seen: Set<[UInt64]> = []
         for reader in readers {
             guard seen.insert([reader.device, reader.inode]).inserted else { continue }
-            var entry = ShipCheckpoints.Entry(path: reader.path, device: reader.device, inode: reader.inode, offset: 0, line: 0, head: "")
-            if let saved = checkpoints.entry(device: reader.device, inode: reader.inode, path: reader.path), saved.offset <= reader.openFileSize {
+            var entry = ShipCheckpoints.Entry(
+                path: reader.path,
+                device: reader.device,
+                inode: reader.inode,
+                offset: 0,
+                line: 0,
+                head: ""
+            )
+            if let saved = checkpoints.entry(device: reader.device, inode: reader.inode, path: reader.path),
+                saved.offset <= reader.openFileSize
+            {
                 entry = saved
                 entry.path = reader.path
             }
@@ -203,11 +217,17 @@ package struct ShipTool: Sendable {
                 }
             }
             while true {
-                if Task.isCancelled { interrupted = true; break reading }
+                if Task.isCancelled {
+                    interrupted = true
+                    break reading
+                }
                 // Backpressure: let the client drain before spooling more.
                 var watch = StallWatch(timeout: options.stallTimeout)
                 while spool.counterSnapshot.queuedBytes > options.maxSpooledBytes {
-                    if Task.isCancelled { interrupted = true; break reading }
+                    if Task.isCancelled {
+                        interrupted = true
+                        break reading
+                    }
                     try await checkDelivery(client, spool: spool, summary: summary)
                     try? await Task.sleep(for: .milliseconds(20))
                     summary.progress.eventsSent = await client.counters().sent
@@ -276,11 +296,17 @@ package struct ShipTool: Sendable {
     // MARK: - Steps
 
     private func validate() throws {
-        guard !options.files.isEmpty else { throw ToolError.usage("no log file given: name one or more files written by the file destination") }
+        guard !options.files.isEmpty else {
+            throw ToolError.usage("no log file given: name one or more files written by the file destination")
+        }
         guard !options.host.isEmpty else { throw ToolError.usage("no collector given: pass --host and --port") }
-        guard (1...65535).contains(options.port) else { throw ToolError.usage("--port \(options.port) is not a TCP port: give 1–65535") }
+        guard (1...65535).contains(options.port) else {
+            throw ToolError.usage("--port \(options.port) is not a TCP port: give 1–65535")
+        }
         if let caFile = options.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw ToolError.usage("--ca-file \(caFile): no such readable file; give the PEM file of the collector's CA certificate")
+            throw ToolError.usage(
+                "--ca-file \(caFile): no such readable file; give the PEM file of the collector's CA certificate"
+            )
         }
     }
 
@@ -298,7 +324,14 @@ package struct ShipTool: Sendable {
             return try LogstashClient(
                 configuration: configuration,
                 spool: spool,
-                warning: { line in errors.write(Array("justlog: \(line.replacingOccurrences(of: "JustLog WARNING: allowUntrustedServer is on", with: "WARNING: --allow-untrusted"))\n".utf8)) }
+                warning: { line in
+                    errors.write(
+                        Array(
+                            "justlog: \(line.replacingOccurrences(of: "JustLog WARNING: allowUntrustedServer is on", with: "WARNING: --allow-untrusted"))\n"
+                                .utf8
+                        )
+                    )
+                }
             )
         } catch let error as LogstashError {
             throw ToolError(error.message)
@@ -306,13 +339,19 @@ package struct ShipTool: Sendable {
     }
 
     /// Converts lines to flattened records and appends them to the spool; malformed lines are reported.
-    private func spoolLines(_ lines: [LogFileReader.Line], from reader: LogFileReader, into spool: LogstashSpool, progress: inout Progress) throws {
+    private func spoolLines(
+        _ lines: [LogFileReader.Line],
+        from reader: LogFileReader,
+        into spool: LogstashSpool,
+        progress: inout Progress
+    ) throws {
         var problems = ""
         for line in lines {
             if line.tooLong {
                 progress.skipped += 1
                 if progress.skipped <= Self.listedProblems {
-                    problems += "\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n"
+                    problems +=
+                        "\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n"
                 }
                 continue
             }
@@ -323,7 +362,8 @@ package struct ShipTool: Sendable {
             } catch {
                 progress.skipped += 1
                 if progress.skipped <= Self.listedProblems {
-                    problems += "\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message)), skipped\n"
+                    problems +=
+                        "\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message)), skipped\n"
                 }
                 continue
             }
@@ -362,13 +402,20 @@ package struct ShipTool: Sendable {
         let counters = await client.counters()
         if counters.connects == 0, counters.connectionErrors > 0 {
             // Ask for a flush to learn why (it fails at once when the connection attempt failed).
-            if case .failure(let error) = await flushOutcome(client) { throw describe(error, queued: spool.counterSnapshot.queuedRecords) }
+            if case .failure(let error) = await flushOutcome(client) {
+                throw describe(error, queued: spool.counterSnapshot.queuedRecords)
+            }
         }
     }
 
     /// Flushes until everything spooled is written, retrying after lost connections while delivery makes
     /// progress; `true` if interrupted.
-    private func deliverAll(_ client: LogstashClient, spool: LogstashSpool, summary: Summary, display: inout ProgressDisplay) async throws -> Bool {
+    private func deliverAll(
+        _ client: LogstashClient,
+        spool: LogstashSpool,
+        summary: Summary,
+        display: inout ProgressDisplay
+    ) async throws -> Bool {
         var lastProgress = ContinuousClock.now
         var lastQueued = spool.counterSnapshot.queuedRecords
         var progress = summary.progress
@@ -415,7 +462,11 @@ package struct ShipTool: Sendable {
 
     /// Runs one flush, polling so that cancellation is noticed within 20 ms; `sent` gets progress. A write to a
     /// collector that stopped reading never fails, so the flush is given up when nothing moves for the stall timeout.
-    private func flushOutcome(_ client: LogstashClient, spool: LogstashSpool? = nil, sent: (UInt64) -> Void = { _ in }) async -> FlushOutcome {
+    private func flushOutcome(
+        _ client: LogstashClient,
+        spool: LogstashSpool? = nil,
+        sent: (UInt64) -> Void = { _ in }
+    ) async -> FlushOutcome {
         let result = LockedValue<(any Error)??>(nil)
         client.flush { error in result.withLock { $0 = .some(error) } }
         var ticks = 0
@@ -431,7 +482,9 @@ package struct ShipTool: Sendable {
             if ticks % 5 == 0 {
                 let written = await client.counters().sent
                 sent(written)
-                if let spool, watch.isStalled(sent: written, queued: spool.counterSnapshot.queuedRecords) { return .stalled }
+                if let spool, watch.isStalled(sent: written, queued: spool.counterSnapshot.queuedRecords) {
+                    return .stalled
+                }
             }
         }
     }
@@ -449,12 +502,18 @@ package struct ShipTool: Sendable {
         guard let error = error as? LogstashError else { return ToolError("can't ship to \(target): \(error)\(left)") }
         switch error.code {
         case .certificateRejected:
-            return ToolError("the TLS certificate of \(target) was refused (untrusted, expired or for another host): pass --ca-file with the collector's CA certificate, or --allow-untrusted to skip verification\(left)")
+            return ToolError(
+                "the TLS certificate of \(target) was refused (untrusted, expired or for another host): pass --ca-file with the collector's CA certificate, or --allow-untrusted to skip verification\(left)"
+            )
         case .connectFailed:
             let cause = error.cause.map { Self.shortCause("\($0)") } ?? "no answer"
-            return ToolError("can't connect to \(target) (\(cause)): check --host and --port and that the collector is running\(left)")
+            return ToolError(
+                "can't connect to \(target) (\(cause)): check --host and --port and that the collector is running\(left)"
+            )
         default:
-            return ToolError("can't ship to \(target): \(error.message)\(error.cause.map { " (\(Self.shortCause("\($0)")))" } ?? "")\(left)")
+            return ToolError(
+                "can't ship to \(target): \(error.message)\(error.cause.map { " (\(Self.shortCause("\($0)")))" } ?? "")\(left)"
+            )
         }
     }
 
@@ -463,7 +522,9 @@ package struct ShipTool: Sendable {
         let lowered = cause.lowercased()
         if lowered.contains("connection refused") { return "connection refused" }
         if lowered.contains("timed out") || lowered.contains("timeout") { return "timed out" }
-        if lowered.contains("resolve") || lowered.contains("no address") || lowered.contains("name or service") { return "unknown host" }
+        if lowered.contains("resolve") || lowered.contains("no address") || lowered.contains("name or service") {
+            return "unknown host"
+        }
         let line = cause.split(separator: "\n").first.map(String.init) ?? cause
         return line.count > 160 ? String(line.prefix(160)) + "…" : line
     }
@@ -471,8 +532,11 @@ package struct ShipTool: Sendable {
     static func summaryText(_ summary: Summary, options: Options) -> String {
         let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
         let rate = seconds > 0 ? Int(Double(summary.progress.eventsSpooled) / seconds) : 0
-        var text = "justlog: shipped \(summary.progress.eventsSpooled) event(s) (\(ProgressDisplay.bytes(summary.progress.bytesRead))) from \(summary.files) file(s) to \(options.host):\(options.port) in \(String(format: "%.1f", seconds)) s (\(rate) events/s)"
-        if summary.resumedBytes > 0 { text += "; resumed after \(ProgressDisplay.bytes(summary.resumedBytes)) shipped earlier" }
+        var text =
+            "justlog: shipped \(summary.progress.eventsSpooled) event(s) (\(ProgressDisplay.bytes(summary.progress.bytesRead))) from \(summary.files) file(s) to \(options.host):\(options.port) in \(String(format: "%.1f", seconds)) s (\(rate) events/s)"
+        if summary.resumedBytes > 0 {
+            text += "; resumed after \(ProgressDisplay.bytes(summary.resumedBytes)) shipped earlier"
+        }
         if summary.progress.skipped > 0 { text += "; \(summary.progress.skipped) line(s) skipped" }
         return text + "\n"
     }
@@ -487,13 +551,21 @@ final class SpoolFolderLock {
     init(directory: String) throws {
         // The default folder's parents (`~/.cache/justlog/ship`) may not exist yet: owner-only, as the spool.
         let parent = URL(fileURLWithPath: directory).deletingLastPathComponent().path
-        try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            atPath: parent,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw ToolError("can't create the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder")
+            throw ToolError(
+                "can't create the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder"
+            )
         }
         fd = open(directory + "/ship.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw ToolError("can't use the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder")
+            throw ToolError(
+                "can't use the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder"
+            )
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             _ = close(fd)

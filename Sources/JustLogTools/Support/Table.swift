@@ -14,11 +14,14 @@ package struct Table: Sendable {
     /// The table as lines: the header, a rule, the rows; numbers right-aligned.
     package var text: String {
         let all = [headers] + rows
-        let widths = headers.indices.map { column in all.map { $0.indices.contains(column) ? $0[column].displayWidth : 0 }.max() ?? 0 }
+        let widths = headers.indices.map { column in
+            all.map { $0.indices.contains(column) ? $0[column].displayWidth : 0 }.max() ?? 0
+        }
         func render(_ row: [String]) -> String {
             row.enumerated().map { column, cell in
                 let pad = String(repeating: " ", count: max(0, widths[column] - cell.displayWidth))
-                let numeric = !cell.isEmpty && cell.allSatisfy { $0.isNumber || $0 == "." || $0 == "," || $0 == "%" || $0 == "×" }
+                let numeric =
+                    !cell.isEmpty && cell.allSatisfy { $0.isNumber || $0 == "." || $0 == "," || $0 == "%" || $0 == "×" }
                 return numeric ? pad + cell : cell + pad
             }.joined(separator: "  ").trimmingTrailingSpaces()
         }

@@ -18,7 +18,13 @@ struct EventLineRenderer: Sendable {
     /// The width of the longest label (`VERBOSE`, `WARNING`).
     static let labelWidth = 7
 
-    func render(time: LogTimestamp?, level: LogLevel?, levelName: String? = nil, message: String, fields: [(key: String, value: LogValue)]) -> String {
+    func render(
+        time: LogTimestamp?,
+        level: LogLevel?,
+        levelName: String? = nil,
+        message: String,
+        fields: [(key: String, value: LogValue)]
+    ) -> String {
         var line = ""
         line.reserveCapacity(128 + message.utf8.count)
         let timeText = time.map { $0.localLineTime(in: timeZone) } ?? String(repeating: "-", count: 23)
@@ -47,7 +53,10 @@ struct EventLineRenderer: Sendable {
     }
 
     /// Sorted `key=value` fields of an object, without the given keys.
-    static func fields(of object: [String: LogValue], excluding excluded: Set<String>) -> [(key: String, value: LogValue)] {
+    static func fields(
+        of object: [String: LogValue],
+        excluding excluded: Set<String>
+    ) -> [(key: String, value: LogValue)] {
         object.filter { !excluded.contains($0.key) }
             .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
             .map { (key: $0.key, value: $0.value) }
@@ -60,7 +69,8 @@ struct EventLineRenderer: Sendable {
     static func quoteIfNeeded(_ text: String) -> String {
         if text.isEmpty { return "\"\"" }
         guard text.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            + "\""
     }
 
     private func paint(_ text: String, _ code: String) -> String {

@@ -201,7 +201,7 @@ final class LogFileReader {
                 }
                 pending.removeAll(keepingCapacity: true)
                 offset = readOffset
-                        start = end + 1
+                start = end + 1
             }
         }
     }

@@ -97,7 +97,9 @@ package struct ViewTool: Sendable {
     ///
     /// - Throws: ``ToolError`` when no file is given or a file can't be opened (before anything is printed).
     package func run() async throws -> Summary {
-        guard !options.files.isEmpty else { throw ToolError.usage("no log file given: name one or more files, such as app.log") }
+        guard !options.files.isEmpty else {
+            throw ToolError.usage("no log file given: name one or more files, such as app.log")
+        }
         // Open every file first, so a wrong name fails before anything is printed.
         var readers = try options.files.map { try LogFileReader(path: $0) }
         var printer = Printer(options: options)
@@ -134,7 +136,9 @@ package struct ViewTool: Sendable {
                         printer.summary.rotations += 1
                     }
                 } else {
-                    printer.warnOnce("\(TerminalSafeText.escape(last.path)) was replaced and the file being read is gone (deleted, or rotated past the retention) before it was read to the end: lines of files rotated meanwhile may be missing")
+                    printer.warnOnce(
+                        "\(TerminalSafeText.escape(last.path)) was replaced and the file being read is gone (deleted, or rotated past the retention) before it was read to the end: lines of files rotated meanwhile may be missing"
+                    )
                 }
                 if last.reopen() {
                     printer.summary.rotations += 1
@@ -165,11 +169,12 @@ extension ViewTool {
 
         init(options: Options) {
             self.options = options
-            let colors = switch options.colors {
-            case .always: true
-            case .never: false
-            case .automatic: options.output.isTerminal
-            }
+            let colors =
+                switch options.colors {
+                case .always: true
+                case .never: false
+                case .automatic: options.output.isTerminal
+                }
             renderer = EventLineRenderer(colors: colors, timeZone: options.timeZone)
         }
 
@@ -217,7 +222,10 @@ extension ViewTool {
                     summary.malformed += 1
                     fileMalformed += 1
                     if summary.malformed <= Self.listedProblems {
-                        problems += Array("\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n".utf8)
+                        problems += Array(
+                            "\(reader.path):\(line.number): line longer than \(LogFileReader.maxLineBytes) bytes, skipped\n"
+                                .utf8
+                        )
                     }
                     continue
                 }
@@ -230,7 +238,10 @@ extension ViewTool {
                     summary.malformed += 1
                     fileMalformed += 1
                     if summary.malformed <= Self.listedProblems {
-                        problems += Array("\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message))\n".utf8)
+                        problems += Array(
+                            "\(TerminalSafeText.escape(reader.path)):\(line.number): \(TerminalSafeText.escape(error.message))\n"
+                                .utf8
+                        )
                     }
                     continue
                 }
@@ -279,16 +290,18 @@ extension ViewTool {
     /// fractions), a local `yyyy-MM-dd HH:mm:ss[.SSS]` or `yyyy-MM-dd`, or a time ago: `90s`, `10m`, `2h`, `1d`.
     ///
     /// - Throws: ``ToolError`` that shows the accepted forms.
-    package static func parseSince(_ text: String, now: Date = Date(), zone: TimeZone = .current) throws -> LogTimestamp {
+    package static func parseSince(_ text: String, now: Date = Date(), zone: TimeZone = .current) throws -> LogTimestamp
+    {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let unit = trimmed.last, let amount = Double(trimmed.dropLast()), amount >= 0 {
-            let seconds: Double? = switch unit {
-            case "s": amount
-            case "m": amount * 60
-            case "h": amount * 3600
-            case "d": amount * 86400
-            default: nil
-            }
+            let seconds: Double? =
+                switch unit {
+                case "s": amount
+                case "m": amount * 60
+                case "h": amount * 3600
+                case "d": amount * 86400
+                default: nil
+                }
             if let seconds { return LogTimestamp(now.addingTimeInterval(-seconds)) }
         }
         let bytes = Array(trimmed.utf8)
@@ -299,12 +312,18 @@ extension ViewTool {
             return stamp
         }
         let formatter = ISO8601DateFormatter()
-        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime]] {
+        for options: ISO8601DateFormatter.Options in [
+            [.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime],
+        ] {
             formatter.formatOptions = options
             if let date = formatter.date(from: trimmed) { return LogTimestamp(date) }
         }
-        if bytes.count == 19, let stamp = LogTimestamp(parsing: Substring(trimmed + ".000"), zone: zone) { return stamp }
-        if bytes.count == 10, let stamp = LogTimestamp(parsing: Substring(trimmed + " 00:00:00.000"), zone: zone) { return stamp }
+        if bytes.count == 19, let stamp = LogTimestamp(parsing: Substring(trimmed + ".000"), zone: zone) {
+            return stamp
+        }
+        if bytes.count == 10, let stamp = LogTimestamp(parsing: Substring(trimmed + " 00:00:00.000"), zone: zone) {
+            return stamp
+        }
         throw ToolError(
             "--since '\(text)' is not a time: give RFC 3339 (2024-05-01T12:00:00Z), local '2024-05-01 12:00:00', or a time ago such as 10m, 2h, 1d"
         )

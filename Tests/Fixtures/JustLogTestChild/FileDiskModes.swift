@@ -12,6 +12,7 @@
 import Foundation
 import JustLog
 import JustLogCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -31,10 +32,12 @@ func fileSizeLimitRotatingMode(_ arguments: [String]) {
     limitFileSize(arguments)
     let rotateAt = arguments.count > 5 ? Int(arguments[5]) ?? 0 : 0
     let url = URL(fileURLWithPath: arguments[2], isDirectory: true).appendingPathComponent("child.log")
-    let logger = Logger(configuration: .init(
-        console: nil,
-        file: .init(.init(url: url, maximumFileSize: rotateAt, retainedFileCount: 1_000))
-    ))
+    let logger = Logger(
+        configuration: .init(
+            console: nil,
+            file: .init(.init(url: url, maximumFileSize: rotateAt, retainedFileCount: 1_000))
+        )
+    )
     for index in 0..<(Int(arguments[3]) ?? 0) {
         logger.info("child event \(index)", userInfo: ["index": index])
     }
@@ -71,7 +74,9 @@ private func limitFileSize(_ arguments: [String]) {
     sigaddset(&xfsz, SIGXFSZ)
     sigprocmask(SIG_UNBLOCK, &xfsz, nil)
     guard arguments.count > 4, let limit = rlim_t(arguments[4]) else {
-        FileHandle.standardError.write(Data("usage: JustLogTestChild \(arguments[1]) FOLDER COUNT LIMIT [ROTATE]\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: JustLogTestChild \(arguments[1]) FOLDER COUNT LIMIT [ROTATE]\n".utf8)
+        )
         exit(2)
     }
     var current = rlimit()

@@ -7,11 +7,15 @@ import JustLogCore
 /// makes progress.
 func exitWithSlowDestination(folder: String, count: String) {
     do {
-        let file = try FileDestination(configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log")))
-        let logger = StructuredLogger(configuration: .init(
-            destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_3))],
-            pipeline: .init(exitFlushTimeout: 1)
-        ))
+        let file = try FileDestination(
+            configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log"))
+        )
+        let logger = StructuredLogger(
+            configuration: .init(
+                destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_3))],
+                pipeline: .init(exitFlushTimeout: 1)
+            )
+        )
         for index in 0..<(Int(count) ?? 0) {
             logger.info("child event \(index)", userInfo: ["index": index])
         }

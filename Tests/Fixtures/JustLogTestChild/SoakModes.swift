@@ -8,11 +8,13 @@ import JustLogCore
 /// collector is restarted, prints `done <n>` and exits 0 (1 if delivery never completed).
 func soak(folder: String, port: String, rate: String, seconds: String) -> Never {
     let url = URL(fileURLWithPath: folder).appendingPathComponent("child.log")
-    let logger = Logger(configuration: .init(
-        console: nil,
-        file: .init(FileDestination.Configuration(url: url, maximumFileSize: 10 << 20, retainedFileCount: 1000)),
-        logstash: .init(host: "127.0.0.1", port: UInt16(port) ?? 0, sendInterval: 0.2, useTLS: false)
-    ))
+    let logger = Logger(
+        configuration: .init(
+            console: nil,
+            file: .init(FileDestination.Configuration(url: url, maximumFileSize: 10 << 20, retainedFileCount: 1000)),
+            logstash: .init(host: "127.0.0.1", port: UInt16(port) ?? 0, sendInterval: 0.2, useTLS: false)
+        )
+    )
     let rate = max(1, Int(rate) ?? 1000)
     let duration = Double(Int(seconds) ?? 60)
     let start = Date()

@@ -42,12 +42,14 @@ func logHostileValue(_ arguments: [String]) {
         dictionary["self"] = dictionary
         value = dictionary
     case "mutual":
-        let array = NSMutableArray(), dictionary = NSMutableDictionary()
+        let array = NSMutableArray()
+        let dictionary = NSMutableDictionary()
         array.add(dictionary)
         dictionary["back"] = array
         value = array
     case "set-cycle":
-        let set = NSMutableSet(), array = NSMutableArray()
+        let set = NSMutableSet()
+        let array = NSMutableArray()
         set.add(array)
         array.add(set)
         value = set
@@ -61,7 +63,8 @@ func logHostileValue(_ arguments: [String]) {
         list.add(nsError)
         error = nsError
     case "error-loop":
-        let first = LoopingError(domain: "first", code: 1), second = LoopingError(domain: "second", code: 2)
+        let first = LoopingError(domain: "first", code: 1)
+        let second = LoopingError(domain: "second", code: 2)
         first.loopingUserInfo = [NSUnderlyingErrorKey: second, "self": first]
         second.loopingUserInfo = [NSUnderlyingErrorKey: first]
         error = first

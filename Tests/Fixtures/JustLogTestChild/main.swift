@@ -55,7 +55,12 @@ case "exit-slow-destination":
     exitWithSlowDestination(folder: arguments[2], count: arguments[3])
 
 case "soak":
-    soak(folder: arguments[2], port: arguments[3], rate: arguments.count > 4 ? arguments[4] : "1000", seconds: arguments.count > 5 ? arguments[5] : "60")
+    soak(
+        folder: arguments[2],
+        port: arguments[3],
+        rate: arguments.count > 4 ? arguments[4] : "1000",
+        seconds: arguments.count > 5 ? arguments[5] : "60"
+    )
 
 case "logstash-count":
     logstashCount(logger, folder: arguments[2], port: arguments[3], count: arguments.count > 4 ? arguments[4] : "0")
@@ -89,7 +94,8 @@ case "file-size-limit": fileSizeLimitMode(arguments)
 case "file-size-limit-rotating": fileSizeLimitRotatingMode(arguments)
 case "file-size-limit-raised": fileSizeLimitRaisedMode(arguments)
 case "hostile-value": logHostileValue(arguments)
-case "front-doors": frontDoors(logger, threads: Int(arguments[3]) ?? 4, events: arguments.count > 4 ? Int(arguments[4]) ?? 1000 : 1000)
+case "front-doors":
+    frontDoors(logger, threads: Int(arguments[3]) ?? 4, events: arguments.count > 4 ? Int(arguments[4]) ?? 1000 : 1000)
 
 case "flush-top-level":
     // Top-level code: `flush()` has no synchronous twin, so this waits and throws (nothing is set up).

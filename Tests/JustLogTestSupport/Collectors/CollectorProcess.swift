@@ -30,7 +30,9 @@ final class CollectorProcess: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
         let log = FileHandle(forWritingAtPath: logPath)
         log?.seekToEndOfFile()
         process.standardOutput = log
@@ -41,7 +43,10 @@ final class CollectorProcess: @unchecked Sendable {
         guard ready else {
             shutdown()
             let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            throw ProcessRunner.Failure(description: "\(name) did not start accepting on \(ports.map(String.init).joined(separator: "/")): \(output)")
+            throw ProcessRunner.Failure(
+                description:
+                    "\(name) did not start accepting on \(ports.map(String.init).joined(separator: "/")): \(output)"
+            )
         }
     }
 
@@ -57,12 +62,16 @@ final class CollectorProcess: @unchecked Sendable {
 
     /// Stops the daemon by PID: SIGTERM, then SIGKILL after ``termGrace``. Safe to call twice.
     func shutdown() {
-        guard let process = lock.withLock({ () -> Process? in
-            defer { self.process = nil }
-            return self.process
-        }), process.isRunning else { return }
+        guard
+            let process = lock.withLock({ () -> Process? in
+                defer { self.process = nil }
+                return self.process
+            }), process.isRunning
+        else { return }
         Foundation.kill(process.processIdentifier, SIGTERM)
-        if !FreePort.poll(timeout: termGrace, { !process.isRunning }) { Foundation.kill(process.processIdentifier, SIGKILL) }
+        if !FreePort.poll(timeout: termGrace, { !process.isRunning }) {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+        }
         process.waitUntilExit()
     }
 }

@@ -20,7 +20,10 @@ public enum ProcessRunner {
         process.waitUntilExit()
         let text = String(decoding: output, as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+            throw Failure(
+                description:
+                    "\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)"
+            )
         }
         return text
     }

@@ -20,8 +20,13 @@ public final class RSyslog: @unchecked Sendable {
         if !FileManager.default.isExecutableFile(atPath: daemon) {
             do {
                 try FileManager.default.createDirectory(atPath: root + ".debs", withIntermediateDirectories: true)
-                try ProcessRunner.run("/usr/bin/apt-get", ["download", "rsyslog", "rsyslog-gnutls"], in: root + ".debs")
-                for deb in try FileManager.default.contentsOfDirectory(atPath: root + ".debs") where deb.hasSuffix(".deb") {
+                try ProcessRunner.run(
+                    "/usr/bin/apt-get",
+                    ["download", "rsyslog", "rsyslog-gnutls"],
+                    in: root + ".debs"
+                )
+                for deb in try FileManager.default.contentsOfDirectory(atPath: root + ".debs")
+                where deb.hasSuffix(".deb") {
                     try ProcessRunner.run("/usr/bin/dpkg-deb", ["-x", root + ".debs/" + deb, root])
                 }
             } catch {
@@ -31,7 +36,11 @@ public final class RSyslog: @unchecked Sendable {
         do {
             try ProcessRunner.run(daemon, ["-v"])
         } catch {
-            return .failure(ProcessRunner.Failure(description: "rsyslogd can't run (missing libestr0/libfastjson4/liblognorm5?): \(error)"))
+            return .failure(
+                ProcessRunner.Failure(
+                    description: "rsyslogd can't run (missing libestr0/libfastjson4/liblognorm5?): \(error)"
+                )
+            )
         }
         return .success(root)
     }()
@@ -66,9 +75,15 @@ public final class RSyslog: @unchecked Sendable {
             """
         try config.write(toFile: dir + "/rsyslog.conf", atomically: true, encoding: .utf8)
         daemon = CollectorProcess(
-            name: "rsyslogd", executable: root + "/usr/sbin/rsyslogd",
-            arguments: ["-n", "-f", dir + "/rsyslog.conf", "-i", dir + "/rsyslog.pid", "-M", root + "/usr/lib/x86_64-linux-gnu/rsyslog"],
-            ports: [plainPort, tlsPort], logPath: directory.file("rsyslog.log"), termGrace: .seconds(2)
+            name: "rsyslogd",
+            executable: root + "/usr/sbin/rsyslogd",
+            arguments: [
+                "-n", "-f", dir + "/rsyslog.conf", "-i", dir + "/rsyslog.pid", "-M",
+                root + "/usr/lib/x86_64-linux-gnu/rsyslog",
+            ],
+            ports: [plainPort, tlsPort],
+            logPath: directory.file("rsyslog.log"),
+            termGrace: .seconds(2)
         )
         try start()
     }

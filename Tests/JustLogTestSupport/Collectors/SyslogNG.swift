@@ -19,7 +19,9 @@ public final class SyslogNG: @unchecked Sendable {
     /// at first) starts syslog-ng, serving `certificate` on the TLS port; returns once both ports accept
     /// connections (or throws after 10 s).
     public init(certificate: TestCertificates.Pair, startImmediately: Bool = true) throws {
-        guard Self.executable != nil else { throw ProcessRunner.Failure(description: "syslog-ng is not installed (/usr/sbin/syslog-ng)") }
+        guard Self.executable != nil else {
+            throw ProcessRunner.Failure(description: "syslog-ng is not installed (/usr/sbin/syslog-ng)")
+        }
         directory = try TemporaryDirectory(prefix: "syslog-ng")
         let ports = try FreePort.make(count: 2)
         plainPort = ports[0]
@@ -28,10 +30,15 @@ public final class SyslogNG: @unchecked Sendable {
         let dir = directory.path
         // syslog-ng 3.38 often lingers on SIGTERM while it has client connections; its files are flushed per line.
         daemon = CollectorProcess(
-            name: "syslog-ng", executable: Self.executable!,
-            arguments: ["-F", "-e", "-f", "\(dir)/syslog-ng.conf", "-p", "\(dir)/syslog-ng.pid", "-c", "\(dir)/syslog-ng.ctl",
-                        "-R", "\(dir)/syslog-ng.persist"],
-            ports: [plainPort, tlsPort], logPath: directory.file("syslog-ng.log"), termGrace: .seconds(1)
+            name: "syslog-ng",
+            executable: Self.executable!,
+            arguments: [
+                "-F", "-e", "-f", "\(dir)/syslog-ng.conf", "-p", "\(dir)/syslog-ng.pid", "-c", "\(dir)/syslog-ng.ctl",
+                "-R", "\(dir)/syslog-ng.persist",
+            ],
+            ports: [plainPort, tlsPort],
+            logPath: directory.file("syslog-ng.log"),
+            termGrace: .seconds(1)
         )
         try writeConfiguration()
         if startImmediately { try start() }
@@ -84,6 +91,8 @@ public final class SyslogNG: @unchecked Sendable {
 
     private static func lines(of path: String) -> [String] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).map(
+            String.init
+        )
     }
 }

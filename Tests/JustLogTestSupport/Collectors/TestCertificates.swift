@@ -37,7 +37,9 @@ public final class TestCertificates: @unchecked Sendable {
         directory = try TemporaryDirectory(prefix: "certs")
         let dir = directory.path
         func run(_ arguments: [String]) throws { try ProcessRunner.run(openssl, arguments, in: dir) }
-        func key(_ name: String) throws { try run(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "\(name).key"]) }
+        func key(_ name: String) throws {
+            try run(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "\(name).key"])
+        }
         func extensions(_ name: String, san: String) throws {
             let text = """
                 basicConstraints=CA:FALSE
@@ -52,13 +54,20 @@ public final class TestCertificates: @unchecked Sendable {
             try key(name)
             try extensions(name, san: san)
             try run(["req", "-new", "-key", "\(name).key", "-subj", "/CN=\(cn)", "-out", "\(name).csr"])
-            try run(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                     "-extfile", "\(name).ext", "-out", "\(name).pem"] + (extra.isEmpty ? ["-days", "30"] : extra))
+            try run(
+                [
+                    "x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                    "-extfile", "\(name).ext", "-out", "\(name).pem",
+                ] + (extra.isEmpty ? ["-days", "30"] : extra)
+            )
         }
 
         try key("ca")
-        try run(["req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=JustLog Test CA", "-days", "30",
-                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out", "ca.pem"])
+        try run([
+            "req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=JustLog Test CA", "-days", "30",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out",
+            "ca.pem",
+        ])
         try signed("server", cn: "localhost", san: "DNS:localhost,IP:127.0.0.1")
         try signed("wronghost", cn: "other.example.com", san: "DNS:other.example.com")
         // Expired: valid for one day, two days ago (openssl 3 `x509 -not_before/-not_after` need 3.4; use `ca`-free trick via -days 1 and a backdated start).
@@ -67,8 +76,11 @@ public final class TestCertificates: @unchecked Sendable {
         try run(["req", "-new", "-key", "expired.key", "-subj", "/CN=localhost", "-out", "expired.csr"])
         try Self.backdated(openssl: openssl, dir: dir)
         try key("selfsigned")
-        try run(["req", "-x509", "-new", "-key", "selfsigned.key", "-subj", "/CN=localhost", "-days", "30",
-                 "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-addext", "extendedKeyUsage=serverAuth", "-out", "selfsigned.pem"])
+        try run([
+            "req", "-x509", "-new", "-key", "selfsigned.key", "-subj", "/CN=localhost", "-days", "30",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-addext", "extendedKeyUsage=serverAuth", "-out",
+            "selfsigned.pem",
+        ])
     }
 
     /// Signs `expired.csr` with the CA for a validity window entirely in the past, using `openssl ca`
@@ -96,10 +108,14 @@ public final class TestCertificates: @unchecked Sendable {
 
             """
         try config.write(toFile: "\(dir)/ca.cnf", atomically: true, encoding: .utf8)
-        try ProcessRunner.run(openssl, [
-            "ca", "-batch", "-config", "ca.cnf", "-in", "expired.csr", "-out", "expired.pem", "-notext",
-            "-startdate", "20200101000000Z", "-enddate", "20200102000000Z", "-extfile", "expired.ext",
-        ], in: dir)
+        try ProcessRunner.run(
+            openssl,
+            [
+                "ca", "-batch", "-config", "ca.cnf", "-in", "expired.csr", "-out", "expired.pem", "-notext",
+                "-startdate", "20200101000000Z", "-enddate", "20200102000000Z", "-extfile", "expired.ext",
+            ],
+            in: dir
+        )
     }
 
     private func pair(_ name: String) -> Pair {
@@ -108,10 +124,16 @@ public final class TestCertificates: @unchecked Sendable {
 
     /// The base64 SHA-256 of the certificate's SubjectPublicKeyInfo: the value to pin.
     public func spkiSHA256(of certificate: String) throws -> String {
-        guard let openssl = Self.opensslPath else { throw ProcessRunner.Failure(description: "openssl is not installed") }
+        guard let openssl = Self.opensslPath else {
+            throw ProcessRunner.Failure(description: "openssl is not installed")
+        }
         let dir = directory.path
         try ProcessRunner.run(openssl, ["x509", "-in", certificate, "-pubkey", "-noout", "-out", "pin.pub"], in: dir)
-        try ProcessRunner.run(openssl, ["pkey", "-pubin", "-in", "pin.pub", "-outform", "der", "-out", "pin.der"], in: dir)
+        try ProcessRunner.run(
+            openssl,
+            ["pkey", "-pubin", "-in", "pin.pub", "-outform", "der", "-out", "pin.der"],
+            in: dir
+        )
         try ProcessRunner.run(openssl, ["dgst", "-sha256", "-binary", "-out", "pin.bin", "pin.der"], in: dir)
         return try Data(contentsOf: URL(fileURLWithPath: "\(dir)/pin.bin")).base64EncodedString()
     }
