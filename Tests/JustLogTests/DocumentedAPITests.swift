@@ -1,5 +1,5 @@
-// swift-format-ignore-file: the README's and SPEC's snippets, verbatim (ReadmeSnippetTests compares them line by line).
-
+// swift-format-ignore-file
+// (the README's and SPEC's snippets, verbatim: ReadmeSnippetTests compares them line by line)
 import Foundation
 import JustLog
 import JustLogCore
@@ -22,12 +22,10 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
     logger.logLogstashSocketActivity = true
 
     // default info
-    logger.defaultUserInfo = [
-        "app": "my iOS App",
-        "environment": "production",
-        "tenant": "UK",
-        "sessionID": someSessionID,
-    ]
+    logger.defaultUserInfo = ["app": "my iOS App",
+                              "environment": "production",
+                              "tenant": "UK",
+                              "sessionID": someSessionID]
     logger.setup()
 
     Logger.shared.verbose("not so important")
@@ -42,7 +40,7 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
 
     Logger.shared.forceSend()
     Logger.shared.forceSend { error in /* all queued logs were handed to the collector, or error says why not */ }
-    logger.logzioToken = "<token>"  // adds "token" to every remote event (logz.io listener: TLS, port 5052)
+    logger.logzioToken = "<token>"   // adds "token" to every remote event (logz.io listener: TLS, port 5052)
 }
 
 @Suite(.serialized) struct DocumentedAPITests {
@@ -54,15 +52,11 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         #expect(Logger.shared.logstashUseTLS, "TLS is the default")
         #expect(!Logger.shared.allowUntrustedServer)
 
-        let error = NSError(
-            domain: "com.just-eat.test",
-            code: 1234,
-            userInfo: [
-                NSLocalizedDescriptionKey: "description",
-                NSLocalizedFailureReasonErrorKey: "error value",
-                NSLocalizedRecoverySuggestionErrorKey: "recovery suggestion",
-            ]
-        )
+        let error = NSError(domain: "com.just-eat.test", code: 1234, userInfo: [
+            NSLocalizedDescriptionKey: "description",
+            NSLocalizedFailureReasonErrorKey: "error value",
+            NSLocalizedRecoverySuggestionErrorKey: "recovery suggestion",
+        ])
         runDocumentedSnippet(someSessionID: "session-42", someError: error)
         // my.logstash.endpoint.com does not resolve here: the flush says so, and the events stay spooled.
         let flushError = Logger.shared.pipeline.flush(timeout: 10).map { "\($0)" } ?? ""
@@ -142,14 +136,12 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let capture = CapturingDestination()
-        let logger = Logger(
-            configuration: .init(
-                console: nil,
-                file: .init(url: folder.appending("injected.log"), minimumLevel: .info),
-                extraDestinations: [.init(capture, minimumLevel: .warning)],
-                defaultUserInfo: ["app": "billing"]
-            )
-        )
+        let logger = Logger(configuration: .init(
+            console: nil,
+            file: .init(url: folder.appending("injected.log"), minimumLevel: .info),
+            extraDestinations: [.init(capture, minimumLevel: .warning)],
+            defaultUserInfo: ["app": "billing"]
+        ))
         logger.debug("not in the file")
         logger.info("in the file")
         logger.warning("everywhere", userInfo: ["app": "overridden"])

@@ -1,5 +1,5 @@
-// swift-format-ignore-file: the README's and SPEC's snippets, verbatim (ReadmeSnippetTests compares them line by line).
-
+// swift-format-ignore-file
+// (the README's and SPEC's snippets, verbatim: ReadmeSnippetTests compares them line by line)
 import Foundation
 import JustLog
 
@@ -11,16 +11,14 @@ import JustLog
 /// "Without the singleton".
 func readmeWithoutTheSingleton() async throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("billing")
-    let logger = Logger(
-        configuration: .init(
-            console: .init(minimumLevel: .warning),
-            file: .init(url: folder.appendingPathComponent("billing.log"), minimumLevel: .debug),
-            defaultUserInfo: ["app": "billing", "environment": "production"],
-            sanitizer: { record in
-                if record.userInfo["email"] != nil { record.userInfo["email"] = "<redacted>" }
-            }
-        )
-    )
+    let logger = Logger(configuration: .init(
+        console: .init(minimumLevel: .warning),
+        file: .init(url: folder.appendingPathComponent("billing.log"), minimumLevel: .debug),
+        defaultUserInfo: ["app": "billing", "environment": "production"],
+        sanitizer: { record in
+            if record.userInfo["email"] != nil { record.userInfo["email"] = "<redacted>" }
+        }
+    ))
     logger.info("charged", userInfo: ["amount": 12.5, "currency": "GBP"])
     try await logger.flush()
     await logger.shutdown()
@@ -28,8 +26,8 @@ func readmeWithoutTheSingleton() async throws {
 
 /// "Private values" (compiled, not run: it changes `Logger.shared`).
 func readmePrivateValues(userEmail: String) {
-    Logger.shared.privacy = .redacted  // "<private>"
-    Logger.shared.privacy = .hashed(key: Array("secret key".utf8))  // "<private:3f1a…>", the same for the same value
+    Logger.shared.privacy = .redacted                                  // "<private>"
+    Logger.shared.privacy = .hashed(key: Array("secret key".utf8))     // "<private:3f1a…>", the same for the same value
     Logger.shared.info("signed in", userInfo: ["email": Sensitive(userEmail), "plan": "gold"])
 }
 
@@ -37,17 +35,13 @@ func readmePrivateValues(userEmail: String) {
 func readmeDeliveryToLogstash() throws {
     // Logger.shared: logger.logstashTransport = .beats; an immutable configuration:
     var logstash = Logger.Configuration.Logstash(host: "logstash.example.com", port: 5044)
-    logstash.transport = .beats  // or .beats(.init(compressionLevel: 6, maxWindow: 4096))
+    logstash.transport = .beats                       // or .beats(.init(compressionLevel: 6, maxWindow: 4096))
 
     // The destination directly, with collectors to fail over to (tried in order; the next one when a
     // connect fails or a connection is lost; activity lines name each host)
-    var client = LogstashClient.Configuration(hosts: [
-        .init(host: "logstash-a", port: 5044), .init(host: "logstash-b", port: 5044),
-    ])
+    var client = LogstashClient.Configuration(hosts: [.init(host: "logstash-a", port: 5044), .init(host: "logstash-b", port: 5044)])
     client.transport = .beats
-    client.loadBalance = true  // Beats: a connection to each host at once, each with its own window and ACKs
-    let destination = try LogstashDestination(
-        configuration: .init(client: client, spoolDirectory: "/var/cache/app/app.log.spool")
-    )
+    client.loadBalance = true   // Beats: a connection to each host at once, each with its own window and ACKs
+    let destination = try LogstashDestination(configuration: .init(client: client, spoolDirectory: "/var/cache/app/app.log.spool"))
     _ = (logstash, destination)
 }

@@ -1,5 +1,5 @@
-// swift-format-ignore-file: the README's and SPEC's snippets, verbatim (ReadmeSnippetTests compares them line by line).
-
+// swift-format-ignore-file
+// (the README's and SPEC's snippets, verbatim: ReadmeSnippetTests compares them line by line)
 import JustLog
 import JustLogLogging
 import Logging
