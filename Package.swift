@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Counts allocations for `justlog bench` only (linked into the command-line tool, never a library).
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.0"),
     ],
     targets: [
         // MARK: - Libraries
@@ -55,13 +57,19 @@ let package = Package(
         ),
         .target(
             name: "JustLogTools",
-            dependencies: ["JustLog", "JustLogCore", "JustLogLogstash", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JustLog", "JustLogCore", "JustLogLogging", "JustLogLogstash", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         // MARK: - Command-line tool
         .executableTarget(
             name: "JustLogCLI",
-            dependencies: ["JustLogTools", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "JustLogTools",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ]
         ),
 
         // MARK: - Tests
@@ -93,7 +101,7 @@ let package = Package(
         .testTarget(
             name: "JustLogToolsTests",
             dependencies: [
-                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI",
+                "JustLog", "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogTestSupport", "JustLogCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
