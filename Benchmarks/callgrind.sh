@@ -58,23 +58,25 @@ large=2200
 # Swift seeds its hashing per process; a fixed seed makes the dictionary work (and so the counts) repeat.
 export SWIFT_DETERMINISTIC_HASHING=1
 
-# The main thread's instruction total of one run: callgrind writes one file per thread (…-01 is the main thread).
-main_thread_total() { # case calls
+# One run: prints the main thread's instruction total and the total of all threads (callgrind writes one file
+# per thread; …-01 is the main thread).
+run_totals() { # case calls
     local out="$work/$1.$2"
     valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out.%p" \
         "$bin" bench --only "$1" --calls "$2" >/dev/null 2>"$work/$1.$2.valgrind.log" \
         || { echo "callgrind.sh: $bin bench --only $1 failed:" >&2; tail -n 20 "$work/$1.$2.valgrind.log" >&2; exit 1; }
-    local file
-    file=$(ls "$out".*-01 | head -n 1)
-    echo "$file" > "$work/$1.$2.file"
-    awk '/^totals:/ { print $2; exit } /^summary:/ { total = $2 } END { if (total != "") print total }' "$file" | head -n 1
+    local main all
+    main=$(awk '/^totals:/ { print $2; exit }' "$(ls "$out".*-01 | head -n 1)")
+    all=$(cat "$out".*-[0-9]* | awk '/^totals:/ { sum += $2 } END { print sum }')
+    echo "$main $all"
 }
 
-declare -A per_call
+declare -A per_call all_threads
 for name in "${cases[@]}"; do
-    a=$(main_thread_total "$name" $small)
-    b=$(main_thread_total "$name" $large)
-    per_call[$name]=$(( (b - a) / (large - small) ))
+    read -r a_main a_all <<<"$(run_totals "$name" $small)"
+    read -r b_main b_all <<<"$(run_totals "$name" $large)"
+    per_call[$name]=$(( (b_main - a_main) / (large - small) ))
+    all_threads[$name]=$(( (b_all - a_all) / (large - small) ))
 done
 
 if [ "$mode" = profile ]; then
@@ -88,13 +90,13 @@ if [ "$mode" = profile ]; then
         echo "   inclusive instructions of the top functions during $calls calls (÷ $calls = per call), main thread only:"
         callgrind_annotate --inclusive=yes --threshold=99 "$file" 2>/dev/null \
             | awk -v calls=$calls '/^ *[0-9,]+ +\(/ { n = $1; gsub(",", "", n); $1 = ""; printf "%10d /call  %s\n", n / calls, $0; next } { print }' \
-            | swift demangle --simplified | sed -n '1,70p'
+            | swift demangle --simplified | sed -n '1,120p'
     done
     exit 0
 fi
 
-printf '%-18s %14s\n' "case" "instr/call"
-for name in "${cases[@]}"; do printf '%-18s %14s\n' "$name" "${per_call[$name]}"; done
+printf '%-18s %14s %26s\n' "case" "instr/call" "all threads, instr/event"
+for name in "${cases[@]}"; do printf '%-18s %14s %26s\n' "$name" "${per_call[$name]}" "${all_threads[$name]}"; done
 
 if [ "$mode" = update ]; then
     mkdir -p "$(dirname "$thresholds")"

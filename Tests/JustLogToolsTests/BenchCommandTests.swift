@@ -31,7 +31,10 @@ struct BenchCommandTests {
             #expect(object["\(key)_ns_p50"] is NSNumber, "missing \(key)_ns_p50")
             #expect(object["\(key)_allocs"] is NSNull, "a count that was not made is null, not a number")
         }
-        for key in ["file_events_per_s", "file_limit_events_per_s", "logstash_events_per_s", "tcp_events_per_s", "spool_bytes_per_event"] {
+        for key in [
+            "file_events_per_s", "file_limit_events_per_s", "logstash_events_per_s", "tcp_events_per_s", "spool_bytes_per_event",
+            "hot_path_calls_per_s_1_thread", "hot_path_calls_per_s_threads",
+        ] {
             #expect(((object[key] as? NSNumber)?.doubleValue ?? 0) > 0, "\(key) is \(String(describing: object[key]))")
         }
         let machine = try #require(object["machine"] as? [String: Any])

@@ -153,7 +153,7 @@ final class Sink: @unchecked Sendable {
     private var firstDone = false
 
     init() {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -162,7 +162,7 @@ final class Sink: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 16) == 0 && getsockname(listener, $0, &length) == 0 }
         }
         port = Int(UInt16(bigEndian: address.sin_port))
-        let listener = self.listener
+        self.listener = listener
         Thread.detachNewThread { [self] in
             while true {
                 let connection = accept(listener, nil, nil)

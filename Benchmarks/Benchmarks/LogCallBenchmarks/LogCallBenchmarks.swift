@@ -22,18 +22,10 @@ import Darwin
 /// Allocations on the benchmark's own thread, per call.
 var callerMallocs: BenchmarkMetric { .custom("callerMallocs", polarity: .prefersSmaller, useScalingFactor: false) }
 
-/// Allocation counts exact, instructions within 5 %, on the p90 that the thresholds files record
-/// (`swift package --package-path Benchmarks benchmark thresholds check`).
-var exactAllocations: [BenchmarkMetric: BenchmarkThresholds] {
-    [
-        .instructions: .init(relative: [.p90: 5.0]),
-        .mallocCountTotal: .init(absolute: [.p90: 0]),
-        callerMallocs: .init(absolute: [.p90: 0]),
-    ]
-}
-
-/// For cases with background threads, whose allocations land in `mallocCountTotal` at random moments: only
-/// the caller's count is exact.
+/// Allocations on the caller's thread exact, instructions within 5 %, on the p90 that the thresholds files
+/// record (`swift package --package-path Benchmarks benchmark thresholds check`; `Benchmarks/update-thresholds.sh`
+/// records them). `mallocCountTotal` is shown but not checked: it counts every thread of the process, the
+/// benchmark tool's own allocations and the pipeline's and NIO's threads included.
 var exactCallerAllocations: [BenchmarkMetric: BenchmarkThresholds] {
     [
         .instructions: .init(relative: [.p90: 5.0]),
@@ -43,6 +35,16 @@ var exactCallerAllocations: [BenchmarkMetric: BenchmarkThresholds] {
 
 var perCallMetrics: [BenchmarkMetric] { [.wallClock, .instructions, .mallocCountTotal, callerMallocs] }
 
+// The names are the keys of `justlog bench --json`, without spaces: ordo-one's thresholds check looks for
+// `Thresholds/<target>.<name>.p90.json` by the raw name, while `thresholds update` writes spaces as `_`.
+//
+//   literal            baseline: the 3-entry [String: Any] literal alone
+//   filtered           Logger(file at .warning).debug("user signed in", userInfo: <3 fields>): filtered out
+//   message_only       Logger.shared.info("user signed in"), file + Logstash
+//   hot_path           Logger.shared.info("user signed in", userInfo: <3 fields>), file + Logstash
+//   error_chain        Logger.shared.error("payment failed", error: <NSError with an underlying NSError>)
+//   bridge             swift-log Logger with JustLogLogHandler on Logger.shared's pipeline, 3 metadata fields
+//   streamloghandler   baseline: swift-log StreamLogHandler writing to a file, 3 metadata fields
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: perCallMetrics,
@@ -52,34 +54,52 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: 50_000
     )
 
-    perCall("baseline: 3-entry [String: Any] literal alone", thresholds: exactAllocations) { _ in
+    perCall("literal") { _ in
         BlackHole.keep(["userID": 42, "plan": "gold", "attempt": 1] as [String: Any])
     }
-    perCall("filtered out (debug below warning), 3-field literal", thresholds: exactAllocations) { fixture in
+    perCall("filtered") { fixture in
         fixture.filtered.debug("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
     }
-    perCall("Logger.shared info, no userInfo (file + Logstash)", drains: true) { _ in
+    perCall("message_only", drains: true) { _ in
         JustLog.Logger.shared.info("user signed in")
     }
-    perCall("Logger.shared info + 3 fields (file + Logstash)", drains: true) { _ in
+    perCall("hot_path", drains: true) { _ in
         JustLog.Logger.shared.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
     }
-    perCall("Logger.shared error + NSError chain (file + Logstash)", drains: true) { fixture in
+    perCall("error_chain", drains: true) { fixture in
         JustLog.Logger.shared.error("payment failed", error: fixture.chainedError)
     }
-    perCall("swift-log bridge (JustLogLogHandler), 3 fields", drains: true) { fixture in
+    perCall("bridge", drains: true) { fixture in
         fixture.bridge.info("user signed in", metadata: ["userID": .stringConvertible(42), "plan": "gold", "attempt": .stringConvertible(1)])
     }
-    perCall("baseline: swift-log StreamLogHandler to a file, 3 fields", thresholds: exactAllocations) { fixture in
+    perCall("streamloghandler") { fixture in
         fixture.streamLogger.info("user signed in", metadata: ["userID": .stringConvertible(42), "plan": "gold", "attempt": .stringConvertible(1)])
+    }
+
+    // Concurrency: one sample is 512 documented calls on each of 1 or `cores` threads at once (they fit the
+    // queue), from the start until every thread is done; the drain after it is not measured.
+    for threads in [1, max(2, ProcessInfo.processInfo.activeProcessorCount)] {
+        Benchmark("hot_path_512_calls_on_\(threads)_threads", configuration: .init(
+            metrics: [.wallClock, .throughput], warmupIterations: 2, maxDuration: .seconds(3), maxIterations: 1000
+        )) { benchmark in
+            let fixture = Fixture.shared
+            benchmark.startMeasurement()
+            DispatchQueue.concurrentPerform(iterations: threads) { _ in
+                for _ in 0..<512 {
+                    JustLog.Logger.shared.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
+                }
+            }
+            benchmark.stopMeasurement()
+            fixture.drain()
+        }
     }
 
     // End to end: each sample is 10 000 events, from the first call until the file is flushed or the sink
     // has read every line. `throughput` is then batches per second: × 10 000 for events per second.
-    endToEnd("file: 10k events until flushed (rotating file)") { fixture in try fixture.fileBatch() }
-    endToEnd("baseline: file limit, 10k preformatted lines in 64 KiB write(2)s") { fixture in try fixture.fileLimitBatch() }
-    endToEnd("Logstash: 10k events until a loopback sink read them") { fixture in try fixture.logstashBatch() }
-    endToEnd("baseline: TCP limit, 10k preformatted lines in 64 KiB writes") { fixture in try fixture.tcpLimitBatch() }
+    endToEnd("file_10k_events") { fixture in try fixture.fileBatch() }
+    endToEnd("file_limit_10k_lines") { fixture in try fixture.fileLimitBatch() }
+    endToEnd("logstash_10k_events") { fixture in try fixture.logstashBatch() }
+    endToEnd("tcp_limit_10k_lines") { fixture in try fixture.tcpLimitBatch() }
 }
 
 /// One call per sample, timed and counted alone; with `drains`, the pipeline is flushed (untimed) every 1024 calls

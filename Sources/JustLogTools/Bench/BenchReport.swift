@@ -3,6 +3,7 @@ import Foundation
 /// What ``BenchSuite`` measured: the side-by-side table, or one JSON object for other programs.
 public struct BenchReport: Sendable {
     public var calls: [CallMeasurement]
+    public var concurrency: ConcurrencyMeasurement
     public var throughput: ThroughputMeasurement
     public var machine: Machine
     public var options: BenchSuite.Options
@@ -17,6 +18,9 @@ public struct BenchReport: Sendable {
         public var cores: Int
         public var system: String
         public var build: String
+        /// `/proc/loadavg`'s 1, 5 and 15-minute load averages when the run started: other work on the machine
+        /// moves times (not instruction or allocation counts).
+        public var loadAverage: String
 
         public static var current: Machine {
             let cpuInfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
@@ -35,11 +39,14 @@ public struct BenchReport: Sendable {
             #else
             let build = "release"
             #endif
+            let load = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "")
+                .split(separator: " ").prefix(3).joined(separator: " ")
             return Machine(
                 cpu: model ?? field(system.machine),
                 cores: ProcessInfo.processInfo.activeProcessorCount,
                 system: "\(field(system.sysname)) \(field(system.release)) \(field(system.machine))",
-                build: build
+                build: build,
+                loadAverage: load.isEmpty ? "unknown" : load
             )
         }
     }
@@ -63,6 +70,9 @@ public struct BenchReport: Sendable {
         if let hot = call("hot_path"), let baseline = call("streamloghandler"), hot.nanosecondsP50 > 0 {
             object["streamloghandler_over_hot_path_p50"] = baseline.nanosecondsP50 / hot.nanosecondsP50
         }
+        object["hot_path_calls_per_s_1_thread"] = concurrency.oneThreadCallsPerSecond
+        object["hot_path_calls_per_s_threads"] = concurrency.manyThreadsCallsPerSecond
+        object["hot_path_threads"] = concurrency.threads
         object["file_events_per_s"] = throughput.fileEventsPerSecond
         object["file_limit_events_per_s"] = throughput.fileLimitEventsPerSecond
         object["file_line_bytes"] = throughput.fileLineBytes
@@ -70,7 +80,9 @@ public struct BenchReport: Sendable {
         object["tcp_events_per_s"] = throughput.tcpLimitEventsPerSecond
         object["wire_line_bytes"] = throughput.wireLineBytes
         object["spool_bytes_per_event"] = throughput.logstashSpoolBytesPerEvent
-        object["machine"] = ["cpu": machine.cpu, "cores": machine.cores, "system": machine.system, "build": machine.build] as [String: Any]
+        object["machine"] = [
+            "cpu": machine.cpu, "cores": machine.cores, "system": machine.system, "build": machine.build, "load_average": machine.loadAverage,
+        ] as [String: Any]
         object["call_samples"] = options.callSamples
         object["allocation_calls"] = options.allocationCalls
         object["throughput_events"] = options.throughputEvents
@@ -96,6 +108,10 @@ public struct BenchReport: Sendable {
                 call.nanosecondsP50 > 0 && baseline > 0 ? Self.format(baseline / call.nanosecondsP50, decimals: 2) + "×" : "",
             ])
         }
+        var parallel = Table(headers: ["documented call, caller threads at once", "calls/s", "÷ 1 thread"])
+        parallel.add(["1 thread", Self.format(concurrency.oneThreadCallsPerSecond, decimals: 0), "1"])
+        parallel.add(["\(concurrency.threads) threads", Self.format(concurrency.manyThreadsCallsPerSecond, decimals: 0),
+                      Self.format(concurrency.manyThreadsCallsPerSecond / concurrency.oneThreadCallsPerSecond, decimals: 2)])
         var ends = Table(headers: ["end to end (\(throughput.events) events)", "events/s", "÷ limit"])
         let rate = { (value: Double) in Self.format(value, decimals: 0) }
         ends.add(["JustLog → rotating file (\(throughput.fileLineBytes + 1)-byte lines)", rate(throughput.fileEventsPerSecond),
@@ -104,10 +120,10 @@ public struct BenchReport: Sendable {
         ends.add(["JustLog → Logstash, loopback sink (\(throughput.wireLineBytes + 1)-byte lines)", rate(throughput.logstashEventsPerSecond),
                   Self.format(throughput.logstashEventsPerSecond / throughput.tcpLimitEventsPerSecond, decimals: 3)])
         ends.add(["limit: the same lines, 64 KiB writes to the socket", rate(throughput.tcpLimitEventsPerSecond), "1"])
-        return perCall.text + "\n" + ends.text
+        return perCall.text + "\n" + parallel.text + "\n" + ends.text
             + "\nLogstash spool: \(Self.format(throughput.logstashSpoolBytesPerEvent, decimals: 1)) bytes per event (frame included)."
             + "\nAllocations: \(allocationCounter); mean of \(options.allocationCalls) calls. Times: \(options.callSamples) calls, each timed alone."
-            + "\nMachine: \(machine.cpu), \(machine.cores) cores, \(machine.system), \(machine.build) build.\n"
+            + "\nMachine: \(machine.cpu), \(machine.cores) cores, \(machine.system), \(machine.build) build, load average \(machine.loadAverage) at the start.\n"
     }
 
     private static func format(_ value: Double, decimals: Int) -> String {

@@ -41,7 +41,7 @@ public struct BenchSuite: Sendable {
             self.allocationCalls = min(max(1, allocationCalls), 4096)
         }
 
-        /// The full run (a couple of minutes on a 2-core machine).
+        /// The full run (about half a minute on a 2-core machine).
         public static let full = Options(callSamples: 200_000, throughputEvents: 500_000)
         /// `--quick`: well under a minute on a 2-core machine.
         public static let quick = Options(callSamples: 20_000, throughputEvents: 50_000, allocationCalls: 500)
@@ -67,6 +67,7 @@ public struct BenchSuite: Sendable {
 
     /// Runs every case and returns the report.
     public func run() throws -> BenchReport {
+        let machine = BenchReport.Machine.current
         let sink = try LoopbackSink()
         defer { sink.stop() }
         let cases = try CallCases(folder: folder, logger: logger, collectorPort: sink.port)
@@ -75,11 +76,19 @@ public struct BenchSuite: Sendable {
         for callCase in cases.all {
             calls.append(measure(callCase))
         }
+        let hotPath = cases.all.first { $0.key == "hot_path" }!
+        let threads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        let concurrency = ConcurrencyMeasurement(
+            threads: threads,
+            oneThreadCallsPerSecond: callsPerSecond(hotPath, threads: 1),
+            manyThreadsCallsPerSecond: callsPerSecond(hotPath, threads: threads)
+        )
         let throughput = ThroughputCases(folder: folder, events: options.throughputEvents)
         return BenchReport(
             calls: calls,
+            concurrency: concurrency,
             throughput: try throughput.run(),
-            machine: .current,
+            machine: machine,
             options: options,
             allocationCounter: allocationCounter.unavailableReason.map { "unavailable: \($0)" } ?? "malloc-interposer, caller's thread"
         )
@@ -116,6 +125,23 @@ public struct BenchSuite: Sendable {
     @inline(never)
     func measuredCalls(_ callCase: CallCase, count: Int) {
         for index in 0..<count { callCase.call(index) }
+    }
+
+    /// Calls per second of `threads` threads calling at once, in rounds of ``burst`` calls per thread (all of
+    /// them fit the queue), each round timed from its start until every thread is done, then drained untimed.
+    private func callsPerSecond(_ callCase: CallCase, threads: Int) -> Double {
+        let perThread = Self.burst / 2
+        let rounds = max(1, options.callSamples / (perThread * threads))
+        var elapsed: UInt64 = 0
+        for _ in 0..<rounds {
+            let start = monotonicNanoseconds()
+            DispatchQueue.concurrentPerform(iterations: threads) { _ in
+                for index in 0..<perThread { callCase.call(index) }
+            }
+            elapsed += monotonicNanoseconds() - start
+            callCase.drain()
+        }
+        return Double(rounds * perThread * threads) * 1e9 / Double(max(elapsed, 1))
     }
 
     private func measure(_ callCase: CallCase) -> CallMeasurement {
@@ -162,6 +188,14 @@ struct CallCase {
     var label: String
     var call: (Int) -> Void
     var drain: () -> Void = {}
+}
+
+/// The documented call from one thread and from several at once (as many as cores, at least 2): whether
+/// logging threads wait for each other.
+public struct ConcurrencyMeasurement: Sendable {
+    public var threads: Int
+    public var oneThreadCallsPerSecond: Double
+    public var manyThreadsCallsPerSecond: Double
 }
 
 /// What one per-call case measured.
