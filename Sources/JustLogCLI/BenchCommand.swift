@@ -9,8 +9,8 @@ struct BenchCommand: ParsableCommand {
         abstract: "Measure the cost of a log call and the throughput to a file and a collector, beside baselines.",
         discussion: """
             Build in release for meaningful numbers (BENCHMARKS.md explains every figure):
-              swift run -c release justlog bench            # the full run, a couple of minutes
-              swift run -c release justlog bench --quick    # under a minute
+              swift run -c release justlog bench            # the full run, under a minute
+              swift run -c release justlog bench --quick    # a few seconds
               swift run -c release justlog bench --quick --json
             Allocations are counted on the caller's thread by ordo-one's malloc interposer, linked into this
             tool only; instructions per call come from Benchmarks/callgrind.sh.

@@ -18,6 +18,7 @@ final class Fixture: @unchecked Sendable {
     let folder: URL
     let sink: Sink
     let filtered: JustLog.Logger
+    let fileOnly: JustLog.Logger
     let bridge: Logging.Logger
     let streamLogger: Logging.Logger
     let chainedError: NSError
@@ -41,6 +42,7 @@ final class Fixture: @unchecked Sendable {
         filtered = JustLog.Logger(configuration: .init(
             console: nil, file: .init(url: folder.appendingPathComponent("filtered.log"), minimumLevel: .warning)
         ))
+        fileOnly = JustLog.Logger(configuration: .init(console: nil, file: .init(url: folder.appendingPathComponent("file-only.log"))))
         let pipeline = logger.pipeline!
         bridge = Logging.Logger(label: "bench") { JustLogLogHandler(label: $0, pipeline: pipeline) }
         let stream = FileStream(path: folder.appendingPathComponent("streamloghandler.log").path)

@@ -40,6 +40,7 @@ var perCallMetrics: [BenchmarkMetric] { [.wallClock, .instructions, .mallocCount
 //
 //   literal            baseline: the 3-entry [String: Any] literal alone
 //   filtered           Logger(file at .warning).debug("user signed in", userInfo: <3 fields>): filtered out
+//   file_only          Logger(file only).info("user signed in", userInfo: <3 fields>)
 //   message_only       Logger.shared.info("user signed in"), file + Logstash
 //   hot_path           Logger.shared.info("user signed in", userInfo: <3 fields>), file + Logstash
 //   error_chain        Logger.shared.error("payment failed", error: <NSError with an underlying NSError>)
@@ -59,6 +60,9 @@ let benchmarks: @Sendable () -> Void = {
     }
     perCall("filtered") { fixture in
         fixture.filtered.debug("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
+    }
+    perCall("file_only", drains: true) { fixture in
+        fixture.fileOnly.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
     }
     perCall("message_only", drains: true) { _ in
         JustLog.Logger.shared.info("user signed in")
@@ -112,7 +116,10 @@ func perCall(
 ) {
     Benchmark(name, configuration: .init(thresholds: thresholds)) { benchmark in
         let fixture = Fixture.shared
-        if drains, fixture.calls % 1024 == 0 { fixture.drain() }
+        if drains, fixture.calls % 1024 == 0 {
+            fixture.drain()
+            _ = fixture.fileOnly.pipeline?.flush(timeout: 60)
+        }
         fixture.calls += 1
         benchmark.startMeasurement()
         CallerAllocations.start()

@@ -43,7 +43,7 @@ public struct BenchSuite: Sendable {
 
         /// The full run (about half a minute on a 2-core machine).
         public static let full = Options(callSamples: 200_000, throughputEvents: 500_000)
-        /// `--quick`: well under a minute on a 2-core machine.
+        /// `--quick`: a few seconds on a 2-core machine (the command promises under a minute).
         public static let quick = Options(callSamples: 20_000, throughputEvents: 50_000, allocationCalls: 500)
     }
 
@@ -182,12 +182,13 @@ public struct BenchSuite: Sendable {
     }
 }
 
-/// One per-call case: what a call does and how to wait for its background work.
-struct CallCase {
+/// One per-call case: what a call does and how to wait for its background work. Sendable: the concurrency
+/// measurement makes the same call from several threads at once.
+struct CallCase: Sendable {
     var key: String
     var label: String
-    var call: (Int) -> Void
-    var drain: () -> Void = {}
+    var call: @Sendable (Int) -> Void
+    var drain: @Sendable () -> Void = {}
 }
 
 /// The documented call from one thread and from several at once (as many as cores, at least 2): whether

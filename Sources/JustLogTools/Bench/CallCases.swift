@@ -13,7 +13,7 @@ import Darwin
 /// `plan` "gold", `attempt` 1. The documented logger is set up with the property-style API, file and
 /// Logstash on (plain TCP to the suite's loopback sink), console off.
 struct CallCases {
-    static let keys = ["clock", "literal", "filtered", "message_only", "hot_path", "error_chain", "bridge", "streamloghandler"]
+    static let keys = ["clock", "literal", "filtered", "file_only", "message_only", "hot_path", "error_chain", "bridge", "streamloghandler"]
 
     let all: [CallCase]
     private let cleanUp: () -> Void
@@ -29,7 +29,7 @@ struct CallCases {
         logger.enableConsoleLogging = false
         logger.setup()
         guard let pipeline = logger.pipeline else { throw ToolError("bench: the logger did not set up") }
-        let drainShared = { _ = logger.pipeline?.flush(timeout: 60) }
+        let drainShared: @Sendable () -> Void = { _ = logger.pipeline?.flush(timeout: 60) }
 
         // Filtered out: the only destination takes warnings and above; the call is at debug.
         let filteredFolder = folder.appendingPathComponent("filtered", isDirectory: true)
@@ -37,6 +37,11 @@ struct CallCases {
         let filtered = JustLog.Logger(configuration: .init(
             console: nil, file: .init(url: filteredFolder.appendingPathComponent("bench.log"), minimumLevel: .warning)
         ))
+
+        // File only: the documented call into a logger whose one destination is a file (no Logstash).
+        let fileFolder = folder.appendingPathComponent("file-only", isDirectory: true)
+        try FileManager.default.createDirectory(at: fileFolder, withIntermediateDirectories: true)
+        let fileOnly = JustLog.Logger(configuration: .init(console: nil, file: .init(url: fileFolder.appendingPathComponent("bench.log"))))
 
         let underlying = NSError(domain: NSURLErrorDomain, code: NSURLErrorTimedOut, userInfo: [NSLocalizedDescriptionKey: "The request timed out."])
         let chained = NSError(domain: "com.example.payments", code: 42, userInfo: [
@@ -57,6 +62,9 @@ struct CallCases {
             CallCase(key: "filtered", label: "JustLog: filtered out (debug below warning), 3-field literal", call: { _ in
                 filtered.debug("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
             }),
+            CallCase(key: "file_only", label: "JustLog: Logger info + 3 fields (file only)", call: { _ in
+                fileOnly.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
+            }, drain: { _ = fileOnly.pipeline?.flush(timeout: 60) }),
             CallCase(key: "message_only", label: "JustLog: Logger.shared info, no userInfo (file + Logstash)", call: { _ in
                 logger.info("user signed in")
             }, drain: drainShared),
@@ -75,6 +83,7 @@ struct CallCases {
         ]
         cleanUp = {
             filtered.shutdown()
+            fileOnly.shutdown()
             logger.shutdown()
             stream.close()
         }
