@@ -4,8 +4,9 @@
 // wall time; and end-to-end throughput. Kept out of the library's package so that its users never resolve
 // the benchmark tooling. BENCHMARKS.md (at the repository root) says how to run it and what each figure means.
 //
-//   swift package --package-path Benchmarks benchmark                     # run everything
-//   swift package --package-path Benchmarks benchmark thresholds check    # fail on a regression
+//   cd Benchmarks && swift package benchmark                     # run everything
+//   cd Benchmarks && swift package benchmark thresholds check    # fail on a regression (run from this folder:
+//                                                                  # the thresholds are read from ./Thresholds)
 //   Benchmarks/callgrind.sh                                              # instructions per call (valgrind)
 import PackageDescription
 

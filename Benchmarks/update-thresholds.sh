@@ -7,7 +7,7 @@
 # NIO's threads at random moments — 30 or 32 for the same StreamLogHandler call in two runs here).
 #
 #   Benchmarks/update-thresholds.sh                    # after an intended change; review the diff, commit
-#   swift package --package-path Benchmarks benchmark thresholds check   # fails (exit 2) on a regression
+#   cd Benchmarks && swift package benchmark thresholds check   # fails (non-zero exit) on a regression
 set -euo pipefail
 cd "$(dirname "$0")"
 swift package --allow-writing-to-package-directory benchmark thresholds update --no-progress "$@"

@@ -23,7 +23,7 @@ import Darwin
 var callerMallocs: BenchmarkMetric { .custom("callerMallocs", polarity: .prefersSmaller, useScalingFactor: false) }
 
 /// Allocations on the caller's thread exact, instructions within 5 %, on the p90 that the thresholds files
-/// record (`swift package --package-path Benchmarks benchmark thresholds check`; `Benchmarks/update-thresholds.sh`
+/// record (`cd Benchmarks && swift package benchmark thresholds check`; `Benchmarks/update-thresholds.sh`
 /// records them). `mallocCountTotal` is shown but not checked: it counts every thread of the process, the
 /// benchmark tool's own allocations and the pipeline's and NIO's threads included.
 var exactCallerAllocations: [BenchmarkMetric: BenchmarkThresholds] {
