@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Counts allocations for `justlog bench` only (linked into the command-line tool, never a library).
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.0"),
     ],
     targets: [
         // MARK: - Libraries
@@ -73,7 +75,7 @@ let package = Package(
         .target(
             name: "JustLogTools",
             dependencies: [
-                "JustLog", "JustLogCore", "JustLogLogstash", "JustLogReceivers",
+                "JustLog", "JustLogCore", "JustLogLogging", "JustLogLogstash", "JustLogReceivers",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -83,7 +85,11 @@ let package = Package(
         // MARK: - Command-line tool
         .executableTarget(
             name: "JustLogCLI",
-            dependencies: ["JustLogTools", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "JustLogTools",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ]
         ),
 
         // MARK: - Tests
@@ -132,7 +138,7 @@ let package = Package(
         .testTarget(
             name: "JustLogToolsTests",
             dependencies: [
-                "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport",
+                "JustLog", "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport",
                 "JustLogCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -3,30 +3,75 @@ import Foundation
 import JustLogCore
 import JustLogTools
 
-struct BenchCommand: AsyncParsableCommand {
+struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure the cost of a log call, side by side with baselines.",
+        abstract: "Measure the cost of a log call and the throughput to a file and a collector, beside baselines.",
         discussion: """
-            Build in release for meaningful numbers:
-              swift run -c release justlog bench
-              swift run -c release justlog bench --iterations 1000000
+            Build in release for meaningful numbers (BENCHMARKS.md explains every figure):
+              swift run -c release justlog bench            # the full run, under a minute
+              swift run -c release justlog bench --quick    # a few seconds
+              swift run -c release justlog bench --quick --json
+            Allocations are counted on the caller's thread by ordo-one's malloc interposer, linked into this
+            tool only; instructions per call come from Benchmarks/callgrind.sh.
             """
     )
 
-    @Option(help: "Calls per run (each case runs five times; the median is shown).")
-    var iterations = 200_000
+    @Flag(help: "Fewer calls and events: finishes within a minute on a 2-core machine.")
+    var quick = false
 
-    func run() async throws {
+    @Flag(help: "Print one JSON object instead of the table.")
+    var json = false
+
+    @Option(help: "Calls timed per per-call case (default 200000, or 20000 with --quick).")
+    var iterations: Int?
+
+    @Option(help: "Events per throughput case (default 500000, or 50000 with --quick).")
+    var events: Int?
+
+    @Option(help: "Calls whose allocations are counted per case (at most 4096).")
+    var allocationCalls: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh).",
+            visibility: .hidden
+        )
+    )
+    var only: String?
+
+    @Option(help: ArgumentHelp("Calls made by --only.", visibility: .hidden))
+    var calls = 1000
+
+    func run() throws {
+        do {
+            try measure()
+        } catch let error as ToolError {
+            throw exitReporting(error)
+        }
+    }
+
+    private func measure() throws {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("justlog-bench-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
+        var options = quick ? BenchSuite.Options.quick : .full
+        options = BenchSuite.Options(
+            callSamples: iterations ?? options.callSamples,
+            throughputEvents: events ?? options.throughputEvents,
+            allocationCalls: allocationCalls ?? options.allocationCalls
+        )
+        let suite = BenchSuite(options: options, folder: folder, allocationCounter: InterposerAllocationCounter())
+        if let only {
+            try suite.runCalls(only, count: calls)
+            return
+        }
         #if DEBUG
         TextOutput.standardError.write(
             Array("justlog: this is a debug build; run `swift run -c release justlog bench` for real numbers\n".utf8)
         )
         #endif
-        let results = try await BenchSuite(iterations: iterations, folder: folder).run()
-        TextOutput.standardOutput.write(Array(BenchSuite.table(results).utf8))
+        let report = try suite.run()
+        TextOutput.standardOutput.write(Array((json ? report.json : report.table).utf8))
     }
 }

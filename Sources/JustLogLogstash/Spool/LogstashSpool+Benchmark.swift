@@ -1,19 +1,20 @@
-/// What ``LogstashSpool/measureAppend(records:payloadBytes:directory:)`` measured.
-public struct SpoolAppendMeasurement: Sendable, CustomStringConvertible {
+/// What ``LogstashSpool/measureAppend(records:payloadBytes:directory:)`` measured (a test and benchmark helper,
+/// `package` so that it is no API of the library).
+package struct SpoolAppendMeasurement: Sendable, CustomStringConvertible {
     /// Records appended.
-    public var records: Int
+    package var records: Int
     /// Payload size of each.
-    public var payloadBytes: Int
+    package var payloadBytes: Int
     /// Time all appends took.
-    public var elapsed: Duration
+    package var elapsed: Duration
 
     /// Mean time per append, in nanoseconds.
-    public var nanosecondsPerAppend: Double {
+    package var nanosecondsPerAppend: Double {
         let (seconds, attoseconds) = elapsed.components
         return (Double(seconds) * 1e9 + Double(attoseconds) / 1e9) / Double(max(records, 1))
     }
 
-    public var description: String {
+    package var description: String {
         "\(records) appends of \(payloadBytes) bytes: \(Int(nanosecondsPerAppend)) ns/append"
     }
 }
@@ -27,7 +28,7 @@ extension LogstashSpool {
     /// let measurement = try LogstashSpool.measureAppend(records: 1_000_000, payloadBytes: 400, directory: "/tmp/bench")
     /// print(measurement) // "1000000 appends of 400 bytes: … ns/append"
     /// ```
-    public static func measureAppend(
+    package static func measureAppend(
         records: Int,
         payloadBytes: Int,
         directory: String

@@ -1,166 +1,219 @@
-public import Foundation
+package import Foundation
+package import JustLog
 import JustLogCore
+import JustLogLogging
 import JustLogLogstash
 import JustLogReceivers
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// `justlog bench`: the cost of a log call on the caller's thread, side by side with baselines measured in
-/// the same run. Build in release (`swift run -c release justlog bench`): debug numbers mean little.
+/// `justlog bench`: what a log call costs its caller, and how many events per second reach a file and a
+/// collector, side by side with baselines measured in the same run. Build in release
+/// (`swift run -c release justlog bench`): debug figures mean little.
 ///
-/// Each case runs `iterations` calls after a warm-up, five times; the median run is reported as ns per call
-/// and as a ratio to the naive baseline (format a line and `write(2)` it per call, as many file loggers do).
-/// Calls are timed in bursts of 4096, each followed by an untimed drain, so "ns/call" is what the caller
-/// pays; "end-to-end" includes the drains — the time until the background work has written every event
-/// (to the file, or to the collector's socket), i.e. the sustained throughput of the whole path.
+/// Every case logs the same event, the one of the README: `info("user signed in", userInfo: ["userID": 42,
+/// "plan": "gold", "attempt": 1])`.
 ///
-/// The Logstash case sends to a `json_lines` receiver on loopback; its caller cost minus the file case's
-/// is the cost of the crash-safe spool append on the caller's thread.
-public struct BenchSuite: Sendable {
-    public struct Result: Sendable {
-        public var name: String
-        public var nanosecondsPerCall: Double
-        public var endToEndNanoseconds: Double
+/// - **Per call** (on the caller's thread): each call is timed alone with `CLOCK_MONOTONIC` (the clock read
+///   itself is a row of the table), in bursts of ``burst`` calls that fit the pipeline's queue, each followed
+///   by an untimed drain; the p50 and p99 of all calls are reported. Allocations are counted around
+///   ``allocationCalls`` calls on the caller's thread by the injected ``AllocationCounting`` (the tool's
+///   counter is ordo-one's malloc interposer) and divided by the number of calls.
+/// - **Throughput** (end to end): the time from the first call until the file is flushed, or until the
+///   collector (a ``LoopbackSink`` on 127.0.0.1) has read every line, beside the limits of the same bytes
+///   written without a logger: preformatted lines in 64 KiB `write(2)` calls, to a file and to the socket.
+package struct BenchSuite: Sendable {
+    /// How much to measure.
+    package struct Options: Sendable {
+        /// Calls timed per per-call case.
+        package var callSamples: Int
+        /// Events per throughput case.
+        package var throughputEvents: Int
+        /// Calls whose allocations are counted per per-call case.
+        package var allocationCalls: Int
+
+        package init(callSamples: Int, throughputEvents: Int, allocationCalls: Int = 1000) {
+            self.callSamples = max(1, callSamples)
+            self.throughputEvents = max(1, throughputEvents)
+            self.allocationCalls = min(max(1, allocationCalls), 4096)
+        }
+
+        /// The full run (about half a minute on a 2-core machine).
+        package static let full = Options(callSamples: 200_000, throughputEvents: 500_000)
+        /// `--quick`: a few seconds on a 2-core machine (the command promises under a minute).
+        package static let quick = Options(callSamples: 20_000, throughputEvents: 50_000, allocationCalls: 500)
     }
 
-    /// One case: what a call does, how to wait for the background work, how to clean up.
-    private struct Case {
-        var call: (Int) -> Void
-        var drain: () -> Void = {}
-        var tearDown: () -> Void = {}
-    }
+    /// Calls per timed burst, each followed by an untimed drain: well below the queue's 16 384 events, so
+    /// the caller's own cost is measured, not the back-pressure of a sustained overload.
+    package static let burst = 1024
 
-    public var iterations: Int
-    public var folder: URL
-    /// Calls per timed burst: a quarter of the default queue capacity.
-    static let burst = 4096
+    package var options: Options
+    /// A scratch folder (log files, spools); the suite removes what it creates.
+    package var folder: URL
+    package var allocationCounter: any AllocationCounting
+    /// The logger of the documented calls, set up here with the property-style API (file + Logstash on).
+    package var logger: JustLog.Logger
 
-    public init(iterations: Int = 200_000, folder: URL) {
-        self.iterations = max(1000, iterations)
+    package init(
+        options: Options,
+        folder: URL,
+        allocationCounter: any AllocationCounting,
+        logger: JustLog.Logger = .shared
+    ) {
+        self.options = options
         self.folder = folder
+        self.allocationCounter = allocationCounter
+        self.logger = logger
     }
 
-    public func run() async throws -> [Result] {
-        let tally = EventIDTally()
-        let receiver = JSONLinesReceiver(configuration: .init(), handler: tally.record)
-        let port = try await receiver.start()
-        defer { Task { await receiver.stop() } }
+    /// Runs every case and returns the report.
+    package func run() throws -> BenchReport {
+        let machine = BenchReport.Machine.current
+        let sink = try LoopbackSink()
+        defer { sink.stop() }
+        let cases = try CallCases(folder: folder, logger: logger, collectorPort: sink.port)
+        defer { cases.tearDown() }
+        var calls: [CallMeasurement] = []
+        for callCase in cases.all {
+            calls.append(measure(callCase))
+        }
+        let hotPath = cases.all.first { $0.key == "hot_path" }!
+        let threads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        let concurrency = ConcurrencyMeasurement(
+            threads: threads,
+            oneThreadCallsPerSecond: callsPerSecond(hotPath, threads: 1),
+            manyThreadsCallsPerSecond: callsPerSecond(hotPath, threads: threads)
+        )
+        let throughput = ThroughputCases(folder: folder, events: options.throughputEvents)
+        return BenchReport(
+            calls: calls,
+            concurrency: concurrency,
+            throughput: try throughput.run(),
+            machine: machine,
+            options: options,
+            allocationCounter: allocationCounter.unavailableReason.map { "unavailable: \($0)" }
+                ?? "malloc-interposer, caller's thread"
+        )
+    }
 
-        var results: [Result] = []
-        results.append(try measure("baseline: swift-log call, filtered out") { _ in
-            let log = Logging.Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
-            return Case(call: { index in log.info("request \(index) served") })
-        })
-        results.append(try measure("baseline: format + write(2) per call") { url in
-            let fd = open(url.path, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC, 0o600)
-            return Case(call: { index in
-                let line = "\(Date()) INFO request \(index) served\n"
-                _ = line.utf8.withContiguousStorageIfAvailable { write(fd, $0.baseAddress, $0.count) }
-            }, tearDown: { close(fd) })
-        })
-        results.append(try measure("JustLog: filtered out (below minimum level)") { url in
-            try fileCase(url, level: .warning) { logger, index in logger.debug("request \(index) served") }
-        })
-        results.append(try measure("JustLog: info, message only → file") { url in
-            try fileCase(url, level: .verbose) { logger, index in logger.info("request \(index) served") }
-        })
-        results.append(try measure("JustLog: info + 3-key userInfo → file") { url in
-            try fileCase(url, level: .verbose) { logger, index in
-                logger.info("request \(index) served", userInfo: ["status": 200, "path": "/menu", "ms": 1.5])
+    /// The keys of the per-call cases, for ``runCalls(_:count:)``.
+    package static var callKeys: [String] { CallCases.keys }
+
+    /// The most calls ``runCalls(_:count:)`` makes: they fit the pipeline's queue, so no drain runs between them.
+    package static let maximumUnmeasuredCalls = 10_000
+
+    /// Makes `count` calls of the case `key` and nothing else (no timing, no counting): what
+    /// `Benchmarks/callgrind.sh` runs under `valgrind --tool=callgrind` to count instructions per call.
+    package func runCalls(_ key: String, count: Int) throws {
+        guard (1...Self.maximumUnmeasuredCalls).contains(count) else {
+            throw ToolError("--calls must be 1…\(Self.maximumUnmeasuredCalls)", exitCode: 64)
+        }
+        guard CallCases.keys.contains(key) else {
+            throw ToolError("no case \(key); cases: \(CallCases.keys.joined(separator: ", "))", exitCode: 64)
+        }
+        let sink = try LoopbackSink()
+        defer { sink.stop() }
+        let cases = try CallCases(folder: folder, logger: logger, collectorPort: sink.port)
+        defer { cases.tearDown() }
+        let callCase = cases.all.first { $0.key == key }!
+        // The same warm-up as a measured run, so that first-use costs stay out of both of the script's runs.
+        for index in 0..<Self.burst { callCase.call(index) }
+        callCase.drain()
+        measuredCalls(callCase, count: count)
+        callCase.drain()
+    }
+
+    /// The calls `Benchmarks/callgrind.sh` counts; its name is what the script finds in the profile.
+    @inline(never)
+    func measuredCalls(_ callCase: CallCase, count: Int) {
+        for index in 0..<count { callCase.call(index) }
+    }
+
+    /// Calls per second of `threads` threads calling at once, in rounds of ``burst`` calls per thread (all of
+    /// them fit the queue), each round timed from its start until every thread is done, then drained untimed.
+    private func callsPerSecond(_ callCase: CallCase, threads: Int) -> Double {
+        let perThread = Self.burst / 2
+        let rounds = max(1, options.callSamples / (perThread * threads))
+        var elapsed: UInt64 = 0
+        for _ in 0..<rounds {
+            let start = monotonicNanoseconds()
+            DispatchQueue.concurrentPerform(iterations: threads) { _ in
+                for index in 0..<perThread { callCase.call(index) }
             }
-        })
-        results.append(try measure("JustLog: info, message only → Logstash (spool)") { url in
-            var client = LogstashClient.Configuration(host: "127.0.0.1", port: port)
-            client.useTLS = false
-            client.sendInterval = .milliseconds(100)
-            let spool = url.deletingLastPathComponent().appendingPathComponent(url.lastPathComponent + ".spool")
-            try? FileManager.default.removeItem(at: spool)
-            let destination = try LogstashDestination(configuration: .init(client: client, spoolDirectory: spool.path))
-            let logger = StructuredLogger(configuration: .init(destinations: [.init(destination)]))
-            return Case(
-                call: { index in logger.info("request \(index) served") },
-                drain: { _ = logger.pipeline.flush(timeout: 60) },
-                tearDown: {
-                    logger.pipeline.shutdown()
-                    try? FileManager.default.removeItem(at: spool)
+            elapsed += monotonicNanoseconds() - start
+            callCase.drain()
+        }
+        return Double(rounds * perThread * threads) * 1e9 / Double(max(elapsed, 1))
+    }
+
+    private func measure(_ callCase: CallCase) -> CallMeasurement {
+        // Warm-up: first-use costs (lazy globals, the connection, the spool's first pages) stay out.
+        for index in 0..<min(Self.burst, options.callSamples) { callCase.call(index) }
+        callCase.drain()
+
+        // At most a few thousand calls: they fit the queue, so no drain runs inside the count.
+        let counted = allocationCounter.count {
+            for index in 0..<options.allocationCalls { callCase.call(index) }
+        }
+        callCase.drain()
+
+        var samples = [UInt64](repeating: 0, count: options.callSamples)
+        var done = 0
+        samples.withUnsafeMutableBufferPointer { samples in
+            while done < samples.count {
+                let end = min(done + Self.burst, samples.count)
+                for index in done..<end {
+                    let start = monotonicNanoseconds()
+                    callCase.call(index)
+                    samples[index] = monotonicNanoseconds() - start
                 }
-            )
-        })
-        results.append(try measureSpoolAppend())
-        return results
-    }
-
-    /// The spool's part of the Logstash case: appending an already-encoded 400-byte record (a `memcpy`
-    /// into the mapped segment, with its length and CRC), five runs, the median.
-    private func measureSpoolAppend() throws -> Result {
-        var runs: [Double] = []
-        for run in 0..<5 {
-            let directory = folder.appendingPathComponent("spool-append-\(run)")
-            try? FileManager.default.removeItem(at: directory)
-            let measurement = try LogstashSpool.measureAppend(records: iterations, payloadBytes: 400, directory: directory.path)
-            runs.append(measurement.nanosecondsPerAppend)
-            try? FileManager.default.removeItem(at: directory)
-        }
-        let median = runs.sorted()[runs.count / 2]
-        return Result(name: "spool alone: append a 400-byte encoded record", nanosecondsPerCall: median, endToEndNanoseconds: median)
-    }
-
-    private func fileCase(_ url: URL, level: LogLevel, _ call: @escaping (StructuredLogger, Int) -> Void) throws -> Case {
-        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 1 << 30))
-        let logger = StructuredLogger(configuration: .init(destinations: [.init(file, minimumLevel: level)]))
-        return Case(call: { call(logger, $0) }, drain: { _ = logger.pipeline.flush(timeout: 60) }, tearDown: { logger.pipeline.shutdown() })
-    }
-
-    /// Runs a case five times and keeps the median of each figure.
-    private func measure(_ name: String, _ setUp: (URL) throws -> Case) throws -> Result {
-        var callRuns: [Double] = []
-        var endToEndRuns: [Double] = []
-        for run in 0..<5 {
-            let url = folder.appendingPathComponent("bench-\(run).log")
-            try? FileManager.default.removeItem(at: url)
-            let bench = try setUp(url)
-            for index in 0..<1000 { bench.call(index) }
-            bench.drain()
-            // Calls are timed in bursts that fit the queue, so the caller's cost is measured, not the
-            // back-pressure of a sustained overload; the untimed drains are included in end-to-end.
-            var callNanoseconds: UInt64 = 0
-            let start = DispatchTime.now().uptimeNanoseconds
-            var done = 0
-            while done < iterations {
-                let burst = min(Self.burst, iterations - done)
-                let burstStart = DispatchTime.now().uptimeNanoseconds
-                for index in done..<(done + burst) { bench.call(index) }
-                callNanoseconds += DispatchTime.now().uptimeNanoseconds - burstStart
-                bench.drain()
-                done += burst
+                callCase.drain()
+                done = end
             }
-            let drained = DispatchTime.now().uptimeNanoseconds
-            callRuns.append(Double(callNanoseconds) / Double(iterations))
-            endToEndRuns.append(Double(drained - start) / Double(iterations))
-            bench.tearDown()
-            try? FileManager.default.removeItem(at: url)
         }
-        let median = { (values: [Double]) in values.sorted()[values.count / 2] }
-        return Result(name: name, nanosecondsPerCall: median(callRuns), endToEndNanoseconds: median(endToEndRuns))
+        samples.sort()
+        let calls = Double(options.allocationCalls)
+        return CallMeasurement(
+            key: callCase.key,
+            label: callCase.label,
+            nanosecondsP50: Double(samples[samples.count / 2]),
+            nanosecondsP99: Double(samples[min(samples.count - 1, samples.count * 99 / 100)]),
+            allocationsPerCall: counted.map { Double($0.allocations) / calls },
+            allocatedBytesPerCall: counted.map { Double($0.bytes) / calls }
+        )
     }
+}
 
-    /// The side-by-side table.
-    public static func table(_ results: [Result]) -> String {
-        let baseline = results.first { $0.name.hasPrefix("baseline: format") }?.nanosecondsPerCall ?? 1
-        var table = Table(headers: ["case", "ns/call (caller)", "× naive write", "ns/event (end-to-end)", "events/s (end-to-end)"])
-        for result in results {
-            table.add([
-                result.name,
-                String(format: "%.0f", result.nanosecondsPerCall),
-                String(format: "%.2f", result.nanosecondsPerCall / baseline),
-                String(format: "%.0f", result.endToEndNanoseconds),
-                result.endToEndNanoseconds > 0 ? String(Int(1e9 / result.endToEndNanoseconds)) : "",
-            ])
-        }
-        return table.text
-    }
+/// One per-call case: what a call does and how to wait for its background work. Sendable: the concurrency
+/// measurement makes the same call from several threads at once.
+struct CallCase: Sendable {
+    var key: String
+    var label: String
+    var call: @Sendable (Int) -> Void
+    var drain: @Sendable () -> Void = {}
+}
+
+/// The documented call from one thread and from several at once (as many as cores, at least 2): whether
+/// logging threads wait for each other.
+package struct ConcurrencyMeasurement: Sendable {
+    package var threads: Int
+    package var oneThreadCallsPerSecond: Double
+    package var manyThreadsCallsPerSecond: Double
+}
+
+/// What one per-call case measured.
+package struct CallMeasurement: Sendable {
+    package var key: String
+    package var label: String
+    package var nanosecondsP50: Double
+    package var nanosecondsP99: Double
+    /// Allocations per call on the caller's thread (`nil`: not counted in this process).
+    package var allocationsPerCall: Double?
+    package var allocatedBytesPerCall: Double?
 }

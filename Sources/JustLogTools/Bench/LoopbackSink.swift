@@ -1,0 +1,133 @@
+import Foundation
+import JustLogCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A collector for measurements: a TCP listener on 127.0.0.1 that reads whatever arrives and counts the
+/// lines and bytes, keeping the first line (a sample of what the sender sends). It parses nothing, so its
+/// cost stays out of the sender's figures. Each connection is read on its own thread; ``stop()`` closes them.
+final class LoopbackSink: @unchecked Sendable {
+    struct Counts: Sendable {
+        var lines = 0
+        var bytes = 0
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let state = LockedValue(State())
+
+    private struct State {
+        var counts = Counts()
+        var firstLine: [UInt8] = []
+        var firstLineComplete = false
+        var connections: [Int32] = []
+        var stopped = false
+    }
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw ToolError("loopback sink: socket() failed (errno \(errno))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            let code = errno
+            close(listener)
+            throw ToolError("loopback sink: cannot listen on 127.0.0.1 (errno \(code))")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        self.listener = listener
+        Thread.detachNewThread { [self] in acceptLoop(listener) }
+    }
+
+    var counts: Counts { state.withLock { $0.counts } }
+
+    /// The first complete line received, without its `\n`.
+    var firstLine: [UInt8] { state.withLock { $0.firstLineComplete ? $0.firstLine : [] } }
+
+    func resetCounts() { state.withLock { $0.counts = Counts() } }
+
+    /// Waits until `lines` lines have arrived in all, at most `timeout` seconds; returns whether they did.
+    func waitForLines(_ lines: Int, timeout: Double) -> Bool {
+        let deadline = monotonicNanoseconds() + UInt64(timeout * 1e9)
+        while counts.lines < lines {
+            if monotonicNanoseconds() > deadline { return false }
+            usleep(200)
+        }
+        return true
+    }
+
+    func stop() {
+        let connections = state.withLock { state -> [Int32] in
+            state.stopped = true
+            return state.connections
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptLoop(_ listener: Int32) {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            let accepted = state.withLock { state -> Bool in
+                guard !state.stopped else { return false }
+                state.connections.append(connection)
+                return true
+            }
+            guard accepted else {
+                close(connection)
+                return
+            }
+            Thread.detachNewThread { [self] in readLoop(connection) }
+        }
+    }
+
+    private func readLoop(_ connection: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
+        while true {
+            let received = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            if received < 0, errno == EINTR { continue }
+            guard received > 0 else { break }
+            let chunk = buffer[0..<received]
+            let lines = chunk.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            state.withLock { state in
+                state.counts.lines += lines
+                state.counts.bytes += received
+                if !state.firstLineComplete {
+                    if let end = chunk.firstIndex(of: UInt8(ascii: "\n")) {
+                        state.firstLine += chunk[..<end]
+                        state.firstLineComplete = true
+                    } else {
+                        state.firstLine += chunk
+                    }
+                }
+            }
+        }
+        state.withLock { state in state.connections.removeAll { $0 == connection } }
+        close(connection)
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: one vDSO call, no allocation.
+@inline(__always)
+func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
