@@ -41,8 +41,10 @@ import Testing
         var next = [Int](repeating: 0, count: threads)
         for record in all {
             let parts = record.message.dropFirst().split(separator: "-")
-            let thread = Int(parts[0])!
-            let index = Int(parts[1])!
+            guard parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]), thread < threads else {
+                Issue.record("unexpected record: \(record.message)")
+                continue
+            }
             #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
             next[thread] = index + 1
         }

@@ -211,9 +211,9 @@ final class PipelineQueue: @unchecked Sendable {
     /// here): every destination gets the event from the worker, in order. A full queue is waited for as long as
     /// the reconfiguration may take, then the event is dropped and counted.
     private func submitQueued(_ event: LogEvent, bytes: Int) {
-        let patience =
-            reconfigurationsInProgress > 0
-            ? max(limits.fullQueueWait, LogPipeline.reconfigurationPatience) : limits.fullQueueWait
+        // Another reconfiguration may begin while this caller waits (the worker then waits for the new
+        // destinations): the patience is the reconfiguration's, whether it has begun yet or not.
+        let patience = max(limits.fullQueueWait, LogPipeline.reconfigurationPatience)
         if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
             counters.dropped += 1
             unreportedDrops += 1
