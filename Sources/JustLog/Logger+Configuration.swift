@@ -38,6 +38,9 @@ extension Logger {
         public var captureLimits: CaptureLimits
         /// The clock of log calls. Default: the system clock.
         public var clock: @Sendable () -> LogTimestamp
+        /// The journal that makes the console and file destinations crash-safe, or `nil` for none. Default: on
+        /// whenever there is a file destination, in `<log folder>/<log file name>.journal/`.
+        public var journal: Journal?
 
         public init(
             console: Console? = Console(),
@@ -51,8 +54,10 @@ extension Logger {
             diagnostics: DiagnosticSink = .standardError,
             privacy: PrivacyPolicy = .default,
             captureLimits: CaptureLimits = CaptureLimits(),
-            clock: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
+            clock: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() },
+            journal: Journal? = Journal()
         ) {
+            self.journal = journal
             self.console = console
             self.file = file
             self.logstash = logstash
@@ -75,6 +80,20 @@ extension Logger {
             public init(_ destination: ConsoleDestination.Configuration = .init(), minimumLevel: LogLevel = .verbose) {
                 self.destination = destination
                 self.minimumLevel = minimumLevel
+            }
+        }
+
+        /// Where the journal lives and how big it may grow (see ``EventJournal``).
+        public struct Journal: Sendable {
+            /// The journal's folder. Default `nil`: `<log folder>/<log file name>.journal/`, next to the log
+            /// file; without a file destination, no journal unless a folder is given.
+            public var folder: URL?
+            /// The most disk space it may take; past it the oldest events are dropped and counted. Default 64 MiB.
+            public var capacity: Int
+
+            public init(folder: URL? = nil, capacity: Int = 64 << 20) {
+                self.folder = folder
+                self.capacity = capacity
             }
         }
 
@@ -132,8 +151,32 @@ extension Logger {
             pipeline: configuration.pipeline,
             diagnostics: configuration.diagnostics,
             captureLimits: configuration.captureLimits,
-            privacy: configuration.privacy
+            privacy: configuration.privacy,
+            journal: openJournal(configuration)
         ).setup
+    }
+
+    /// Opens the journal of `configuration`, if it has one; one that can't be opened (its folder is in use by
+    /// another process, or can't be written) is reported, and the logger runs without it.
+    static func openJournal(_ configuration: Configuration) -> EventJournal? {
+        guard let journal = configuration.journal,
+            let folder = journal.folder
+                ?? configuration.file.map({ file in
+                    file.destination.url.deletingLastPathComponent()
+                        .appendingPathComponent(file.destination.url.lastPathComponent + ".journal", isDirectory: true)
+                })
+        else { return nil }
+        do {
+            return try EventJournal(
+                configuration: .init(directory: folder.path, maxTotalBytes: journal.capacity),
+                diagnostics: configuration.diagnostics
+            )
+        } catch {
+            configuration.diagnostics.report(
+                "no log journal (the console and file destinations lose what is queued if the program is killed): \(error)"
+            )
+            return nil
+        }
     }
 }
 
@@ -239,5 +282,9 @@ final class SwitchedDestination: LogDestination {
 
     func shutdown() {
         base.shutdown()
+    }
+
+    func journalRecovery() -> JournalRecovery {
+        base.journalRecovery()
     }
 }

@@ -58,6 +58,9 @@ public final class ConsoleDestination: LogDestination {
         self.format = LineFormat(timeZone: configuration.timeZone, colors: colors)
     }
 
+    /// Events recovered from the journal are not printed again: the one line that says how many is.
+    public func journalRecovery() -> JournalRecovery { .countOnly }
+
     public func write(_ batch: LogBatch) {
         var text = ""
         for record in batch.records {

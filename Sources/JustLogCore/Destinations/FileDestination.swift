@@ -120,6 +120,12 @@ public final class FileDestination: LogDestination {
         writer.withLock { $0.finish() }
     }
 
+    /// Writes what the journal recovered after the event this file holds last (a torn last line is cut away
+    /// first and written again whole): every event once, in order.
+    public func journalRecovery() -> JournalRecovery {
+        .replay(after: writer.withLock { $0.newestEventID() })
+    }
+
     private func lossLine(lost: UInt64, error: String) -> [UInt8] {
         let event = LogEvent.report(
             "JustLog could not write \(lost) event(s) to this file: \(error)",

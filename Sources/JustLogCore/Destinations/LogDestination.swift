@@ -29,6 +29,22 @@ public protocol LogDestination: AnyObject, Sendable {
     /// After ``shutdown()``, why it did not end cleanly (a connection that did not close in time, events left
     /// behind), or `nil`. ``LogPipeline/shutdown(timeout:)`` returns it. Default `nil`.
     var shutdownFailure: (any Error)? { get }
+
+    /// How this destination takes what an earlier run journaled and had not finished writing when it stopped
+    /// (see ``EventJournal``). Asked once, on the pipeline's thread, when the pipeline starts with a journal that
+    /// holds such events, before anything is written. Default ``JournalRecovery/replay(after:)`` with `nil`:
+    /// every such event is written again (at least once).
+    func journalRecovery() -> JournalRecovery
+}
+
+/// How a destination takes the events recovered from an ``EventJournal`` after the program was stopped (killed,
+/// crashed, or out of time at exit) before every destination had written them.
+public enum JournalRecovery: Hashable, Sendable {
+    /// Write them again, except those up to and including the one with this `event_id` — the newest event the
+    /// destination holds (a file reads its own last line) — if it is among them.
+    case replay(after: String?)
+    /// Don't write them: the pipeline's line that says how many were recovered is enough (the console).
+    case countOnly
 }
 
 extension LogDestination {
@@ -36,6 +52,7 @@ extension LogDestination {
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { completion(nil) }
     public func shutdown() {}
     public var shutdownFailure: (any Error)? { nil }
+    public func journalRecovery() -> JournalRecovery { .replay(after: nil) }
 }
 
 /// Where a destination receives its records.

@@ -115,6 +115,64 @@ struct RotatingFileWriter: Sendable {
         return last == UInt8(ascii: "\n")
     }
 
+    // MARK: - Recovering
+
+    /// The `event_id` of the newest event in the file — of the newest rotated file if the file holds no whole
+    /// line — after cutting away a torn last line (left by a program killed mid-write; its event is in the
+    /// journal and is written again whole). `nil` if there is none or it can't be read.
+    mutating func newestEventID() -> String? {
+        if descriptor >= 0, endsMidLine, let whole = Self.lastNewline(in: path, size: size) {
+            if ftruncate(descriptor, off_t(whole)) == 0 {
+                size = whole
+                endsMidLine = false
+            }
+        }
+        for candidate in [path, "\(path).1"] {
+            if let id = Self.newestEventID(in: candidate) { return id }
+            if candidate == path, size > 0 { return nil }
+        }
+        return nil
+    }
+
+    /// How many bytes of the file come before and with its last newline, or `nil` if unreadable.
+    private static func lastNewline(in path: String, size: Int) -> Int? {
+        guard let tail = readTail(of: path, maximum: 8 << 20) else { return nil }
+        guard let last = tail.bytes.lastIndex(of: UInt8(ascii: "\n")) else {
+            return tail.bytes.count == tail.size ? 0 : nil
+        }
+        return tail.size - tail.bytes.count + last + 1
+    }
+
+    /// The `metadata.event_id` of the last whole line of the file at `path`.
+    private static func newestEventID(in path: String) -> String? {
+        guard let tail = readTail(of: path, maximum: 8 << 20), tail.bytes.last == UInt8(ascii: "\n") else {
+            return nil
+        }
+        let body = tail.bytes.dropLast()
+        let start = body.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? body.startIndex
+        guard let brace = body[start...].firstIndex(of: UInt8(ascii: "{")),
+            case .object(let line)? = try? JSONReader.parse(bytes: Array(body[brace...])),
+            case .object(let metadata)? = line[AggregatedFormat.metadataKey],
+            case .string(let id)? = metadata[MetadataKey.eventID]
+        else { return nil }
+        return id
+    }
+
+    /// The last `maximum` bytes of a file, and its size.
+    private static func readTail(of path: String, maximum: Int) -> (bytes: [UInt8], size: Int)? {
+        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC, 0)
+        guard reader >= 0 else { return nil }
+        defer { systemClose(reader) }
+        var info = stat()
+        guard fstat(reader, &info) == 0 else { return nil }
+        let size = Int(info.st_size)
+        let count = min(size, maximum)
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = bytes.withUnsafeMutableBytes { pread(reader, $0.baseAddress, count, off_t(size - count)) }
+        guard read == count else { return nil }
+        return (bytes, size)
+    }
+
     // MARK: - Writing
 
     /// Appends whole lines, rotating between lines when the file would pass its size limit. `now` is the

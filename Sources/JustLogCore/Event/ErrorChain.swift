@@ -40,6 +40,12 @@ public struct ErrorChain: Sendable {
 
     static let maximumDepth = 16
 
+    /// A chain read back from the journal.
+    init(links: [Link], truncations: [String]) {
+        self.links = links
+        self.truncations = truncations
+    }
+
     public init(_ error: any Error, limits: CaptureLimits = CaptureLimits()) {
         var links: [Link] = []
         var next: (any Error)? = error

@@ -43,4 +43,30 @@ public struct EventIDGenerator: Sendable {
         put(sequence & 0xFFFF_FFFF_FFFF, nibbles: 12)
         return String(decoding: bytes, as: UTF8.self)
     }
+
+    /// The prefix and sequence number an id of this generator's form was made of, or `nil` for another form.
+    public static func components(of id: String) -> (prefix: UInt64, sequence: UInt64)? {
+        let bytes = Array(id.utf8)
+        guard bytes.count == 36 else { return nil }
+        var prefix: UInt64 = 0
+        var sequence: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if [8, 13, 18, 23].contains(index) {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let nibble: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = UInt64(byte - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+            if index < 18 {
+                prefix = prefix << 4 | nibble
+            } else {
+                sequence = sequence << 4 | nibble
+            }
+        }
+        return (prefix, sequence)
+    }
 }

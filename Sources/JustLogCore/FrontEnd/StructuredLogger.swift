@@ -38,6 +38,10 @@ public struct StructuredLogger: Sendable {
         public var privacy: PrivacyPolicy
         /// The clock of log calls. Default: the system clock.
         public var clock: @Sendable () -> LogTimestamp
+        /// Where every event goes before its log call returns, so that the background destinations (console,
+        /// file) lose nothing if the program is killed; written after a restart (see ``EventJournal``).
+        /// Default `nil`: what is queued is lost on a crash.
+        public var journal: EventJournal?
 
         public init(
             destinations: [LogPipeline.Route],
@@ -48,8 +52,10 @@ public struct StructuredLogger: Sendable {
             diagnostics: DiagnosticSink = .standardError,
             captureLimits: CaptureLimits = CaptureLimits(),
             privacy: PrivacyPolicy = .default,
-            clock: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
+            clock: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() },
+            journal: EventJournal? = nil
         ) {
+            self.journal = journal
             self.destinations = destinations
             self.defaultUserInfo = defaultUserInfo
             self.runtime = runtime
@@ -69,7 +75,8 @@ public struct StructuredLogger: Sendable {
                 sanitizer: sanitizer,
                 configuration: pipeline,
                 captureLimits: captureLimits,
-                privacy: privacy
+                privacy: privacy,
+                journal: journal
             )
         }
     }

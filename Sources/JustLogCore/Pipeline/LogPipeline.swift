@@ -84,6 +84,11 @@ public final class LogPipeline: Sendable {
         public var captureLimits: CaptureLimits
         /// How values marked private are written (see ``PrivacyPolicy``).
         public var privacy: PrivacyPolicy
+        /// The journal a log call writes its event to before it returns, with the `event_id` prefix and the
+        /// error-chain limits of the pipeline's record builder (see ``EventJournal``).
+        var journal: EventJournal?
+        var eventIDPrefix: UInt64 = 0
+        var errorLimits = CaptureLimits()
 
         public init(
             minimumLevel: LogLevel,
@@ -104,6 +109,10 @@ public final class LogPipeline: Sendable {
         public var configuration: Configuration
         public var captureLimits: CaptureLimits
         public var privacy: PrivacyPolicy
+        /// Where every event goes before its log call returns, so that the background destinations lose
+        /// nothing if the program is killed (see ``EventJournal``); `nil`: they lose what was queued. The
+        /// pipeline closes it when it retires this setup.
+        public var journal: EventJournal?
 
         public init(
             routes: [Route],
@@ -111,7 +120,8 @@ public final class LogPipeline: Sendable {
             sanitizer: Sanitizer? = nil,
             configuration: Configuration = Configuration(),
             captureLimits: CaptureLimits = CaptureLimits(),
-            privacy: PrivacyPolicy = .default
+            privacy: PrivacyPolicy = .default,
+            journal: EventJournal? = nil
         ) {
             self.routes = routes
             self.builder = builder
@@ -119,18 +129,26 @@ public final class LogPipeline: Sendable {
             self.configuration = configuration
             self.captureLimits = captureLimits
             self.privacy = privacy
+            self.journal = journal
         }
 
         var intake: Intake {
-            Intake(
+            var intake = Intake(
                 minimumLevel: routes.map(\.minimumLevel).min() ?? .error,
                 captureLimits: captureLimits,
                 privacy: privacy
             )
+            // Only the background destinations read the journal.
+            if routes.contains(where: { $0.destination.delivery == .background }) {
+                intake.journal = journal
+            }
+            intake.eventIDPrefix = builder.eventIDs.prefix
+            intake.errorLimits = builder.limits
+            return intake
         }
 
         var dispatcher: RecordDispatcher {
-            RecordDispatcher(routes: routes, builder: builder, sanitizer: sanitizer)
+            RecordDispatcher(routes: routes, builder: builder, sanitizer: sanitizer, journal: journal)
         }
     }
 
@@ -297,13 +315,15 @@ struct RecordDispatcher: Sendable {
     let backgroundRoutes: [LogPipeline.Route]
     let builder: RecordBuilder
     let sanitizer: Sanitizer?
+    let journal: EventJournal?
 
-    init(routes: [LogPipeline.Route], builder: RecordBuilder, sanitizer: Sanitizer?) {
+    init(routes: [LogPipeline.Route], builder: RecordBuilder, sanitizer: Sanitizer?, journal: EventJournal? = nil) {
         self.routes = routes
         self.inlineRoutes = routes.filter { $0.destination.delivery == .inline }
         self.backgroundRoutes = routes.filter { $0.destination.delivery == .background }
         self.builder = builder
         self.sanitizer = sanitizer
+        self.journal = journal
     }
 
     func record(_ event: LogEvent, sequence: UInt64) -> LogRecord {
@@ -332,9 +352,11 @@ struct RecordDispatcher: Sendable {
         }
     }
 
-    /// Shuts every destination down; returns the first one's ``LogDestination/shutdownFailure``.
+    /// Shuts every destination down and closes the journal; returns the first destination's
+    /// ``LogDestination/shutdownFailure``.
     func shutdownDestinations() -> (any Error)? {
         for route in routes { route.destination.shutdown() }
+        journal?.close()
         return routes.lazy.compactMap { $0.destination.shutdownFailure }.first
     }
 }

@@ -6,9 +6,10 @@ final class PipelineQueue: @unchecked Sendable {
     private enum Item {
         /// An event for the worker to build; `inline` when the inline destinations have not seen it yet (it was
         /// queued while the pipeline held events or was being reconfigured).
-        case event(LogEvent, sequence: UInt64, bytes: Int, inline: Bool)
+        /// `journaled`: the position just after its journal record, to acknowledge once it is written.
+        case event(LogEvent, sequence: UInt64, bytes: Int, inline: Bool, journaled: SpoolPosition?)
         /// A record the inline destinations already have, for the background ones.
-        case record(LogRecord, bytes: Int)
+        case record(LogRecord, bytes: Int, journaled: SpoolPosition?)
         case flush(FlushBarrier)
         case action(@Sendable () -> Void)
         /// The point in log order where the destinations are replaced (see ``Reconfiguration``).
@@ -18,7 +19,7 @@ final class PipelineQueue: @unchecked Sendable {
         /// sanitizer may have changed the record's message since: the same number must come off).
         var bytes: Int {
             switch self {
-            case .event(_, _, let bytes, _), .record(_, let bytes): bytes
+            case .event(_, _, let bytes, _, _), .record(_, let bytes, _): bytes
             case .flush, .action, .reconfigure: 0
             }
         }
@@ -117,7 +118,10 @@ final class PipelineQueue: @unchecked Sendable {
     // MARK: - Submitting
 
     func submit(_ event: LogEvent) {
+        var event = event
         let bytes = event.message.utf8.count
+        // Encoded outside the lock: under it, only the sequence number is written in and the record copied.
+        let journalRecord = encodeForJournal(&event)
         lock.lock()
         guard state == .running else {
             counters.dropped += 1
@@ -167,8 +171,9 @@ final class PipelineQueue: @unchecked Sendable {
         let sequence = nextSequence
         nextSequence += 1
         counters.submitted += 1
+        let journaled = queued ? journal(journalRecord, of: event, sequence: sequence) : nil
         if !hasInline {
-            items.append(.event(event, sequence: sequence, bytes: bytes, inline: false))
+            items.append(.event(event, sequence: sequence, bytes: bytes, inline: false, journaled: journaled))
         } else {
             let record = dispatcher.record(event, sequence: sequence)
             dispatcher.writeInline(record)
@@ -178,7 +183,7 @@ final class PipelineQueue: @unchecked Sendable {
                 lock.unlock()
                 return
             }
-            items.append(.record(record, bytes: bytes))
+            items.append(.record(record, bytes: bytes, journaled: journaled))
         }
         queuedBytes += bytes
         let wake = workerIsWaiting
@@ -186,10 +191,45 @@ final class PipelineQueue: @unchecked Sendable {
         if wake { lock.broadcast() }
     }
 
+    /// The event's journal record, if the pipeline has a journal (read with the intake, without holding the lock
+    /// while encoding). An error is reduced to its chain here, once, so that the record can rebuild it.
+    private func encodeForJournal(_ event: inout LogEvent) -> (record: [UInt8], journal: EventJournal)? {
+        let intake = self.intake
+        guard let journal = intake.journal else { return nil }
+        var chain: ErrorChain?
+        if let error = event.error {
+            chain = (error as? CapturedErrorChain)?.chain ?? ErrorChain(error, limits: intake.errorLimits)
+            event.error = CapturedErrorChain(chain: chain!)
+        }
+        var record: [UInt8] = []
+        record.reserveCapacity(160 + event.message.utf8.count + 48 * event.userInfo.count)
+        JournalCodec.encode(event, chain: chain, eventIDPrefix: intake.eventIDPrefix, into: &record)
+        return (record, journal)
+    }
+
+    /// Journals an accepted event (lock held, so records are in log order); returns the position to acknowledge
+    /// once it is written. A reconfiguration between encoding and here (rare) means encoding again.
+    private func journal(_ encoded: (record: [UInt8], journal: EventJournal)?, of event: LogEvent, sequence: UInt64)
+        -> SpoolPosition?
+    {
+        guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else { return nil }
+        var record: [UInt8]
+        if let encoded, encoded.journal === journal {
+            record = encoded.record
+        } else {
+            record = []
+            let chain = (event.error as? CapturedErrorChain)?.chain
+                ?? event.error.map { ErrorChain($0, limits: dispatcher.builder.limits) }
+            JournalCodec.encode(event, chain: chain, eventIDPrefix: dispatcher.builder.eventIDs.prefix, into: &record)
+        }
+        JournalCodec.setSequence(sequence, in: &record)
+        return journal.append(record)
+    }
+
     /// Before the first configuration (lock held): keeps the event; past `capacity` the oldest is dropped and
     /// counted (reported when the pipeline is configured).
     private func hold(_ event: LogEvent, bytes: Int, capacity: Int) {
-        if items.count - head >= capacity, case .event(_, _, let oldBytes, _) = items[head] {
+        if items.count - head >= capacity, case .event(_, _, let oldBytes, _, _) = items[head] {
             head += 1
             queuedBytes -= oldBytes
             inlineBacklog -= 1
@@ -201,7 +241,7 @@ final class PipelineQueue: @unchecked Sendable {
             }
         }
         counters.submitted += 1
-        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true))
+        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true, journaled: nil))
         nextSequence += 1
         queuedBytes += bytes
         inlineBacklog += 1
@@ -227,7 +267,7 @@ final class PipelineQueue: @unchecked Sendable {
             return
         }
         counters.submitted += 1
-        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true))
+        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true, journaled: nil))
         nextSequence += 1
         queuedBytes += bytes
         inlineBacklog += 1
@@ -369,6 +409,7 @@ final class PipelineQueue: @unchecked Sendable {
     // MARK: - Worker
 
     private func runWorker() {
+        recoverJournal(with: lock.withLock { dispatcher })
         var batch: [Item] = []
         batch.reserveCapacity(min(configuration.capacity, 4096))
         while true {
@@ -427,6 +468,8 @@ final class PipelineQueue: @unchecked Sendable {
             if producersWaiting > 0 { lock.broadcast() }
             lock.unlock()
 
+            // A journal set up since the last batch (the first setup of a holding pipeline) is recovered first.
+            recoverJournal(with: current)
             process(batch, with: current, reportingDrops: drops)
             batch.removeAll(keepingCapacity: true)
         }
@@ -443,9 +486,15 @@ final class PipelineQueue: @unchecked Sendable {
             records.append(report)
         }
         var inlineWritten = 0
+        /// Just after the newest journal record among `records`: acknowledged once they are written.
+        var journaledUpTo: SpoolPosition?
         func deliver() {
             let count = UInt64(records.count)
             if !records.isEmpty { dispatcher.writeBackground(records) }
+            if let position = journaledUpTo {
+                dispatcher.journal?.acknowledge(upTo: position)
+                journaledUpTo = nil
+            }
             // Events queued for the inline destinations are written: callers may write inline again once
             // none is left (`inlineBacklog`).
             let caughtUp = inlineWritten
@@ -459,7 +508,8 @@ final class PipelineQueue: @unchecked Sendable {
         }
         for item in batch {
             switch item {
-            case .event(let event, let sequence, _, let inline):
+            case .event(let event, let sequence, _, let inline, let journaled):
+                if let journaled { journaledUpTo = journaled }
                 let record = dispatcher.record(event, sequence: sequence)
                 if inline {
                     dispatcher.writeInline(record)
@@ -470,7 +520,8 @@ final class PipelineQueue: @unchecked Sendable {
                 } else {
                     records.append(record)
                 }
-            case .record(let record, _):
+            case .record(let record, _, let journaled):
+                if let journaled { journaledUpTo = journaled }
                 records.append(record)
             case .flush(let barrier):
                 deliver()
@@ -481,6 +532,7 @@ final class PipelineQueue: @unchecked Sendable {
             case .reconfigure(let reconfiguration):
                 deliver()
                 dispatcher = replaceDestinations(of: dispatcher, at: reconfiguration)
+                recoverJournal(with: dispatcher)
             }
         }
         deliver()
@@ -498,6 +550,97 @@ final class PipelineQueue: @unchecked Sendable {
         let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
         let failure = old.shutdownDestinations() ?? flushError
         return reconfiguration.oldDestinationsClosed(failure: failure)
+    }
+
+    // MARK: - Recovering
+
+    /// Before anything logged with `dispatcher`: writes to its background destinations what an earlier run
+    /// journaled and did not acknowledge, rebuilt with the `event_id`s it had, as each destination asks (see
+    /// ``LogDestination/journalRecovery()``); acknowledges it; then sends every background destination one
+    /// warning record that says how many events were recovered.
+    private func recoverJournal(with dispatcher: RecordDispatcher) {
+        guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty, journal.takeRecovery()
+        else { return }
+        let routes = dispatcher.backgroundRoutes
+        let plans = routes.map { $0.destination.journalRecovery() }
+        let start = journal.cursor
+        // A destination that holds some of the events already resumes after the newest it holds — if that one is
+        // among the recovered: a first pass finds where.
+        let newestHeld: [(prefix: UInt64, sequence: UInt64)?] = plans.map { plan in
+            guard case .replay(let after?) = plan else { return nil }
+            return EventIDGenerator.components(of: after)
+        }
+        var skipped = [Int](repeating: 0, count: routes.count)
+        if newestHeld.contains(where: { $0 != nil }) {
+            var index = 0
+            forEachRecoveredChunk(of: journal, from: start) { entries, _ in
+                for entry in entries {
+                    index += 1
+                    for (route, held) in newestHeld.enumerated()
+                    where held?.prefix == entry.eventIDPrefix && held?.sequence == entry.sequence {
+                        skipped[route] = index
+                    }
+                }
+            }
+        }
+        var recovered = 0
+        var unreadable = 0
+        forEachRecoveredChunk(of: journal, from: start) { entries, chunk in
+            let records = entries.map { entry in
+                var builder = dispatcher.builder
+                builder.eventIDs = EventIDGenerator(prefix: entry.eventIDPrefix)
+                var record = builder.record(for: entry.event, sequence: entry.sequence)
+                dispatcher.sanitizer?(&record)
+                return record
+            }
+            for (index, route) in routes.enumerated() {
+                guard case .replay = plans[index] else { continue }
+                let first = min(records.count, max(0, skipped[index] - recovered))
+                let selected = records[first...].filter { $0.level >= route.minimumLevel }
+                if !selected.isEmpty { route.destination.write(LogBatch(records: selected)) }
+            }
+            journal.acknowledge(upTo: chunk.end)
+            recovered += records.count
+            unreadable += chunk.unreadable
+            // Progress, for a caller waiting in a full queue and for the exit handler.
+            lock.withLock {
+                batchesTaken += 1
+                if producersWaiting > 0 { lock.broadcast() }
+            }
+        }
+        if unreadable > 0 {
+            diagnostics.report(
+                "\(unreadable) event(s) in the log journal \(journal.configuration.directory) could not be read (written by a newer version of JustLog?) and are lost"
+            )
+        }
+        guard recovered > 0 else { return }
+        let event = LogEvent.report(
+            "JustLog recovered \(recovered) event(s) that an earlier run logged but had not written to every destination when it stopped",
+            userInfo: ["recovered_events": .uint(UInt64(recovered))],
+            timestamp: now()
+        )
+        let sequence = lock.withLock { () -> UInt64 in
+            defer { nextSequence += 1 }
+            return nextSequence
+        }
+        dispatcher.writeBackground([dispatcher.record(event, sequence: sequence)])
+    }
+
+    /// Reads the records an earlier run left in `journal`, from `start`, in chunks.
+    private func forEachRecoveredChunk(
+        of journal: EventJournal,
+        from start: SpoolPosition,
+        _ body: ([JournalEntry], (count: Int, end: SpoolPosition, unreadable: Int)) -> Void
+    ) {
+        var position = start
+        var remaining = journal.recoveryCount
+        while remaining > 0 {
+            let chunk = journal.readRecovered(from: position, maxRecords: min(remaining, Self.batchLimit))
+            guard chunk.count > 0 else { return }
+            body(chunk.entries, (chunk.count, chunk.end, chunk.unreadable))
+            remaining -= chunk.count
+            position = chunk.end
+        }
     }
 
     private func dropReport(_ count: UInt64, dispatcher: RecordDispatcher) -> LogRecord {

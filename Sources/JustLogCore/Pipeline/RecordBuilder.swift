@@ -63,7 +63,7 @@ public struct RecordBuilder: Sendable {
         }
         truncations += event.truncations
         if let error = event.error {
-            let chain = ErrorChain(error, limits: limits)
+            let chain = (error as? CapturedErrorChain)?.chain ?? ErrorChain(error, limits: limits)
             for (key, value) in chain.topLevelFields {
                 KeyCollision.insert(key, value, into: &userInfo, displacedSuffix: "userInfo")
             }

@@ -15,6 +15,7 @@
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit        see SpoolModes.swift
+//   journal-kill, journal-recover                      see JournalModes.swift
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
 import JustLog
@@ -50,6 +51,12 @@ case "logstash-loop", "logstash-drain":
     } else {
         forceSendOrExit(logger, failure: "drain failed")
     }
+
+case "journal-kill":
+    journalKill(logger, variant: arguments[3], port: arguments.count > 4 ? arguments[4] : "0")
+
+case "journal-recover":
+    journalRecover(logger)
 
 case "exit-slow-destination":
     exitWithSlowDestination(folder: arguments[2], count: arguments[3])

@@ -1,4 +1,3 @@
-import JustLogCore
 
 #if canImport(Glibc)
 import Glibc
@@ -31,7 +30,7 @@ import Darwin
 /// Format 1 (`JLSPOOL1`, a 16-byte header and 8-byte frames `[length][CRC-32][payload]`, no serials) is still
 /// read, so that records spooled by an earlier version are sent; nothing is appended to such a segment.
 ///
-/// Not thread-safe: ``LogstashSpool`` guards every segment with its lock.
+/// Not thread-safe: ``Spool`` guards every segment with its lock.
 final class SpoolSegment {
     /// The two layouts a segment file may have.
     enum Format: Sendable {
@@ -104,7 +103,7 @@ final class SpoolSegment {
         if rc != 0 {
             close(fd)
             unlink(path)
-            throw LogstashError(
+            throw JustLogError(
                 code: .spoolUnavailable,
                 message: "can't reserve \(capacity) bytes for spool segment \(path)",
                 cause: String(cString: strerror(rc))
@@ -276,9 +275,9 @@ private func openReadWrite(_ path: String) -> CInt {
     open(path, O_RDWR | O_CLOEXEC)
 }
 
-/// A ``LogstashError`` for a failed system call, with `errno`'s description as the cause.
-func spoolError(_ message: String) -> LogstashError {
-    LogstashError(code: .spoolUnavailable, message: message, cause: String(cString: strerror(errno)))
+/// A ``JustLogError`` for a failed system call, with `errno`'s description as the cause.
+func spoolError(_ message: String) -> JustLogError {
+    JustLogError(code: .spoolUnavailable, message: message, cause: String(cString: strerror(errno)))
 }
 
 /// `close(2)`, for types that have a `close()` of their own.

@@ -1,4 +1,3 @@
-import JustLogCore
 
 #if canImport(Glibc)
 import Glibc
@@ -9,9 +8,9 @@ import Darwin
 #endif
 
 /// The files of an open spool folder — segments, cursor, lock — and the counters. Opening it recovers what
-/// an earlier run left (see ``SpoolRecovery``). Not thread-safe: ``LogstashSpool`` guards it with its lock.
+/// an earlier run left (see ``SpoolRecovery``). Not thread-safe: ``Spool`` guards it with its lock.
 final class SpoolStorage {
-    let configuration: LogstashSpool.Configuration
+    let configuration: Spool.Configuration
     /// Live segments, oldest first; the last one is the one being appended to. Never empty.
     private var segments: [SpoolSegment]
     private(set) var cursor: SpoolPosition
@@ -31,7 +30,7 @@ final class SpoolStorage {
 
     /// Opens the folder (creating it and its missing parents, owner-only), takes its lock (waiting up to
     /// `lockWait` for a holder that is letting go) and recovers the segments and cursor found there.
-    init(configuration: LogstashSpool.Configuration, diagnostics: DiagnosticSink, lockWait: Duration) throws {
+    init(configuration: Spool.Configuration, diagnostics: DiagnosticSink, lockWait: Duration) throws {
         self.configuration = configuration
         self.diagnostics = diagnostics
         self.maxSegments = max(2, configuration.maxTotalBytes / configuration.segmentBytes)
@@ -41,7 +40,7 @@ final class SpoolStorage {
         guard lockFD >= 0 else { throw spoolError("can't open the spool lock in \(directory)") }
         guard Self.lockExclusively(lockFD, wait: lockWait) else {
             closeDescriptor(lockFD)
-            throw LogstashError(
+            throw JustLogError(
                 code: .spoolUnavailable,
                 message:
                     "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
@@ -134,7 +133,7 @@ final class SpoolStorage {
         let directory = configuration.directory
         if let problem = recovery.cursorProblem {
             diagnostics.report(
-                "the Logstash spool cursor in \(directory) was damaged (\(problem)); sending again from the oldest record kept, so some events may arrive twice"
+                "the \(configuration.name) cursor in \(directory) was damaged (\(problem)); sending again from the oldest record kept, so some events may arrive twice"
             )
         }
         if recovery.newlyLost > 0 {
@@ -147,11 +146,11 @@ final class SpoolStorage {
             }
             let more = recovery.newLosses.count > 5 ? "; and \(recovery.newLosses.count - 5) more places" : ""
             diagnostics.report(
-                "the Logstash spool in \(directory) was damaged: \(recovery.newlyLost) record(s) could not be read and are lost; every intact record is kept. Where: \(places.joined(separator: "; "))\(more)"
+                "the \(configuration.name) in \(directory) was damaged: \(recovery.newlyLost) record(s) could not be read and are lost; every intact record is kept. Where: \(places.joined(separator: "; "))\(more)"
             )
         }
         for line in recovery.uncounted {
-            diagnostics.report("the Logstash spool in \(directory) was damaged: \(line)")
+            diagnostics.report("the \(configuration.name) in \(directory) was damaged: \(line)")
         }
     }
 
@@ -209,8 +208,9 @@ final class SpoolStorage {
 
     // MARK: - Appending
 
-    /// Appends one record (already checked: not empty, not too large) and returns its position.
-    func append(_ record: UnsafeRawBufferPointer) throws -> SpoolPosition {
+    /// Appends one record (already checked: not empty, not too large) and returns its position and the position
+    /// just after it.
+    func append(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
         var segment = segments[segments.count - 1]
         if !segment.fits(record.count) {
             segment = try startSegment()
@@ -221,7 +221,7 @@ final class SpoolStorage {
         counters.queuedRecords += 1
         counters.queuedBytes += record.count + 1
         counters.appendedRecords += 1
-        return position
+        return (position, SpoolPosition(segment: segment.sequence, offset: segment.end))
     }
 
     /// Opens the next segment, first deleting the oldest if the spool is at its cap.
@@ -268,7 +268,7 @@ final class SpoolStorage {
         return SpoolPosition(segment: last.sequence, offset: last.end)
     }
 
-    /// See ``LogstashSpool/read(from:maxBytes:maxRecords:)``.
+    /// See ``Spool/read(from:maxBytes:maxRecords:)``.
     func read(from requested: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
         var position = max(requested, cursor)
         guard var index = segments.firstIndex(where: { $0.sequence >= position.segment }) else {
@@ -310,7 +310,7 @@ final class SpoolStorage {
         return SpoolBatch(bytes: bytes, recordCount: count, start: start, end: position)
     }
 
-    /// See ``LogstashSpool/acknowledge(upTo:)``.
+    /// See ``Spool/acknowledge(upTo:)``.
     func acknowledge(upTo position: SpoolPosition) {
         guard position > cursor else { return }
         var current = cursor
@@ -338,7 +338,7 @@ final class SpoolStorage {
         } else if !cursorSaveFailed {
             cursorSaveFailed = true
             diagnostics.report(
-                "can't save the Logstash spool cursor \(cursorFile.path) (\(String(cString: strerror(errno)))); after a restart, events already sent may be sent again"
+                "can't save the \(configuration.name) cursor \(cursorFile.path) (\(String(cString: strerror(errno)))); after a restart, events already sent may be sent again"
             )
         }
     }

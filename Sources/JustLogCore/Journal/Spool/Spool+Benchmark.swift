@@ -1,4 +1,4 @@
-/// What ``LogstashSpool/measureAppend(records:payloadBytes:directory:)`` measured (a test and benchmark helper,
+/// What ``Spool/measureAppend(records:payloadBytes:directory:)`` measured (a test and benchmark helper,
 /// `package` so that it is no API of the library).
 package struct SpoolAppendMeasurement: Sendable, CustomStringConvertible {
     /// Records appended.
@@ -19,13 +19,13 @@ package struct SpoolAppendMeasurement: Sendable, CustomStringConvertible {
     }
 }
 
-extension LogstashSpool {
+extension Spool {
     /// Appends `records` records of `payloadBytes` bytes to a new spool in `directory` (a folder that
     /// should be empty; the spool's files stay there) and returns the time taken. Run it in a release
     /// build to measure the cost a log call pays for the Logstash destination:
     ///
     /// ```swift
-    /// let measurement = try LogstashSpool.measureAppend(records: 1_000_000, payloadBytes: 400, directory: "/tmp/bench")
+    /// let measurement = try Spool.measureAppend(records: 1_000_000, payloadBytes: 400, directory: "/tmp/bench")
     /// print(measurement) // "1000000 appends of 400 bytes: … ns/append"
     /// ```
     package static func measureAppend(
@@ -34,7 +34,7 @@ extension LogstashSpool {
         directory: String
     ) throws -> SpoolAppendMeasurement {
         // A cap big enough that nothing is dropped, segment creation included in the measurement.
-        let spool = try LogstashSpool(
+        let spool = try Spool(
             configuration: .init(directory: directory, maxTotalBytes: max(64 << 20, 2 * records * (payloadBytes + 8)))
         )
         defer { spool.close() }

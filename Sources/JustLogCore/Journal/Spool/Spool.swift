@@ -1,4 +1,3 @@
-public import JustLogCore
 
 #if canImport(Glibc)
 import Glibc
@@ -8,8 +7,10 @@ import Musl
 import Darwin
 #endif
 
-/// The Logstash destination's on-disk queue: records are appended on the logging caller's thread and
-/// read, sent and acknowledged by the sender, in order, across restarts of the program.
+/// A crash-safe on-disk queue of records: appended on the logging caller's thread, read and acknowledged by
+/// one reader, in order, across restarts of the program. The Logstash destination's spool (``LogstashSpool``
+/// in JustLogLogstash) holds flattened lines for the sender; the ``EventJournal`` holds every log call's
+/// binary event for the background destinations.
 ///
 /// The spool is a folder of segment files (`00000000000000000001.seg`, …; see ``SpoolSegment`` for the
 /// layout), each mapped into memory with `MAP_SHARED`, and a checksummed `cursor` file holding the position
@@ -18,7 +19,7 @@ import Darwin
 /// ## Crash safety
 /// ``append(_:)`` copies the record into the shared mapping and returns: no system call per record. The
 /// page belongs to the kernel's page cache, so once `append` returns, the record survives the process
-/// being killed (even `SIGKILL`) and the next ``LogstashSpool`` opened on the folder finds it. A crash of
+/// being killed (even `SIGKILL`) and the next ``Spool`` opened on the folder finds it. A crash of
 /// the operating system or a power loss before the kernel writes the page back may lose recent records:
 /// that is out of scope (it would need an `msync` per record).
 ///
@@ -48,13 +49,13 @@ import Darwin
 /// ``open(waitingForLock:)``, as often as needed: until then it reads as empty and refuses appends.
 ///
 /// ```swift
-/// let spool = try LogstashSpool(configuration: .init(directory: "/var/log/app/app.log.spool"))
+/// let spool = try Spool(configuration: .init(directory: "/var/log/app/app.log.spool"))
 /// try spool.append(Array(#"{"message":"hello","event_id":"1"}"#.utf8))
 /// let batch = spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000)
 /// // … send batch.bytes, then, once delivery is proven:
 /// spool.acknowledge(upTo: batch.end)
 /// ```
-public final class LogstashSpool: @unchecked Sendable {
+public final class Spool: @unchecked Sendable {
     /// Where the spool lives and how big it may grow.
     public struct Configuration: Sendable {
         /// The spool's folder; created (owner-only, with its missing parents) if missing.
@@ -67,17 +68,22 @@ public final class LogstashSpool: @unchecked Sendable {
         /// configurations in this project use (syslog-ng's default is 64 KiB, rsyslog's 8 KiB, and both
         /// split longer lines silently).
         public var maxRecordBytes: Int
+        /// What the spool is called in diagnostics lines ("the Logstash spool in … was damaged"). Default
+        /// `Logstash spool`; the journal is `log journal`.
+        public var name: String
 
         public init(
             directory: String,
             segmentBytes: Int = 4 << 20,
             maxTotalBytes: Int = 64 << 20,
-            maxRecordBytes: Int = 1 << 20
+            maxRecordBytes: Int = 1 << 20,
+            name: String = "Logstash spool"
         ) {
             self.directory = directory
             self.segmentBytes = segmentBytes
             self.maxTotalBytes = maxTotalBytes
             self.maxRecordBytes = maxRecordBytes
+            self.name = name
         }
     }
 
@@ -100,8 +106,8 @@ public final class LogstashSpool: @unchecked Sendable {
     /// run left there: intact records after the persisted cursor are queued again; damage is reported on
     /// `diagnostics` (see the type's discussion).
     ///
-    /// - Throws: ``LogstashError`` with ``LogstashError/Code/invalidConfiguration`` for sizes that can't
-    ///   work, ``LogstashError/Code/spoolUnavailable`` if the folder can't be created, locked or read, or
+    /// - Throws: ``JustLogError`` with ``JustLogError/Code/invalidConfiguration`` for sizes that can't
+    ///   work, ``JustLogError/Code/spoolUnavailable`` if the folder can't be created, locked or read, or
     ///   its first segment can't be reserved (the message says why).
     public convenience init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         try self.init(unopened: configuration, diagnostics: diagnostics)
@@ -110,15 +116,15 @@ public final class LogstashSpool: @unchecked Sendable {
 
     /// A spool that touches nothing on disk until ``open(waitingForLock:)`` succeeds: for a destination that
     /// must exist even while its folder can't be used. Until then it reads as empty and ``append(_:)`` throws
-    /// ``LogstashError/Code/spoolUnavailable``.
+    /// ``JustLogError/Code/spoolUnavailable``.
     ///
-    /// - Throws: ``LogstashError`` with ``LogstashError/Code/invalidConfiguration`` for sizes that can't work.
+    /// - Throws: ``JustLogError`` with ``JustLogError/Code/invalidConfiguration`` for sizes that can't work.
     public init(unopened configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         guard configuration.maxRecordBytes > 0,
             configuration.segmentBytes >= configuration.maxRecordBytes + SpoolSegment.headerSize
                 + SpoolSegment.frameHeaderSize
         else {
-            throw LogstashError(
+            throw JustLogError(
                 code: .invalidConfiguration,
                 message:
                     "spool segmentBytes (\(configuration.segmentBytes)) must hold one record of maxRecordBytes (\(configuration.maxRecordBytes)) plus \(SpoolSegment.headerSize + SpoolSegment.frameHeaderSize) bytes"
@@ -132,15 +138,15 @@ public final class LogstashSpool: @unchecked Sendable {
     /// a lock holder that is letting go; does nothing if the spool is open already. May be called again
     /// after it failed.
     ///
-    /// - Throws: ``LogstashError``: ``LogstashError/Code/spoolUnavailable`` with the reason, or
-    ///   ``LogstashError/Code/spoolClosed`` after ``close()``.
+    /// - Throws: ``JustLogError``: ``JustLogError/Code/spoolUnavailable`` with the reason, or
+    ///   ``JustLogError/Code/spoolClosed`` after ``close()``.
     public func open(waitingForLock wait: Duration = .seconds(1)) throws {
         try lock.withLock {
             switch state {
             case .open:
                 return
             case .closed:
-                throw LogstashError(code: .spoolClosed, message: "the spool is closed")
+                throw JustLogError(code: .spoolClosed, message: "the spool is closed")
             case .unopened:
                 state = .open(try SpoolStorage(configuration: configuration, diagnostics: diagnostics, lockWait: wait))
             }
@@ -159,8 +165,8 @@ public final class LogstashSpool: @unchecked Sendable {
         close()
     }
 
-    /// Unmaps and closes the files. Records stay on disk for the next ``LogstashSpool`` opened on the folder.
-    /// Later calls to ``append(_:)`` throw ``LogstashError/Code/spoolClosed``.
+    /// Unmaps and closes the files. Records stay on disk for the next ``Spool`` opened on the folder.
+    /// Later calls to ``append(_:)`` throw ``JustLogError/Code/spoolClosed``.
     public func close() {
         lock.withLock {
             if case .open(let storage) = state { storage.close() }
@@ -175,21 +181,27 @@ public final class LogstashSpool: @unchecked Sendable {
     /// No system call unless a segment fills up (then one new file is created, and perhaps the oldest
     /// deleted). Once this returns, the record survives the process being killed.
     ///
-    /// - Throws: ``LogstashError`` with code ``LogstashError/Code/recordTooLarge`` if the record is larger
+    /// - Throws: ``JustLogError`` with code ``JustLogError/Code/recordTooLarge`` if the record is larger
     ///   than ``Configuration/maxRecordBytes`` (nothing is spooled: truncate or replace the record and
-    ///   append again), ``LogstashError/Code/emptyRecord`` for an empty record,
-    ///   ``LogstashError/Code/spoolUnavailable`` if the spool is not open or a new segment can't be created
-    ///   (a full disk, a file-size limit), or ``LogstashError/Code/spoolClosed``.
+    ///   append again), ``JustLogError/Code/emptyRecord`` for an empty record,
+    ///   ``JustLogError/Code/spoolUnavailable`` if the spool is not open or a new segment can't be created
+    ///   (a full disk, a file-size limit), or ``JustLogError/Code/spoolClosed``.
     @discardableResult
     public func append(_ record: UnsafeRawBufferPointer) throws -> SpoolPosition {
+        try appendRecord(record).start
+    }
+
+    /// Appends one record (see ``append(_:)-(UnsafeRawBufferPointer)``) and returns its position and the position
+    /// just after it: acknowledging up to `end` acknowledges this record.
+    package func appendRecord(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
         guard !record.isEmpty else {
-            throw LogstashError(
+            throw JustLogError(
                 code: .emptyRecord,
                 message: "an empty record can't be spooled (collectors drop empty lines)"
             )
         }
         guard record.count <= configuration.maxRecordBytes else {
-            throw LogstashError(
+            throw JustLogError(
                 code: .recordTooLarge,
                 message:
                     "a record of \(record.count) bytes exceeds the \(configuration.maxRecordBytes)-byte line limit; truncate it"
@@ -200,12 +212,12 @@ public final class LogstashSpool: @unchecked Sendable {
             case .open(let storage):
                 return try storage.append(record)
             case .unopened:
-                throw LogstashError(
+                throw JustLogError(
                     code: .spoolUnavailable,
                     message: "the spool in \(configuration.directory) is not open"
                 )
             case .closed:
-                throw LogstashError(code: .spoolClosed, message: "the spool is closed")
+                throw JustLogError(code: .spoolClosed, message: "the spool is closed")
             }
         }
     }

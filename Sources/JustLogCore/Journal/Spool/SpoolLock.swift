@@ -9,10 +9,10 @@ import Darwin
 /// A plain mutex (no Foundation, no extra package) guarding the spool's files and counters.
 ///
 /// It is not recursive: never call back into the owner while holding it.
-final class SpoolLock: @unchecked Sendable {
+package final class SpoolLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    init() {
+    package init() {
         mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         let rc = pthread_mutex_init(mutex, nil)
@@ -26,7 +26,7 @@ final class SpoolLock: @unchecked Sendable {
 
     /// Runs `body` with the lock held.
     @inline(__always)
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()

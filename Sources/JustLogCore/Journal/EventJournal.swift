@@ -1,0 +1,141 @@
+/// The journal: every log call's event, in binary (see `JournalCodec`), in a crash-safe ``Spool`` before the
+/// call returns, so that what the background destinations (the console, the file) had not written when the
+/// program was killed is written when it starts again on the same folder.
+///
+/// ```text
+///  log call ──encode──▶ journal (mmap segments) ──▶ queue ──▶ worker ──▶ console, file
+///                           ▲                                   │
+///                           └────── acknowledge(upTo:) ─────────┘  after each batch is written
+/// ```
+///
+/// - **Crash-safe.** A record is copied into a shared memory mapping under the pipeline's lock, in log order;
+///   once the call returns it survives `SIGKILL` (see ``Spool``). The worker acknowledges records once every
+///   background destination has written them (one `pwrite` of the cursor per batch).
+/// - **Recovery.** When a pipeline starts (or is reconfigured) with a journal, the records an earlier run
+///   journaled and did not acknowledge are rebuilt, with the `event_id`s they had, and written before anything
+///   logged now. Each destination says how it takes them: the file writes those its file does not hold yet,
+///   the console prints one line that says how many (see ``LogDestination/journalRecovery()``).
+/// - **Bounded.** At most ``Configuration/maxTotalBytes`` on disk; past it the oldest records are dropped and
+///   counted (see ``Spool``). One process per folder: a second pipeline on a folder in use runs without it.
+///
+/// ```swift
+/// let journal = try EventJournal(configuration: .init(directory: "/var/log/app/app.log.journal"))
+/// let pipeline = LogPipeline(setup: .init(routes: [.init(file)], journal: journal))
+/// ```
+public final class EventJournal: Sendable {
+    /// Where the journal lives and how big it may grow.
+    public struct Configuration: Sendable {
+        /// The journal's folder; created owner-only (0700, files 0600) if missing.
+        public var directory: String
+        /// The size of one segment file. Default 4 MiB.
+        public var segmentBytes: Int
+        /// The most disk space the journal may take; past it the oldest records are dropped and counted.
+        /// Default 64 MiB.
+        public var maxTotalBytes: Int
+
+        public init(directory: String, segmentBytes: Int = 4 << 20, maxTotalBytes: Int = 64 << 20) {
+            self.directory = directory
+            self.segmentBytes = max(64 << 10, segmentBytes)
+            self.maxTotalBytes = max(2 * self.segmentBytes, maxTotalBytes)
+        }
+    }
+
+    /// Records larger than this (a huge message with its `userInfo`) are not journaled; they still reach every
+    /// destination, but are not crash-safe (said once on the diagnostics sink).
+    var maximumRecordBytes: Int { spool.configuration.maxRecordBytes }
+
+    public let configuration: Configuration
+    let spool: Spool
+    /// How many records an earlier run left (from the cursor on, before this journal's own).
+    let recoveryCount: Int
+    private let diagnostics: DiagnosticSink
+    private let recoveryTaken = LockedValue(false)
+
+    /// Opens (creating if needed) the journal in `configuration.directory` and finds what an earlier run left.
+    ///
+    /// - Throws: ``JustLogError`` with code ``JustLogError/Code/spoolUnavailable`` if the folder can't be created,
+    ///   locked (another process uses it) or read.
+    public init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
+        self.configuration = configuration
+        self.diagnostics = diagnostics
+        self.spool = try Spool(
+            configuration: Spool.Configuration(
+                directory: configuration.directory,
+                segmentBytes: configuration.segmentBytes,
+                maxTotalBytes: configuration.maxTotalBytes,
+                maxRecordBytes: configuration.segmentBytes - 256,
+                name: "log journal"
+            ),
+            diagnostics: diagnostics
+        )
+        self.recoveryCount = spool.counterSnapshot.queuedRecords
+    }
+
+    /// `true` the first time only: the pipeline's worker recovers a journal once, before the first batch it
+    /// writes with it.
+    func takeRecovery() -> Bool {
+        recoveryTaken.withLock { taken in
+            defer { taken = true }
+            return !taken && recoveryCount > 0
+        }
+    }
+
+    /// Appends an encoded record; returns the position just after it (to acknowledge it), or `nil` — said once —
+    /// when it could not be journaled (too large, a full disk): the event still goes on, only not crash-safe.
+    func append(_ record: [UInt8]) -> SpoolPosition? {
+        do {
+            return try record.withUnsafeBytes { try spool.appendRecord($0).end }
+        } catch {
+            diagnostics.reportOnce(
+                key: "journal.append.\(configuration.directory)",
+                "can't journal an event in \(configuration.directory) (\(error)); it is still written, but would be lost if the program were killed first"
+            )
+            return nil
+        }
+    }
+
+    /// Every record before `position` is written by every destination that reads the journal.
+    func acknowledge(upTo position: SpoolPosition) {
+        spool.acknowledge(upTo: position)
+    }
+
+    /// Reads at most `maxRecords` records from `position`, and the position after them. A record that can't be
+    /// decoded (written by a newer version) ends the batch: it and the rest of the batch are counted in
+    /// `unreadable` (and skipped).
+    func readRecovered(
+        from position: SpoolPosition,
+        maxRecords: Int
+    ) -> (entries: [JournalEntry], count: Int, end: SpoolPosition, unreadable: Int) {
+        let batch = spool.read(from: position, maxBytes: 4 << 20, maxRecords: maxRecords)
+        guard batch.recordCount > 0 else { return ([], 0, batch.end, 0) }
+        var entries: [JournalEntry] = []
+        entries.reserveCapacity(batch.recordCount)
+        var unreadable = 0
+        batch.bytes.withUnsafeBytes { bytes in
+            var offset = 0
+            for _ in 0..<batch.recordCount {
+                guard offset < bytes.count else { break }
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+                if let (entry, consumed) = try? JournalCodec.decode(rest), consumed < rest.count,
+                    rest[consumed] == UInt8(ascii: "\n")
+                {
+                    entries.append(entry)
+                    offset += consumed + 1
+                } else {
+                    // The codec can't tell where an unreadable record ends: the rest of this batch is lost.
+                    unreadable += batch.recordCount - entries.count
+                    break
+                }
+            }
+        }
+        return (entries, batch.recordCount, batch.end, unreadable)
+    }
+
+    /// Where the records not yet acknowledged begin.
+    var cursor: SpoolPosition { spool.cursor }
+
+    /// Closes the files; what is not acknowledged stays for the next journal opened on the folder.
+    public func close() {
+        spool.close()
+    }
+}

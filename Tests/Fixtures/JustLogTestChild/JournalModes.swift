@@ -1,0 +1,37 @@
+import Foundation
+import JustLog
+import JustLogCore
+
+/// `journal-kill FOLDER VARIANT PORT`: `Logger.shared` with its file (`child.log`, journaled by default) — and,
+/// for the variant `file+logstash`, Logstash on 127.0.0.1:PORT, where nothing listens — plus a destination that
+/// takes 0.2 ms per record, so that the file lags behind the calls as on a loaded machine. Logs "journal event
+/// <i>" forever, printing i on stdout after each call returns, until the test kills it.
+func journalKill(_ logger: Logger, variant: String, port: String) {
+    logger.additionalDestinations = [.init(SlowDestination(NullDestination(), delayPerRecord: 0.000_2))]
+    if variant == "file+logstash" {
+        logger.logstashHost = "127.0.0.1"
+        logger.logstashPort = UInt16(port) ?? 0
+        logger.logstashUseTLS = false
+        logger.logstashTimeout = 0.2
+    }
+    logger.setup()
+    for index in 0..<10_000_000 {
+        logger.info("journal event \(index)", userInfo: ["index": index])
+        FileHandle.standardOutput.write(Data("\(index)\n".utf8))
+    }
+}
+
+/// `journal-recover FOLDER`: sets up `Logger.shared` on the same file (and so the same journal), waits until
+/// what the journal recovered is written, and exits 0 (or 1 with the error).
+func journalRecover(_ logger: Logger) {
+    logger.setup()
+    if let error = logger.pipeline.flush(timeout: 120) {
+        FileHandle.standardError.write(Data("flush failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+/// Takes every record and does nothing with it.
+final class NullDestination: LogDestination {
+    func write(_ batch: LogBatch) {}
+}

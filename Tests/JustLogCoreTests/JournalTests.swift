@@ -1,0 +1,164 @@
+import Foundation
+import JustLogTestSupport
+import Testing
+
+@testable import JustLogCore
+
+@Suite struct JournalTests {
+    static let prefix: UInt64 = 0x1234_5678_9abc_def0
+
+    private func event(_ index: Int, error: (any Error)? = nil) -> LogEvent {
+        LogEvent(
+            level: index % 5 == 0 ? .warning : .info,
+            message: "journal event \(index) ✓",
+            error: error,
+            userInfo: [
+                "index": .int(Int64(index)), "big": .uint(.max), "ratio": .double(-0.25), "ok": .bool(true),
+                "none": .null, "nested": ["list": [1, "two", ["three": 3.5]], "empty": .object([:])],
+            ],
+            metadata: ["logger": "tests"],
+            callSite: CallSite(file: "Tests/JournalTests.swift", function: "event(_:)", line: UInt(100 + index)),
+            timestamp: LogTimestamp(nanosecondsSinceEpoch: 1_700_000_000_000_000_000 + Int64(index) * 1_000_000),
+            truncations: index == 3 ? ["userInfo.tags: kept 1 of 2 elements (limit 1)"] : []
+        )
+    }
+
+    private func encoded(_ event: LogEvent, sequence: UInt64, limits: CaptureLimits = CaptureLimits()) -> [UInt8] {
+        var bytes: [UInt8] = []
+        let chain = event.error.map { ErrorChain($0, limits: limits) }
+        JournalCodec.encode(event, chain: chain, eventIDPrefix: Self.prefix, into: &bytes)
+        JournalCodec.setSequence(sequence, in: &bytes)
+        return bytes
+    }
+
+    @Test func aJournaledEventBuildsTheSameRecordAsTheEventItself() throws {
+        let underlying = NSError(domain: "com.example.disk", code: 28, userInfo: ["path": "/var/log"])
+        let error = NSError(
+            domain: "com.just-eat.test",
+            code: 1234,
+            userInfo: [
+                NSLocalizedDescriptionKey: "description", NSLocalizedFailureReasonErrorKey: "error value",
+                NSUnderlyingErrorKey: underlying,
+            ]
+        )
+        let original = event(3, error: error)
+        let bytes = encoded(original, sequence: 77)
+        let (entry, consumed) = try bytes.withUnsafeBytes { try JournalCodec.decode($0) }
+        #expect(consumed == bytes.count)
+        #expect(entry.sequence == 77)
+        #expect(entry.eventIDPrefix == Self.prefix)
+        let builder = RecordBuilder(
+            defaultUserInfo: ["app": "tests"],
+            runtime: RuntimeInfo(appVersion: "1.0 (1)", osVersion: "10.1", device: "x86_64"),
+            eventIDs: EventIDGenerator(prefix: Self.prefix)
+        )
+        let expected = builder.record(for: original, sequence: 77)
+        let rebuilt = builder.record(for: entry.event, sequence: entry.sequence)
+        #expect(rebuilt.message == expected.message)
+        #expect(rebuilt.level == expected.level)
+        #expect(rebuilt.userInfo == expected.userInfo)
+        #expect(rebuilt.metadata == expected.metadata)
+        #expect(rebuilt.eventID == expected.eventID)
+        #expect(rebuilt.userInfo["errors"] != nil)
+    }
+
+    @Test func aDamagedRecordIsAnErrorNeverATrap() throws {
+        let bytes = encoded(event(1), sequence: 1)
+        for length in 0..<bytes.count {
+            let cut = Array(bytes[..<length])
+            #expect(throws: JournalCodec.DecodingError.self) { try cut.withUnsafeBytes { _ = try JournalCodec.decode($0) } }
+        }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            var damaged = bytes
+            let position = Int.random(in: 0..<damaged.count, using: &generator)
+            damaged[position] ^= UInt8.random(in: 1...255, using: &generator)
+            _ = try? damaged.withUnsafeBytes { try JournalCodec.decode($0) }
+        }
+    }
+
+    @Test func eventIDsAreReadBackIntoPrefixAndSequence() {
+        let id = EventIDGenerator(prefix: Self.prefix).id(for: 0x0001_0000_0000_0042)
+        #expect(EventIDGenerator.components(of: id)! == (Self.prefix, 0x0001_0000_0000_0042))
+        #expect(EventIDGenerator.components(of: "not-an-id") == nil)
+        #expect(EventIDGenerator.components(of: String(repeating: "g", count: 36)) == nil)
+    }
+
+    /// What an earlier run left: `count` journaled events, of which the file holds the first `written` (the last
+    /// of them torn by the crash when `torn`).
+    private func earlierRun(in folder: TemporaryDirectory, count: Int, written: Int, torn: Bool) throws {
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        for index in 0..<count { _ = journal.append(encoded(event(index), sequence: UInt64(index))) }
+        journal.close()
+        let builder = RecordBuilder(eventIDs: EventIDGenerator(prefix: Self.prefix))
+        var bytes: [UInt8] = []
+        let format = LineFormat(timeZone: .current, colors: false)
+        for index in 0..<written {
+            format.writeFileLine(for: builder.record(for: event(index), sequence: UInt64(index)), into: &bytes)
+        }
+        if torn {
+            var line: [UInt8] = []
+            format.writeFileLine(for: builder.record(for: event(written), sequence: UInt64(written)), into: &line)
+            bytes += line.prefix(line.count / 2)
+        }
+        try Data(bytes).write(to: folder.appending("app.log"))
+    }
+
+    private func pipeline(on folder: TemporaryDirectory, _ destinations: [any LogDestination]) throws -> LogPipeline {
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        return LogPipeline(
+            setup: .init(routes: destinations.map { .init($0) }, journal: journal),
+            diagnostics: DiagnosticSink { _ in }
+        )
+    }
+
+    @Test(arguments: [false, true])
+    func theFileGetsWhatAnEarlierRunJournaledAfterItsLastWholeLineEachOnce(torn: Bool) async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        try earlierRun(in: folder, count: 3_000, written: 1_234, torn: torn)
+        let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
+        let pipeline = try pipeline(on: folder, [file])
+        await pipeline.shutdown()
+        let records = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
+            .map { try FileLine(parsing: $0).record }
+        #expect(records.count == 3_001)
+        #expect(records.prefix(3_000).map(\.message) == (0..<3_000).map { "journal event \($0) ✓" })
+        #expect(records[2_999].eventID == EventIDGenerator(prefix: Self.prefix).id(for: 2_999))
+        #expect(records.last?.userInfo["recovered_events"] == .int(3_000))
+    }
+
+    @Test func aDestinationThatCountsOnlyGetsTheLineThatSaysHowManyAndOthersGetEverything() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        try earlierRun(in: folder, count: 50, written: 0, torn: false)
+        let everything = CapturingDestination()
+        let countOnly = CountOnlyDestination()
+        let pipeline = try pipeline(on: folder, [everything, countOnly])
+        await pipeline.shutdown()
+        #expect(everything.records.count == 51)
+        #expect(countOnly.capture.records.map(\.message) == [everything.records.last?.message])
+    }
+
+    @Test func whatWasWrittenIsNotRecoveredAgain() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let first = CapturingDestination()
+        let pipeline = try pipeline(on: folder, [first])
+        for index in 0..<500 { pipeline.submit(event(index)) }
+        await pipeline.shutdown()
+        #expect(first.records.count == 500)
+        let second = CapturingDestination()
+        let restarted = try self.pipeline(on: folder, [second])
+        restarted.submit(event(500))
+        await restarted.shutdown()
+        #expect(second.records.map(\.message) == ["journal event 500 ✓"])
+    }
+}
+
+/// A destination that, like the console, does not take recovered events again.
+final class CountOnlyDestination: LogDestination {
+    let capture = CapturingDestination()
+    func write(_ batch: LogBatch) { capture.write(batch) }
+    func journalRecovery() -> JournalRecovery { .countOnly }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import Testing
+
+/// The journal's promise, from outside: a program killed with SIGKILL while its file lagged thousands of events
+/// behind its log calls finds them when it starts again on the same folder.
+@Suite struct JournalCrashTests {
+    @Test(arguments: ["file", "file+logstash"])
+    func everyEventWhoseCallReturnedIsInTheFileOnceInOrderAfterSIGKILLAndRestart(variant: String) async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let deadPort = try FreePort.make()
+        let child = try ChildProcess(arguments: ["journal-kill", folder.path, variant, String(deadPort)])
+        #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
+        await child.kill()
+        let returned = child.lastAcknowledged + 1
+        let logFile = folder.appending("child.log")
+        let beforeRestart = try indexes(in: logFile, wholeLinesOnly: false)
+        // The file lagged behind (a destination takes 0.2 ms per record): the crash really left events to recover.
+        #expect(beforeRestart.count < returned, "the file already held all \(returned) events: nothing to recover")
+
+        let restart = try ChildProcess(arguments: ["journal-recover", folder.path, "-"])
+        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "\(restart.errorOutput)")
+
+        let after = try indexes(in: logFile)
+        #expect(after.count >= returned, "the file holds \(after.count) events; \(returned) log calls had returned")
+        let firstWrong = after.enumerated().first { $0.element != $0.offset }
+        #expect(firstWrong == nil, "line of event \(firstWrong?.offset ?? 0) holds event \(firstWrong?.element ?? 0)")
+        let report = try String(contentsOf: logFile, encoding: .utf8).split(separator: "\n")
+            .compactMap { try? FileLine(parsing: $0).record }
+            .first { $0.message.hasPrefix("JustLog recovered") }
+        #expect(report?.userInfo["recovered_events"] != nil, "no line says how many events were recovered")
+    }
+
+    /// The indexes of the "journal event <i>" lines of the file, in file order.
+    /// Before the restart, the last line may be torn (the kill came mid-write): `wholeLinesOnly: false` skips it.
+    private func indexes(in file: URL, wholeLinesOnly: Bool = true) throws -> [Int] {
+        guard FileManager.default.fileExists(atPath: file.path) else { return [] }
+        return try String(contentsOf: file, encoding: .utf8).split(separator: "\n").compactMap { line in
+            guard let record = wholeLinesOnly ? try FileLine(parsing: line).record : try? FileLine(parsing: line).record
+            else { return nil }
+            let message = record.message
+            guard message.hasPrefix("journal event ") else { return nil }
+            return Int(message.dropFirst("journal event ".count))
+        }
+    }
+}
