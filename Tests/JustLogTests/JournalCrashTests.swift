@@ -28,16 +28,20 @@ import Testing
         let firstWrong = after.enumerated().first { $0.element != $0.offset }
         #expect(firstWrong == nil, "line of event \(firstWrong?.offset ?? 0) holds event \(firstWrong?.element ?? 0)")
         let report = try String(contentsOf: logFile, encoding: .utf8).split(separator: "\n")
+            // (the recovered events may have rotated the file: the report is the line after the last of them)
             .compactMap { try? FileLine(parsing: $0).record }
             .first { $0.message.hasPrefix("JustLog recovered") }
         #expect(report?.userInfo["recovered_events"] != nil, "no line says how many events were recovered")
     }
 
     /// The indexes of the "journal event <i>" lines of the file, in file order.
-    /// Before the restart, the last line may be torn (the kill came mid-write): `wholeLinesOnly: false` skips it.
+    /// The file's rotated predecessors (`child.log.5` … `child.log.1`) come first. Before the restart, the last
+    /// line may be torn (the kill came mid-write): `wholeLinesOnly: false` skips it.
     private func indexes(in file: URL, wholeLinesOnly: Bool = true) throws -> [Int] {
-        guard FileManager.default.fileExists(atPath: file.path) else { return [] }
-        return try String(contentsOf: file, encoding: .utf8).split(separator: "\n").compactMap { line in
+        let files = (1...5).reversed().map { URL(fileURLWithPath: "\(file.path).\($0)") } + [file]
+        let text = try files.filter { FileManager.default.fileExists(atPath: $0.path) }
+            .map { try String(contentsOf: $0, encoding: .utf8) }.joined()
+        return try text.split(separator: "\n").compactMap { line in
             guard let record = wholeLinesOnly ? try FileLine(parsing: line).record : try? FileLine(parsing: line).record
             else { return nil }
             let message = record.message

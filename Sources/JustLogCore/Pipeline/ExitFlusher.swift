@@ -40,7 +40,8 @@ final class ExitFlusher: @unchecked Sendable {
     /// Asks every live pipeline to flush at once, then waits for each while its destinations make progress:
     /// ``LogPipeline/Configuration/exitFlushTimeout`` is how long a pipeline may go *without progress*, not a
     /// bound on the whole flush, so a loaded machine or a slow disk loses nothing at exit. A pipeline whose
-    /// destinations stalled is given up on, and a line on its diagnostics sink says how many events it lost.
+    /// destinations stalled is given up on, and a line on its diagnostics sink says how many events it left: in its
+    /// journal for the next run, if it has one, or lost.
     func flushAll() {
         let queues = lock.withLock { entries.values.compactMap(\.queue) }
         let flushes = queues.map { queue in
@@ -52,8 +53,12 @@ final class ExitFlusher: @unchecked Sendable {
             let error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
             guard let error, error.code == .timeout else { continue }
             let waiting = queue.waitingEvents
+            let fate =
+                queue.isJournaled
+                ? "are in the log journal and will be written when the program next starts on the same folder"
+                : "were not written to the console and file destinations"
             queue.diagnostics.report(
-                "at exit, the log destinations made no progress for \(patience) s; \(waiting) queued event(s) were not written to the console and file destinations"
+                "at exit, the log destinations made no progress for \(patience) s; \(waiting) queued event(s) \(fate)"
             )
         }
     }

@@ -367,6 +367,9 @@ final class PipelineQueue: @unchecked Sendable {
     /// Counts the worker's batches: it moves whenever the destinations make progress.
     var progress: UInt64 { lock.withLock { batchesTaken } }
 
+    /// Whether the destinations callers write to now read a journal (what they have not written survives exit).
+    var isJournaled: Bool { lock.withLock { dispatcher.journal != nil } }
+
     /// Events waiting in the queue (not yet taken by the worker).
     var waitingEvents: Int {
         lock.withLock { items[head...].lazy.filter(\.isEvent).count }
