@@ -66,7 +66,9 @@ import Testing
         let bytes = encoded(event(1), sequence: 1)
         for length in 0..<bytes.count {
             let cut = Array(bytes[..<length])
-            #expect(throws: JournalCodec.DecodingError.self) { try cut.withUnsafeBytes { _ = try JournalCodec.decode($0) } }
+            #expect(throws: JournalCodec.DecodingError.self) {
+                try cut.withUnsafeBytes { _ = try JournalCodec.decode($0) }
+            }
         }
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {

@@ -169,7 +169,10 @@ struct PrivateValueDeliveryTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("app.log") }
             .sorted()
         // The journal's folder sits next to the log file, and rotation leaves it alone.
-        #expect(files == ["app.log", "app.log.1", "app.log.2", "app.log.journal"], "rotated at 2 kB, two kept: \(files)")
+        #expect(
+            files == ["app.log", "app.log.1", "app.log.2", "app.log.journal"],
+            "rotated at 2 kB, two kept: \(files)"
+        )
         let current = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)
         #expect(!current.contains("debug "), "the file takes info and above")
         #expect(capture.messages == ["last"], "the own destination takes warning and above")

@@ -35,6 +35,20 @@ import Testing
     }
 
     /// The indexes of the "journal event <i>" lines of the file, in file order.
+    @Test func whatAStalledDestinationKeptFromTheFileAtExitIsWrittenAtTheNextStart() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["journal-exit-stalled", folder.path, "5000"])
+        #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "\(child.errorOutput)")
+        #expect(child.errorOutput.contains("are in the log journal"), "\(child.errorOutput)")
+        let logFile = folder.appending("child.log")
+        #expect(try indexes(in: logFile).count < 5_000, "the stalled destination held the file back")
+
+        let restart = try ChildProcess(arguments: ["journal-recover", folder.path, "-"])
+        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "\(restart.errorOutput)")
+        #expect(try indexes(in: logFile) == Array(0..<5_000))
+    }
+
     /// The file's rotated predecessors (`child.log.5` … `child.log.1`) come first. Before the restart, the last
     /// line may be torn (the kill came mid-write): `wholeLinesOnly: false` skips it.
     private func indexes(in file: URL, wholeLinesOnly: Bool = true) throws -> [Int] {

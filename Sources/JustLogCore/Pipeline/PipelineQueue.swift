@@ -209,7 +209,11 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// Journals an accepted event (lock held, so records are in log order); returns the position to acknowledge
     /// once it is written. A reconfiguration between encoding and here (rare) means encoding again.
-    private func journal(_ encoded: (record: [UInt8], journal: EventJournal)?, of event: LogEvent, sequence: UInt64)
+    private func journal(
+        _ encoded: (record: [UInt8], journal: EventJournal)?,
+        of event: LogEvent,
+        sequence: UInt64
+    )
         -> SpoolPosition?
     {
         guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else { return nil }
@@ -218,7 +222,8 @@ final class PipelineQueue: @unchecked Sendable {
             record = encoded.record
         } else {
             record = []
-            let chain = (event.error as? CapturedErrorChain)?.chain
+            let chain =
+                (event.error as? CapturedErrorChain)?.chain
                 ?? event.error.map { ErrorChain($0, limits: dispatcher.builder.limits) }
             JournalCodec.encode(event, chain: chain, eventIDPrefix: dispatcher.builder.eventIDs.prefix, into: &record)
         }

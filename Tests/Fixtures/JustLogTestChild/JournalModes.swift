@@ -35,3 +35,35 @@ func journalRecover(_ logger: Logger) {
 final class NullDestination: LogDestination {
     func write(_ batch: LogBatch) {}
 }
+
+/// `journal-exit-stalled FOLDER COUNT`: `Logger.shared` with its file and a destination that stops for good after
+/// 1,000 records (a hung terminal, a dead network file system), exit patience 1 s; logs COUNT "journal event <i>"
+/// and returns from main. The exit handler gives up on the stalled pipeline: what it did not write is left in
+/// the journal, and a line on stderr says so.
+func journalExitStalled(_ logger: Logger, count: String) {
+    logger.additionalDestinations = [.init(StallingDestination(after: 1_000))]
+    logger.pipelineConfiguration = .init(exitFlushTimeout: 1)
+    logger.setup()
+    for index in 0..<(Int(count) ?? 0) {
+        logger.info("journal event \(index)", userInfo: ["index": index])
+    }
+}
+
+/// Takes `after` records, then blocks forever in `write`.
+final class StallingDestination: LogDestination {
+    private let remaining: LockedValue<Int>
+
+    init(after count: Int) {
+        remaining = LockedValue(count)
+    }
+
+    func write(_ batch: LogBatch) {
+        let left = remaining.withLock { left in
+            defer { left -= batch.records.count }
+            return left
+        }
+        if left - batch.records.count < 0 {
+            while true { Thread.sleep(forTimeInterval: 3_600) }
+        }
+    }
+}

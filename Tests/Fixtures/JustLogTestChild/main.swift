@@ -15,7 +15,7 @@
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit        see SpoolModes.swift
-//   journal-kill, journal-recover                      see JournalModes.swift
+//   journal-kill, journal-recover, journal-exit-stalled  see JournalModes.swift
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
 import JustLog
@@ -57,6 +57,9 @@ case "journal-kill":
 
 case "journal-recover":
     journalRecover(logger)
+
+case "journal-exit-stalled":
+    journalExitStalled(logger, count: arguments[3])
 
 case "exit-slow-destination":
     exitWithSlowDestination(folder: arguments[2], count: arguments[3])
