@@ -30,7 +30,7 @@ for argument in "$@"; do
         *) cases+=("$argument") ;;
     esac
 done
-all_cases=(literal filtered file_only message_only hot_path error_chain bridge streamloghandler)
+all_cases=(literal filtered file_only file_unjournaled message_only hot_path error_chain bridge streamloghandler)
 if [ ${#cases[@]} -eq 0 ]; then
     if [ "$mode" = profile ]; then cases=(hot_path); else cases=("${all_cases[@]}"); fi
 fi

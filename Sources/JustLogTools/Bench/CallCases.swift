@@ -51,6 +51,14 @@ struct CallCases {
         let fileOnly = JustLog.Logger(
             configuration: .init(console: nil, file: .init(url: fileFolder.appendingPathComponent("bench.log")))
         )
+        // The same without the journal: what crash safety costs the caller.
+        let fileUnjournaled = JustLog.Logger(
+            configuration: .init(
+                console: nil,
+                file: .init(url: fileFolder.appendingPathComponent("bench-unjournaled.log")),
+                journal: nil
+            )
+        )
 
         let underlying = NSError(
             domain: NSURLErrorDomain,
@@ -94,6 +102,14 @@ struct CallCases {
                     fileOnly.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
                 },
                 drain: { _ = fileOnly.pipeline.flush(timeout: 60) }
+            ),
+            CallCase(
+                key: "file_unjournaled",
+                label: "JustLog: Logger info + 3 fields (file only, no journal)",
+                call: { _ in
+                    fileUnjournaled.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
+                },
+                drain: { _ = fileUnjournaled.pipeline.flush(timeout: 60) }
             ),
             CallCase(
                 key: "message_only",
@@ -144,6 +160,7 @@ struct CallCases {
         cleanUp = {
             filtered.shutdown()
             fileOnly.shutdown()
+            fileUnjournaled.shutdown()
             logger.shutdown()
             stream.close()
         }
