@@ -83,7 +83,7 @@ extension Logger {
             }
         }
 
-        /// Where the journal lives and how big it may grow (see ``EventJournal``).
+        /// Where the journal lives and how big it may grow (see `EventJournal`).
         public struct Journal: Sendable {
             /// The journal's folder. Default `nil`: `<log folder>/<log file name>.journal/`, next to the log
             /// file; without a file destination, no journal unless a folder is given.

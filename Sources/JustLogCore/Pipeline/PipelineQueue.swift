@@ -121,7 +121,7 @@ final class PipelineQueue: @unchecked Sendable {
         var event = event
         let bytes = event.message.utf8.count
         // Encoded outside the lock: under it, only the sequence number is written in and the record copied.
-        let journalRecord = encodeForJournal(&event)
+        var journalRecord = encodeForJournal(&event)
         lock.lock()
         guard state == .running else {
             counters.dropped += 1
@@ -171,7 +171,7 @@ final class PipelineQueue: @unchecked Sendable {
         let sequence = nextSequence
         nextSequence += 1
         counters.submitted += 1
-        let journaled = queued ? journal(journalRecord, of: event, sequence: sequence) : nil
+        let journaled = queued ? journal(&journalRecord, of: event, sequence: sequence) : nil
         if !hasInline {
             items.append(.event(event, sequence: sequence, bytes: bytes, inline: false, journaled: journaled))
         } else {
@@ -210,25 +210,22 @@ final class PipelineQueue: @unchecked Sendable {
     /// Journals an accepted event (lock held, so records are in log order); returns the position to acknowledge
     /// once it is written. A reconfiguration between encoding and here (rare) means encoding again.
     private func journal(
-        _ encoded: (record: [UInt8], journal: EventJournal)?,
+        _ encoded: inout (record: [UInt8], journal: EventJournal)?,
         of event: LogEvent,
         sequence: UInt64
-    )
-        -> SpoolPosition?
-    {
+    ) -> SpoolPosition? {
         guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else { return nil }
-        var record: [UInt8]
-        if let encoded, encoded.journal === journal {
-            record = encoded.record
-        } else {
-            record = []
+        if encoded?.journal !== journal {
+            var record: [UInt8] = []
             let chain =
                 (event.error as? CapturedErrorChain)?.chain
                 ?? event.error.map { ErrorChain($0, limits: dispatcher.builder.limits) }
             JournalCodec.encode(event, chain: chain, eventIDPrefix: dispatcher.builder.eventIDs.prefix, into: &record)
+            encoded = (record, journal)
         }
-        JournalCodec.setSequence(sequence, in: &record)
-        return journal.append(record)
+        // Written in place: the record is not copied (it is uniquely referenced here).
+        JournalCodec.setSequence(sequence, in: &encoded!.record)
+        return journal.append(encoded!.record)
     }
 
     /// Before the first configuration (lock held): keeps the event; past `capacity` the oldest is dropped and

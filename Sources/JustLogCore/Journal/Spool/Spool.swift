@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// A crash-safe on-disk queue of records: appended on the logging caller's thread, read and acknowledged by
-/// one reader, in order, across restarts of the program. The Logstash destination's spool (``LogstashSpool``
+/// one reader, in order, across restarts of the program. The Logstash destination's spool (`LogstashSpool`
 /// in JustLogLogstash) holds flattened lines for the sender; the ``EventJournal`` holds every log call's
 /// binary event for the background destinations.
 ///
