@@ -15,7 +15,8 @@ import Darwin
 /// Logstash on (plain TCP to the suite's loopback sink), console off.
 struct CallCases {
     static let keys = [
-        "clock", "literal", "filtered", "file_only", "file_unjournaled", "message_only", "hot_path", "error_chain", "bridge",
+        "clock", "literal", "filtered", "file_only", "file_unjournaled", "message_only", "hot_path", "error_chain",
+        "bridge",
         "streamloghandler",
     ]
 
