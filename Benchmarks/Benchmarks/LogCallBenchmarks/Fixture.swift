@@ -43,7 +43,7 @@ final class Fixture: @unchecked Sendable {
             console: nil, file: .init(url: folder.appendingPathComponent("filtered.log"), minimumLevel: .warning)
         ))
         fileOnly = JustLog.Logger(configuration: .init(console: nil, file: .init(url: folder.appendingPathComponent("file-only.log"))))
-        let pipeline = logger.pipeline!
+        let pipeline = logger.pipeline
         bridge = Logging.Logger(label: "bench") { JustLogLogHandler(label: $0, pipeline: pipeline) }
         let stream = FileStream(path: folder.appendingPathComponent("streamloghandler.log").path)
         streamLogger = Logging.Logger(label: "bench") { StreamLogHandler(label: $0, stream: stream) }
@@ -53,7 +53,7 @@ final class Fixture: @unchecked Sendable {
         ])
     }
 
-    func drain() { _ = JustLog.Logger.shared.pipeline?.flush(timeout: 60) }
+    func drain() { _ = JustLog.Logger.shared.pipeline.flush(timeout: 60) }
 
     // MARK: - End to end
 

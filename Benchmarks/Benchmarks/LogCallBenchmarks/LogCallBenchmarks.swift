@@ -118,7 +118,7 @@ func perCall(
         let fixture = Fixture.shared
         if drains, fixture.calls % 1024 == 0 {
             fixture.drain()
-            _ = fixture.fileOnly.pipeline?.flush(timeout: 60)
+            _ = fixture.fileOnly.pipeline.flush(timeout: 60)
         }
         fixture.calls += 1
         benchmark.startMeasurement()
