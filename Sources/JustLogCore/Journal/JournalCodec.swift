@@ -39,6 +39,22 @@ enum JournalCodec {
 
     // MARK: - Encoding
 
+    /// The journal record of `event`, its sequence number left to ``setSequence(_:in:)``. An error is reduced to
+    /// its ``ErrorChain`` (within `errorLimits`) here, once, and the event carries the chain from then on, so that
+    /// its record and the one rebuilt from the journal are the same.
+    static func record(of event: inout LogEvent, eventIDPrefix: UInt64, errorLimits: CaptureLimits) -> [UInt8] {
+        var chain: ErrorChain?
+        if let error = event.error {
+            let captured = (error as? CapturedErrorChain)?.chain ?? ErrorChain(error, limits: errorLimits)
+            chain = captured
+            event.error = CapturedErrorChain(chain: captured)
+        }
+        var record: [UInt8] = []
+        record.reserveCapacity(160 + event.message.utf8.count + 48 * event.userInfo.count)
+        encode(event, chain: chain, eventIDPrefix: eventIDPrefix, into: &record)
+        return record
+    }
+
     static func encode(
         _ event: LogEvent,
         chain: ErrorChain?,

@@ -192,18 +192,15 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     /// The event's journal record, if the pipeline has a journal (read with the intake, without holding the lock
-    /// while encoding). An error is reduced to its chain here, once, so that the record can rebuild it.
+    /// while encoding).
     private func encodeForJournal(_ event: inout LogEvent) -> (record: [UInt8], journal: EventJournal)? {
         let intake = self.intake
         guard let journal = intake.journal else { return nil }
-        var chain: ErrorChain?
-        if let error = event.error {
-            chain = (error as? CapturedErrorChain)?.chain ?? ErrorChain(error, limits: intake.errorLimits)
-            event.error = CapturedErrorChain(chain: chain!)
-        }
-        var record: [UInt8] = []
-        record.reserveCapacity(160 + event.message.utf8.count + 48 * event.userInfo.count)
-        JournalCodec.encode(event, chain: chain, eventIDPrefix: intake.eventIDPrefix, into: &record)
+        let record = JournalCodec.record(
+            of: &event,
+            eventIDPrefix: intake.eventIDPrefix,
+            errorLimits: intake.errorLimits
+        )
         return (record, journal)
     }
 
@@ -216,11 +213,12 @@ final class PipelineQueue: @unchecked Sendable {
     ) -> SpoolPosition? {
         guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else { return nil }
         if encoded?.journal !== journal {
-            var record: [UInt8] = []
-            let chain =
-                (event.error as? CapturedErrorChain)?.chain
-                ?? event.error.map { ErrorChain($0, limits: dispatcher.builder.limits) }
-            JournalCodec.encode(event, chain: chain, eventIDPrefix: dispatcher.builder.eventIDs.prefix, into: &record)
+            var event = event
+            let record = JournalCodec.record(
+                of: &event,
+                eventIDPrefix: dispatcher.builder.eventIDs.prefix,
+                errorLimits: dispatcher.builder.limits
+            )
             encoded = (record, journal)
         }
         // Written in place: the record is not copied (it is uniquely referenced here).
