@@ -38,8 +38,9 @@ extension Logger {
         public var captureLimits: CaptureLimits
         /// The clock of log calls. Default: the system clock.
         public var clock: @Sendable () -> LogTimestamp
-        /// The journal that makes the console and file destinations crash-safe, or `nil` for none. Default: on
-        /// whenever there is a file destination, in `<log folder>/<log file name>.journal/`.
+        /// The journal that makes every event crash-safe before its log call returns, or `nil` for none. Default:
+        /// on whenever there is a file or Logstash destination, in `<log folder>/<log file name>.journal/` (see
+        /// ``Journal/folder``). With it, the Logstash destination encodes in the background.
         public var journal: Journal?
 
         public init(
@@ -86,7 +87,8 @@ extension Logger {
         /// Where the journal lives and how big it may grow (see `EventJournal`).
         public struct Journal: Sendable {
             /// The journal's folder. Default `nil`: `<log folder>/<log file name>.journal/`, next to the log
-            /// file; without a file destination, no journal unless a folder is given.
+            /// file; with only Logstash on, next to its spool (`<name>.spool/` → `<name>.journal/`); with only the
+            /// console, no journal unless a folder is given.
             public var folder: URL?
             /// The most disk space it may take; past it the oldest events are dropped and counted. Default 64 MiB.
             public var capacity: Int
@@ -115,11 +117,17 @@ extension Logger {
 
     /// Builds the destinations of `configuration`. A destination that cannot be created is reported, not thrown.
     static func setup(_ configuration: Configuration, switches: DestinationSwitches) -> LogPipeline.Setup {
+        let journal = openJournal(configuration)
+        let journaled = journal != nil
         var routes: [LogPipeline.Route] = []
         if let console = configuration.console {
             routes.append(
                 .init(
-                    SwitchedDestination(ConsoleDestination(configuration: console.destination), isOn: switches.console),
+                    SwitchedDestination(
+                        ConsoleDestination(configuration: console.destination),
+                        isOn: switches.console,
+                        journaled: journaled
+                    ),
                     minimumLevel: console.minimumLevel
                 )
             )
@@ -131,14 +139,22 @@ extension Logger {
                     diagnostics: configuration.diagnostics
                 )
                 routes.append(
-                    .init(SwitchedDestination(destination, isOn: switches.file), minimumLevel: file.minimumLevel)
+                    .init(
+                        SwitchedDestination(destination, isOn: switches.file, journaled: journaled),
+                        minimumLevel: file.minimumLevel
+                    )
                 )
             } catch {
                 configuration.diagnostics.report("no file logging: \(error)")
             }
         }
         if let logstash = configuration.logstash {
-            if let route = makeLogstashRoute(logstash, configuration: configuration, isOn: switches.logstash) {
+            if let route = makeLogstashRoute(
+                logstash,
+                configuration: configuration,
+                isOn: switches.logstash,
+                journaled: journaled
+            ) {
                 routes.append(route)
             }
         }
@@ -152,7 +168,7 @@ extension Logger {
             diagnostics: configuration.diagnostics,
             captureLimits: configuration.captureLimits,
             privacy: configuration.privacy,
-            journal: openJournal(configuration)
+            journal: journal
         ).setup
     }
 
@@ -160,11 +176,7 @@ extension Logger {
     /// another process, or can't be written) is reported, and the logger runs without it.
     static func openJournal(_ configuration: Configuration) -> EventJournal? {
         guard let journal = configuration.journal,
-            let folder = journal.folder
-                ?? configuration.file.map({ file in
-                    file.destination.url.deletingLastPathComponent()
-                        .appendingPathComponent(file.destination.url.lastPathComponent + ".journal", isDirectory: true)
-                })
+            let folder = journal.folder ?? defaultJournalFolder(configuration)
         else { return nil }
         do {
             return try EventJournal(
@@ -177,6 +189,24 @@ extension Logger {
             )
             return nil
         }
+    }
+}
+
+extension Logger {
+    /// Next to the log file, `<log folder>/<log file name>.journal/`; with only Logstash on, beside its spool
+    /// (`<name>.spool/` → `<name>.journal/`); `nil` without a file or Logstash destination (the console alone
+    /// needs none).
+    static func defaultJournalFolder(_ configuration: Configuration) -> URL? {
+        if let file = configuration.file {
+            let url = file.destination.url
+            return url.deletingLastPathComponent()
+                .appendingPathComponent(url.lastPathComponent + ".journal", isDirectory: true)
+        }
+        guard let logstash = configuration.logstash else { return nil }
+        let spool = logstashSpoolFolder(logstash, configuration: configuration)
+        var name = spool.lastPathComponent
+        if name.hasSuffix(".spool") { name.removeLast(".spool".count) }
+        return spool.deletingLastPathComponent().appendingPathComponent(name + ".journal", isDirectory: true)
     }
 }
 
@@ -262,16 +292,18 @@ final class DestinationSwitch: Sendable {
 final class SwitchedDestination: LogDestination {
     let base: any LogDestination
     let isOn: DestinationSwitch
+    /// Where the pipeline delivers to `base` (a ``DestinationDelivery/durable`` one is in the background when
+    /// the logger has a journal).
+    let delivery: DestinationDelivery
 
-    init(_ base: any LogDestination, isOn: DestinationSwitch) {
+    init(_ base: any LogDestination, isOn: DestinationSwitch, journaled: Bool) {
         self.base = base
         self.isOn = isOn
+        self.delivery = base.delivery.resolved(journaled: journaled)
     }
 
-    var delivery: DestinationDelivery { base.delivery }
-
     func write(_ batch: LogBatch) {
-        if isOn.isOn(for: base.delivery) { base.write(batch) }
+        if isOn.isOn(for: delivery) { base.write(batch) }
     }
 
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {

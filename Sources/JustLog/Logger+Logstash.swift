@@ -77,10 +77,24 @@ extension Logger {
     /// that `forceSend` fails with the reason rather than succeed with nothing sent. A spool folder that
     /// can't be used is no such case: the destination handles it (see ``LogstashDestination``).
     /// (Optional only for its caller's sake: it always returns a route.)
+    /// The spool's folder. Default: next to the log file (`<log folder>/<log file name>.spool/`), so a restarted
+    /// program finds it.
+    static func logstashSpoolFolder(_ logstash: Configuration.Logstash, configuration: Configuration) -> URL {
+        let logFile =
+            configuration.file?.destination.url
+            ?? LogFolder.defaultFolder().appendingPathComponent(LogFolder.defaultFilename())
+        return logstash.spoolFolder
+            ?? logFile.deletingLastPathComponent().appendingPathComponent(
+                logFile.lastPathComponent + ".spool",
+                isDirectory: true
+            )
+    }
+
     static func makeLogstashRoute(
         _ logstash: Configuration.Logstash,
         configuration: Configuration,
-        isOn: DestinationSwitch
+        isOn: DestinationSwitch,
+        journaled: Bool
     ) -> LogPipeline.Route? {
         var client = LogstashClient.Configuration(host: logstash.host, port: Int(logstash.port))
         client.useTLS = logstash.useTLS
@@ -91,16 +105,7 @@ extension Logger {
         // Between 50 ms and a day; NaN or infinity must not trap converting to an integer.
         let interval = logstash.sendInterval.isNaN ? 5 : min(max(0.05, logstash.sendInterval), 86_400)
         client.sendInterval = .milliseconds(Int64(interval * 1000))
-        // Default: next to the log file (`<log folder>/<log file name>.spool/`), so a restarted program finds it.
-        let logFile =
-            configuration.file?.destination.url
-            ?? LogFolder.defaultFolder().appendingPathComponent(LogFolder.defaultFilename())
-        let folder =
-            logstash.spoolFolder
-            ?? logFile.deletingLastPathComponent().appendingPathComponent(
-                logFile.lastPathComponent + ".spool",
-                isDirectory: true
-            )
+        let folder = logstashSpoolFolder(logstash, configuration: configuration)
         var destination = LogstashDestination.Configuration(
             client: client,
             spoolDirectory: folder.path,
@@ -120,7 +125,7 @@ extension Logger {
                 diagnostics: configuration.diagnostics
             )
             return LogPipeline.Route(
-                SwitchedDestination(logstashDestination, isOn: isOn),
+                SwitchedDestination(logstashDestination, isOn: isOn, journaled: journaled),
                 minimumLevel: logstash.minimumLevel
             )
         } catch {

@@ -156,6 +156,95 @@ import Testing
         await restarted.shutdown()
         #expect(second.records.map(\.message) == ["journal event 500 ✓"])
     }
+
+    // MARK: - A full queue spills into the journal
+
+    private func spillingPipeline(
+        on folder: TemporaryDirectory,
+        _ destinations: [any LogDestination],
+        journalBytes: Int = 64 << 20,
+        diagnostics: DiagnosticSink = DiagnosticSink { _ in }
+    ) throws -> LogPipeline {
+        let journal = try EventJournal(
+            configuration: .init(
+                directory: folder.file("app.log.journal"),
+                segmentBytes: 64 << 10,
+                maxTotalBytes: journalBytes
+            )
+        )
+        return LogPipeline(
+            setup: .init(
+                routes: destinations.map { .init($0) },
+                configuration: .init(capacity: 8, fullQueueWait: 0),
+                journal: journal
+            ),
+            diagnostics: diagnostics
+        )
+    }
+
+    @Test func aFullQueueSpillsIntoTheJournalAndLosesNothingInOrder() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let blocking = BlockingDestination()
+        let capture = CapturingDestination()
+        let inline = CapturingDestination(delivery: .inline)
+        let pipeline = try spillingPipeline(on: folder, [blocking, capture, inline])
+        // No patience at all (fullQueueWait 0): without the journal, all but the first few would be dropped.
+        for index in 0..<3_000 { pipeline.submit(event(index)) }
+        #expect(pipeline.currentStatistics.dropped == 0)
+        #expect(inline.records.count == 3_000, "inline destinations still get every event on the caller's thread")
+        #expect(capture.records.count < 3_000, "the background destinations are held up")
+        blocking.release()
+        try await pipeline.flush()
+        #expect(capture.records.map(\.message) == (0..<3_000).map { "journal event \($0) ✓" })
+        #expect(
+            capture.records.map { EventIDGenerator.components(of: $0.eventID)?.sequence }
+                == (0..<3_000).map(UInt64.init)
+        )
+        #expect(capture.records.map(\.eventID) == inline.records.map(\.eventID))
+        #expect(capture.records.map(\.userInfo) == inline.records.map(\.userInfo))
+        #expect(capture.records.map(\.metadata) == inline.records.map(\.metadata))
+        let statistics = pipeline.currentStatistics
+        #expect(statistics.delivered == 3_000)
+        #expect(statistics.dropped == 0)
+        await pipeline.shutdown()
+        // Everything written was acknowledged: nothing is recovered by the next run.
+        let next = CapturingDestination()
+        let restarted = try spillingPipeline(on: folder, [next])
+        await restarted.shutdown()
+        #expect(next.records.isEmpty)
+    }
+
+    @Test func pastHalfTheJournalAFullQueueFallsBackToDroppingAndCountsEveryLoss() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let blocking = BlockingDestination()
+        let capture = CapturingDestination()
+        let diagnostics = LineCapture()
+        // 128 KiB of journal: about 64 KiB of spilled events, a few hundred.
+        let pipeline = try spillingPipeline(
+            on: folder,
+            [blocking, capture],
+            journalBytes: 128 << 10,
+            diagnostics: diagnostics.diagnostics
+        )
+        for index in 0..<3_000 { pipeline.submit(event(index)) }
+        let dropped = pipeline.currentStatistics.dropped
+        #expect(dropped > 0)
+        #expect(dropped < 3_000 - 100, "at least the spilled ones are kept")
+        blocking.release()
+        try await pipeline.flush()
+        let events = capture.records.filter { $0.message.hasPrefix("journal event") }
+        let reported = capture.records.reduce(UInt64(0)) { sum, record in
+            if case .uint(let count)? = record.userInfo["dropped_events"] { return sum + count }
+            return sum
+        }
+        #expect(UInt64(events.count) + pipeline.currentStatistics.dropped == 3_000)
+        #expect(reported == pipeline.currentStatistics.dropped, "every loss is reported")
+        let sequences = events.compactMap { EventIDGenerator.components(of: $0.eventID)?.sequence }
+        #expect(sequences == sequences.sorted(), "what is kept stays in order")
+        await pipeline.shutdown()
+    }
 }
 
 /// A destination that, like the console, does not take recovered events again.

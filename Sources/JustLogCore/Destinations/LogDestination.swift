@@ -57,7 +57,7 @@ extension LogDestination {
 
 /// Where a destination receives its records.
 public struct DestinationDelivery: Hashable, Sendable, CustomStringConvertible {
-    enum Kind: Hashable, Sendable { case background, inline }
+    enum Kind: Hashable, Sendable { case background, inline, durable }
     let kind: Kind
 
     /// On the pipeline's background thread, in batches: the caller only pays to capture the event.
@@ -65,8 +65,24 @@ public struct DestinationDelivery: Hashable, Sendable, CustomStringConvertible {
     /// On the caller's thread, before the log call returns, one record per batch: for destinations that
     /// must make a record crash-safe (a memory-mapped spool) before the program can be killed.
     public static let inline = DestinationDelivery(kind: .inline)
+    /// The record must be crash-safe before the log call returns: in the background when the pipeline has an
+    /// ``EventJournal`` (the journal makes every event crash-safe on the caller's thread, and what the destination
+    /// had not taken when the program stopped is given to it again at the next start), otherwise ``inline``.
+    /// The Logstash destination: with a journal, its encoding leaves the caller's thread.
+    public static let durable = DestinationDelivery(kind: .durable)
 
-    public var description: String { kind == .inline ? "inline" : "background" }
+    /// Where the pipeline delivers: ``durable`` becomes ``background`` with a journal and ``inline`` without.
+    public func resolved(journaled: Bool) -> DestinationDelivery {
+        kind == .durable ? (journaled ? .background : .inline) : self
+    }
+
+    public var description: String {
+        switch kind {
+        case .background: "background"
+        case .inline: "inline"
+        case .durable: "durable"
+        }
+    }
 }
 
 /// Records handed to a destination in one call, oldest first.

@@ -80,11 +80,12 @@ public final class EventJournal: Sendable {
         }
     }
 
-    /// Appends an encoded record; returns the position just after it (to acknowledge it), or `nil` — said once —
-    /// when it could not be journaled (too large, a full disk): the event still goes on, only not crash-safe.
-    func append(_ record: [UInt8]) -> SpoolPosition? {
+    /// Appends an encoded record; returns where it starts and the position just after it (to acknowledge it),
+    /// or `nil` — said once — when it could not be journaled (too large, a full disk): the event still goes on,
+    /// only not crash-safe.
+    func append(_ record: [UInt8]) -> (start: SpoolPosition, end: SpoolPosition)? {
         do {
-            return try record.withUnsafeBytes { try spool.appendRecord($0).end }
+            return try record.withUnsafeBytes { try spool.appendRecord($0) }
         } catch {
             diagnostics.reportOnce(
                 key: "journal.append.\(configuration.directory)",
@@ -99,15 +100,17 @@ public final class EventJournal: Sendable {
         spool.acknowledge(upTo: position)
     }
 
-    /// Reads at most `maxRecords` records from `position`, and the position after them. A record that can't be
-    /// decoded (written by a newer version) ends the batch: it and the rest of the batch are counted in
-    /// `unreadable` (and skipped).
-    func readRecovered(
+    /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later), where the first
+    /// one starts (later than `position` if the records there were dropped at the cap) and the position after
+    /// them. A record that can't be decoded (written by a newer version) ends the batch: it and the rest of the
+    /// batch are counted in `unreadable` (and skipped).
+    func read(
         from position: SpoolPosition,
+        before limit: SpoolPosition? = nil,
         maxRecords: Int
-    ) -> (entries: [JournalEntry], count: Int, end: SpoolPosition, unreadable: Int) {
-        let batch = spool.read(from: position, maxBytes: 4 << 20, maxRecords: maxRecords)
-        guard batch.recordCount > 0 else { return ([], 0, batch.end, 0) }
+    ) -> (entries: [JournalEntry], count: Int, start: SpoolPosition, end: SpoolPosition, unreadable: Int) {
+        let batch = spool.read(from: position, before: limit, maxBytes: 4 << 20, maxRecords: maxRecords)
+        guard batch.recordCount > 0 else { return ([], 0, batch.start, batch.end, 0) }
         var entries: [JournalEntry] = []
         entries.reserveCapacity(batch.recordCount)
         var unreadable = 0
@@ -128,8 +131,11 @@ public final class EventJournal: Sendable {
                 }
             }
         }
-        return (entries, batch.recordCount, batch.end, unreadable)
+        return (entries, batch.recordCount, batch.start, batch.end, unreadable)
     }
+
+    /// The bytes of the records not yet acknowledged.
+    var unacknowledgedBytes: Int { spool.counterSnapshot.queuedBytes }
 
     /// Where the records not yet acknowledged begin.
     var cursor: SpoolPosition { spool.cursor }

@@ -4,19 +4,23 @@ import Foundation
 ///
 /// ```text
 ///  log call ──capture──▶ submit ──(inline destinations, on the caller's thread)──▶ spool
-///                          │
-///                          ▼  bounded FIFO (events, bytes)
-///                   worker thread ──build record, sanitize──▶ background destinations (batches)
+///                          │  └──(with a journal) encode ──▶ journal (mmap, crash-safe)
+///                          ▼  bounded FIFO (events, bytes)                │
+///                   worker thread ◀─── read back what a full queue spilled ┘
+///                          └──build record, sanitize──▶ background destinations (batches) ──▶ acknowledge
 /// ```
 ///
 /// - **Order.** One FIFO queue, filled under one lock: events from one thread reach every destination in
 ///   the order they were logged; each gets a sequence number (its `event_id`) in that order.
 /// - **Bounds.** At most ``Configuration/capacity`` events and ``Configuration/maximumQueuedBytes`` of
 ///   messages wait in the queue, and at most as many more are in the batch the worker is writing.
+/// - **Full queue, with a journal** (``Setup/journal``): the event waits in the journal instead — the caller
+///   neither waits nor loses it — and the worker reads it back in its turn, in order. This holds while what the
+///   destinations have not written takes less than half the journal; past that, as without a journal:
 /// - **Full queue.** The caller waits while the destinations make progress (back-pressure from a slow disk
 ///   loses nothing); if they make none for ``Configuration/fullQueueWait`` — a stuck terminal, a hung network
 ///   file system — the event is dropped for the background destinations *and counted* (inline ones, such as
-///   the Logstash spool, still get it): a program must not hang because logging stalls.
+///   a Logstash spool without a journal, still get it): a program must not hang because logging stalls.
 ///   The count is reported once on the diagnostics sink and then as a warning record sent to every
 ///   destination when the queue moves again.
 /// - **Flush.** ``flush(completion:)`` completes once every event submitted before it has been written and
@@ -139,7 +143,7 @@ public final class LogPipeline: Sendable {
                 privacy: privacy
             )
             // Only the background destinations read the journal.
-            if routes.contains(where: { $0.destination.delivery == .background }) {
+            if routes.contains(where: { $0.destination.delivery.resolved(journaled: journal != nil) == .background }) {
                 intake.journal = journal
             }
             intake.eventIDPrefix = builder.eventIDs.prefix
@@ -319,8 +323,9 @@ struct RecordDispatcher: Sendable {
 
     init(routes: [LogPipeline.Route], builder: RecordBuilder, sanitizer: Sanitizer?, journal: EventJournal? = nil) {
         self.routes = routes
-        self.inlineRoutes = routes.filter { $0.destination.delivery == .inline }
-        self.backgroundRoutes = routes.filter { $0.destination.delivery == .background }
+        let journaled = journal != nil
+        self.inlineRoutes = routes.filter { $0.destination.delivery.resolved(journaled: journaled) == .inline }
+        self.backgroundRoutes = routes.filter { $0.destination.delivery.resolved(journaled: journaled) == .background }
         self.builder = builder
         self.sanitizer = sanitizer
         self.journal = journal
@@ -328,6 +333,17 @@ struct RecordDispatcher: Sendable {
 
     func record(_ event: LogEvent, sequence: UInt64) -> LogRecord {
         var record = builder.record(for: event, sequence: sequence)
+        sanitizer?(&record)
+        return record
+    }
+
+    /// The record of an event read back from the journal, with the `event_id` it was given when it was logged.
+    func record(recovered entry: JournalEntry) -> LogRecord {
+        var builder = builder
+        if builder.eventIDs.prefix != entry.eventIDPrefix {
+            builder.eventIDs = EventIDGenerator(prefix: entry.eventIDPrefix)
+        }
+        var record = builder.record(for: entry.event, sequence: entry.sequence)
         sanitizer?(&record)
         return record
     }

@@ -10,6 +10,9 @@ final class PipelineQueue: @unchecked Sendable {
         case event(LogEvent, sequence: UInt64, bytes: Int, inline: Bool, journaled: SpoolPosition?)
         /// A record the inline destinations already have, for the background ones.
         case record(LogRecord, bytes: Int, journaled: SpoolPosition?)
+        /// `count` events that are only in the journal, its records from `from` up to `to`: they were logged while
+        /// the queue was full, and the worker reads them back (see ``PipelineQueue/spill(_:of:bytes:)``).
+        case journaled(from: SpoolPosition, to: SpoolPosition, count: Int)
         case flush(FlushBarrier)
         case action(@Sendable () -> Void)
         /// The point in log order where the destinations are replaced (see ``Reconfiguration``).
@@ -20,14 +23,15 @@ final class PipelineQueue: @unchecked Sendable {
         var bytes: Int {
             switch self {
             case .event(_, _, let bytes, _, _), .record(_, let bytes, _): bytes
-            case .flush, .action, .reconfigure: 0
+            case .journaled, .flush, .action, .reconfigure: 0
             }
         }
 
-        var isEvent: Bool {
+        var eventCount: Int {
             switch self {
-            case .event, .record: true
-            case .flush, .action, .reconfigure: false
+            case .event, .record: 1
+            case .journaled(_, _, let count): count
+            case .flush, .action, .reconfigure: 0
             }
         }
     }
@@ -149,6 +153,8 @@ final class PipelineQueue: @unchecked Sendable {
             // Only the background destinations wait in the queue. When it stays full (a stuck terminal), the
             // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
             guard queued, !hasRoom(for: bytes) else { break }
+            // With a journal, the event waits there instead: the caller does not wait (lock released on success).
+            if spill(&journalRecord, of: event, bytes: bytes) { return }
             // The lock is released while waiting: a reconfiguration may have begun meanwhile (look again).
             if waitForRoom(bytes: bytes) { continue }
             queued = false
@@ -171,7 +177,7 @@ final class PipelineQueue: @unchecked Sendable {
         let sequence = nextSequence
         nextSequence += 1
         counters.submitted += 1
-        let journaled = queued ? journal(&journalRecord, of: event, sequence: sequence) : nil
+        let journaled = queued ? journal(&journalRecord, of: event, sequence: sequence)?.end : nil
         if !hasInline {
             items.append(.event(event, sequence: sequence, bytes: bytes, inline: false, journaled: journaled))
         } else {
@@ -204,13 +210,14 @@ final class PipelineQueue: @unchecked Sendable {
         return (record, journal)
     }
 
-    /// Journals an accepted event (lock held, so records are in log order); returns the position to acknowledge
-    /// once it is written. A reconfiguration between encoding and here (rare) means encoding again.
+    /// Journals an accepted event (lock held, so records are in log order); returns where its record starts and
+    /// the position to acknowledge once it is written. A reconfiguration between encoding and here (rare) means
+    /// encoding again.
     private func journal(
         _ encoded: inout (record: [UInt8], journal: EventJournal)?,
         of event: LogEvent,
         sequence: UInt64
-    ) -> SpoolPosition? {
+    ) -> (start: SpoolPosition, end: SpoolPosition)? {
         guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else { return nil }
         if encoded?.journal !== journal {
             var event = event
@@ -224,6 +231,38 @@ final class PipelineQueue: @unchecked Sendable {
         // Written in place: the record is not copied (it is uniquely referenced here).
         JournalCodec.setSequence(sequence, in: &encoded!.record)
         return journal.append(encoded!.record)
+    }
+
+    /// The queue is full (lock held): with a journal, and while what the destinations have not written takes less
+    /// than half of it, the event is journaled and not queued in memory — the worker reads it back in its turn
+    /// (see ``Item/journaled(from:to:count:)``) — so the caller neither waits nor loses it. Past half, callers
+    /// wait for room as without a journal: the journal never reaches its cap, where it would drop the oldest. Inline
+    /// destinations get it now, as usual. Returns `false` (nothing done, lock held) when it can't be spilled;
+    /// `true` once done, with the lock released.
+    private func spill(
+        _ encoded: inout (record: [UInt8], journal: EventJournal)?,
+        of event: LogEvent,
+        bytes: Int
+    ) -> Bool {
+        guard let journal = dispatcher.journal,
+            journal.unacknowledgedBytes < journal.configuration.maxTotalBytes / 2,
+            let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence)
+        else { return false }
+        let sequence = nextSequence
+        nextSequence += 1
+        counters.submitted += 1
+        // Consecutive spilled events are consecutive journal records (every journaled event is queued in order):
+        // one item holds them all, so the queue does not grow while it is full.
+        if head < items.count, case .journaled(let from, _, let count) = items[items.count - 1] {
+            items[items.count - 1] = .journaled(from: from, to: end, count: count + 1)
+        } else {
+            items.append(.journaled(from: start, to: end, count: 1))
+        }
+        if !dispatcher.inlineRoutes.isEmpty { dispatcher.writeInline(dispatcher.record(event, sequence: sequence)) }
+        let wake = workerIsWaiting
+        lock.unlock()
+        if wake { lock.broadcast() }
+        return true
     }
 
     /// Before the first configuration (lock held): keeps the event; past `capacity` the oldest is dropped and
@@ -372,7 +411,7 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// Events waiting in the queue (not yet taken by the worker).
     var waitingEvents: Int {
-        lock.withLock { items[head...].lazy.filter(\.isEvent).count }
+        lock.withLock { items[head...].reduce(0) { $0 + $1.eventCount } }
     }
 
     /// Flushes (at most `timeout`), then stops the worker, which shuts the destinations down after the
@@ -526,6 +565,9 @@ final class PipelineQueue: @unchecked Sendable {
             case .record(let record, _, let journaled):
                 if let journaled { journaledUpTo = journaled }
                 records.append(record)
+            case .journaled(let from, let to, let count):
+                deliver()
+                deliverFromJournal(from: from, to: to, count: count, with: dispatcher)
             case .flush(let barrier):
                 deliver()
                 dispatcher.flush(barrier)
@@ -553,6 +595,50 @@ final class PipelineQueue: @unchecked Sendable {
         let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
         let failure = old.shutdownDestinations() ?? flushError
         return reconfiguration.oldDestinationsClosed(failure: failure)
+    }
+
+    /// Writes to the background destinations the `count` events journaled from `from` up to `to` while the queue
+    /// was full, in chunks, acknowledging each; those the journal no longer holds (dropped at its cap) are
+    /// counted and reported.
+    private func deliverFromJournal(
+        from: SpoolPosition,
+        to: SpoolPosition,
+        count: Int,
+        with dispatcher: RecordDispatcher
+    ) {
+        var remaining = count
+        var unreadable = 0
+        if let journal = dispatcher.journal {
+            var position = from
+            while remaining > 0 {
+                let limit = lock.withLock { exiting ? Self.exitBatchLimit : Self.batchLimit }
+                let chunk = journal.read(from: position, before: to, maxRecords: min(remaining, limit))
+                guard chunk.count > 0 else { break }
+                let records = chunk.entries.map(dispatcher.record(recovered:))
+                if !records.isEmpty { dispatcher.writeBackground(records) }
+                journal.acknowledge(upTo: chunk.end)
+                remaining -= chunk.count
+                unreadable += chunk.unreadable
+                position = chunk.end
+                lock.withLock {
+                    counters.delivered += UInt64(records.count)
+                    batchesTaken += 1
+                    if producersWaiting > 0 { lock.broadcast() }
+                }
+            }
+        }
+        let lost = remaining + unreadable
+        guard lost > 0 else { return }
+        lock.withLock { counters.dropped += UInt64(lost) }
+        let message =
+            "JustLog dropped \(lost) event(s): they waited in the log journal while the queue was full, and the journal dropped them at its size cap (or could not read them)"
+        diagnostics.report(message)
+        let event = LogEvent.report(message, userInfo: ["dropped_events": .uint(UInt64(lost))], timestamp: now())
+        let sequence = lock.withLock { () -> UInt64 in
+            defer { nextSequence += 1 }
+            return nextSequence
+        }
+        dispatcher.writeBackground([dispatcher.record(event, sequence: sequence)])
     }
 
     // MARK: - Recovering
@@ -589,13 +675,7 @@ final class PipelineQueue: @unchecked Sendable {
         var recovered = 0
         var unreadable = 0
         forEachRecoveredChunk(of: journal, from: start) { entries, chunk in
-            let records = entries.map { entry in
-                var builder = dispatcher.builder
-                builder.eventIDs = EventIDGenerator(prefix: entry.eventIDPrefix)
-                var record = builder.record(for: entry.event, sequence: entry.sequence)
-                dispatcher.sanitizer?(&record)
-                return record
-            }
+            let records = entries.map(dispatcher.record(recovered:))
             for (index, route) in routes.enumerated() {
                 guard case .replay = plans[index] else { continue }
                 let first = min(records.count, max(0, skipped[index] - recovered))
@@ -638,7 +718,7 @@ final class PipelineQueue: @unchecked Sendable {
         var position = start
         var remaining = journal.recoveryCount
         while remaining > 0 {
-            let chunk = journal.readRecovered(from: position, maxRecords: min(remaining, Self.batchLimit))
+            let chunk = journal.read(from: position, maxRecords: min(remaining, Self.batchLimit))
             guard chunk.count > 0 else { return }
             body(chunk.entries, (chunk.count, chunk.end, chunk.unreadable))
             remaining -= chunk.count

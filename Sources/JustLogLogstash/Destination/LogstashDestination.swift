@@ -5,7 +5,11 @@ public import NIOCore
 
 /// Sends every record, in the flattened form, to a Logstash-compatible collector (SPEC §3, §4).
 ///
-/// - **Crash-safe on the caller's thread.** `delivery` is ``DestinationDelivery/inline``: each record is
+/// - **Crash-safe before the log call returns.** `delivery` is ``DestinationDelivery/durable``. In a pipeline
+///   with an ``EventJournal`` (the `Logger` facade's default), the journal makes each event crash-safe on the
+///   caller's thread and this destination encodes in the background; what it had not spooled when the program
+///   was killed is given to it again at the next start, with the same `event_id`s (at least once: a collector
+///   drops duplicates with `document_id => "%{event_id}"`). Without a journal it is inline: each record is
 ///   encoded and copied into the memory-mapped ``LogstashSpool`` before the log call returns — a `memcpy`,
 ///   no syscall — so a program killed right after logging still has the event on disk.
 /// - **Batched in the background.** A ``LogstashClient`` drains the spool over one TCP or TLS connection
@@ -66,7 +70,7 @@ public final class LogstashDestination: LogDestination {
     }
 
     public let configuration: Configuration
-    public let delivery = DestinationDelivery.inline
+    public let delivery = DestinationDelivery.durable
     /// The spool between log calls and the connection (it may not be open: see the type's discussion).
     public let spool: LogstashSpool
     /// The sender.

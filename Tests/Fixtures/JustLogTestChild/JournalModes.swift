@@ -5,7 +5,9 @@ import JustLogCore
 /// `journal-kill FOLDER VARIANT PORT`: `Logger.shared` with its file (`child.log`, journaled by default) — and,
 /// for the variant `file+logstash`, Logstash on 127.0.0.1:PORT, where nothing listens — plus a destination that
 /// takes 0.2 ms per record, so that the file lags behind the calls as on a loaded machine. Logs "journal event
-/// <i>" forever, printing i on stdout after each call returns, until the test kills it.
+/// <i>" 20,000 times, printing i on stdout after each call returns, then waits to be killed. (A full queue
+/// spills into the journal, so the calls run seconds ahead of the file; logging forever would let the file's
+/// rotation delete its oldest lines before the test looks.)
 func journalKill(_ logger: Logger, variant: String, port: String) {
     logger.additionalDestinations = [.init(SlowDestination(NullDestination(), delayPerRecord: 0.000_2))]
     if variant == "file+logstash" {
@@ -15,10 +17,11 @@ func journalKill(_ logger: Logger, variant: String, port: String) {
         logger.logstashTimeout = 0.2
     }
     logger.setup()
-    for index in 0..<10_000_000 {
+    for index in 0..<20_000 {
         logger.info("journal event \(index)", userInfo: ["index": index])
         FileHandle.standardOutput.write(Data("\(index)\n".utf8))
     }
+    while true { Thread.sleep(forTimeInterval: 3_600) }
 }
 
 /// `journal-recover FOLDER`: sets up `Logger.shared` on the same file (and so the same journal), waits until

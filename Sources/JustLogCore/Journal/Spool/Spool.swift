@@ -251,11 +251,23 @@ public final class Spool: @unchecked Sendable {
     /// records — but always at least one record if there is one. Memory is bounded by `maxBytes` plus one
     /// record; nothing else is loaded. Damaged records found when the spool was opened are skipped.
     public func read(from position: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
+        read(from: position, before: nil, maxBytes: maxBytes, maxRecords: maxRecords)
+    }
+
+    /// ``read(from:maxBytes:maxRecords:)``, stopping at `limit` (no record that starts there or later).
+    package func read(
+        from position: SpoolPosition,
+        before limit: SpoolPosition?,
+        maxBytes: Int,
+        maxRecords: Int
+    )
+        -> SpoolBatch
+    {
         lock.withLock {
             guard case .open(let storage) = state else {
                 return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position)
             }
-            return storage.read(from: position, maxBytes: maxBytes, maxRecords: maxRecords)
+            return storage.read(from: position, before: limit, maxBytes: maxBytes, maxRecords: maxRecords)
         }
     }
 

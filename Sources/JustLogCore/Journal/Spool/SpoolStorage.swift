@@ -268,7 +268,14 @@ final class SpoolStorage {
     }
 
     /// See ``Spool/read(from:maxBytes:maxRecords:)``.
-    func read(from requested: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
+    func read(
+        from requested: SpoolPosition,
+        before limit: SpoolPosition?,
+        maxBytes: Int,
+        maxRecords: Int
+    )
+        -> SpoolBatch
+    {
         var position = max(requested, cursor)
         guard var index = segments.firstIndex(where: { $0.sequence >= position.segment }) else {
             return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position)
@@ -291,6 +298,7 @@ final class SpoolStorage {
                 )
                 continue
             }
+            if let limit, position >= limit { break }
             let payload = segment.payload(at: position.offset)
             if count > 0, bytes.count + payload.count + 1 > maxBytes { break }
             if count == 0 { bytes.reserveCapacity(min(maxBytes, segment.end - position.offset)) }
