@@ -10,8 +10,9 @@
 //   JustLog          the documented `Logger.shared` facade over all of the above (and the swift-log bootstrap for it)
 //   JustLogTestKit   for users' own tests: a capturing destination, a manual clock
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
-// Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests)
-// and CJustLogZlib (the system zlib, for compressed Beats frames).
+// Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests),
+// CJustLogZlib (the system zlib, for compressed Beats frames) and CJustLogAtomics (one C11 atomic byte: the level
+// gate every log call reads).
 import PackageDescription
 
 let package = Package(
@@ -37,7 +38,8 @@ let package = Package(
     ],
     targets: [
         // MARK: - Libraries
-        .target(name: "JustLogCore"),
+        .target(name: "JustLogCore", dependencies: ["CJustLogAtomics"]),
+        .target(name: "CJustLogAtomics"),
         .systemLibrary(name: "CJustLogZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "JustLogLogging",

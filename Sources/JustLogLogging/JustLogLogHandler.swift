@@ -57,6 +57,7 @@ public struct JustLogLogHandler: LogHandler {
 
     public func log(event: Logging.LogEvent) {
         let level = Self.level(event.level)
+        guard pipeline.admits(level) else { return }
         let intake = pipeline.intake
         guard level >= intake.minimumLevel else { return }
         var userInfo: [String: LogValue] = [:]

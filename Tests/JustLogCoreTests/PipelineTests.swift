@@ -157,6 +157,28 @@ import Testing
         }
     }
 
+    @Test func theLevelGateFollowsEveryReconfiguration() async throws {
+        let warnings = CapturingDestination()
+        let pipeline = LogPipeline(
+            setup: .init(routes: [.init(warnings, minimumLevel: .warning)]),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        let logger = StructuredLogger(pipeline: pipeline)
+        #expect(!pipeline.admits(.info) && pipeline.admits(.warning) && pipeline.admits(.error))
+        logger.info("filtered out")
+        let everything = CapturingDestination()
+        _ = pipeline.reconfigure { .init(routes: [.init(everything)]) }
+        #expect(pipeline.admits(.verbose))
+        logger.verbose("taken")
+        _ = pipeline.reconfigure { .init(routes: [.init(everything, minimumLevel: .error)]) }
+        #expect(!pipeline.admits(.warning) && pipeline.admits(.error))
+        logger.warning("filtered out again")
+        try await logger.flush()
+        #expect(warnings.records.isEmpty)
+        #expect(everything.messages == ["taken"])
+        await pipeline.shutdown()
+    }
+
     @Test func fullQueueWaitsThenDropsCountsAndReports() async throws {
         let blocking = BlockingDestination()
         let capture = CapturingDestination()

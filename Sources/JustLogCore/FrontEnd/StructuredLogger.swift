@@ -116,6 +116,7 @@ public struct StructuredLogger: Sendable {
         function: String = #function,
         line: UInt = #line
     ) {
+        guard pipeline.admits(level) else { return }
         let intake = pipeline.intake
         guard level >= intake.minimumLevel else { return }
         submit(

@@ -228,6 +228,10 @@ public final class LogPipeline: Sendable {
     /// The lowest level any route receives: a cheaper call is filtered out before it is captured.
     public var minimumLevel: LogLevel { queue.intake.minimumLevel }
 
+    /// Whether some route takes `level`: what a log call asks first, before it evaluates anything (a relaxed
+    /// atomic load, no lock; a call filtered out costs a few instructions and no allocation).
+    public func admits(_ level: LogLevel) -> Bool { queue.levelGate.admits(level) }
+
     /// What a log call reads before capturing (one lock, uncontended in the common case).
     public var intake: Intake { queue.intake }
 

@@ -59,7 +59,11 @@ final class PipelineQueue: @unchecked Sendable {
     private var dispatcher: RecordDispatcher
     private var limits: LogPipeline.Configuration
     /// What a log call reads before it captures: see ``LogPipeline/intake``.
-    private var currentIntake: LogPipeline.Intake
+    private var currentIntake: LogPipeline.Intake {
+        didSet { levelGate.set(currentIntake.minimumLevel) }
+    }
+    /// `currentIntake.minimumLevel`, read without the lock (see ``LogPipeline/admits(_:)``).
+    let levelGate: LevelGate
     /// Before the first configuration (`Logger.shared` before `setup()`): events are kept, at most this many
     /// (the oldest dropped and counted), and nothing is written. `nil` once configured.
     private var holdCapacity: Int?
@@ -96,6 +100,7 @@ final class PipelineQueue: @unchecked Sendable {
         self.dispatcher = dispatcher
         self.limits = configuration
         self.currentIntake = intake
+        self.levelGate = LevelGate(intake.minimumLevel)
         self.holdCapacity = holdCapacity.map { max(1, $0) }
         self.diagnostics = diagnostics
         self.now = now
