@@ -4,12 +4,16 @@ import JustLogCore
 
 /// `journal-kill FOLDER VARIANT PORT`: `Logger.shared` with its file (`child.log`, journaled by default) — and,
 /// for the variant `file+logstash`, Logstash on 127.0.0.1:PORT, where nothing listens — plus a destination that
-/// takes 0.2 ms per record, so that the file lags behind the calls as on a loaded machine. Logs "journal event
-/// <i>" 20,000 times, printing i on stdout after each call returns, then waits to be killed. (A full queue
-/// spills into the journal, so the calls run seconds ahead of the file; logging forever would let the file's
-/// rotation delete its oldest lines before the test looks.)
+/// takes 0.2 ms per record and stops for good after 10,000, so that the file lags behind the calls as on a loaded
+/// machine, by thousands of events whenever the kill comes. Logs "journal event <i>" 20,000 times, printing i on
+/// stdout after each call returns, then waits to be killed. (A full queue spills into the journal, so the calls
+/// run ahead of the file; logging forever would let the file's rotation delete its oldest lines.)
 func journalKill(_ logger: Logger, variant: String, port: String) {
-    logger.additionalDestinations = [.init(SlowDestination(NullDestination(), delayPerRecord: 0.000_2))]
+    // Slow, then stalled for good after 10,000 records: however late the kill comes (a loaded machine reads the
+    // child's output late), the file holds at most those and a batch, not the 20,000 logged.
+    logger.additionalDestinations = [
+        .init(SlowDestination(StallingDestination(after: 10_000), delayPerRecord: 0.000_2))
+    ]
     if variant == "file+logstash" {
         logger.logstashHost = "127.0.0.1"
         logger.logstashPort = UInt16(port) ?? 0
