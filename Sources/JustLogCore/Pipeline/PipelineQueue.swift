@@ -11,7 +11,7 @@ final class PipelineQueue: @unchecked Sendable {
         /// A record the inline destinations already have, for the background ones.
         case record(LogRecord, bytes: Int, journaled: SpoolPosition?)
         /// `count` events that are only in the journal, its records from `from` up to `to`: they were logged while
-        /// the queue was full, and the worker reads them back (see ``PipelineQueue/spill(_:of:bytes:)``).
+        /// the queue was full, and the worker reads them back (see ``PipelineQueue/spill(_:of:)``).
         case journaled(from: SpoolPosition, to: SpoolPosition, count: Int)
         case flush(FlushBarrier)
         case action(@Sendable () -> Void)
@@ -159,7 +159,7 @@ final class PipelineQueue: @unchecked Sendable {
             // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
             guard queued, !hasRoom(for: bytes) else { break }
             // With a journal, the event waits there instead: the caller does not wait (lock released on success).
-            if spill(&journalRecord, of: event, bytes: bytes) { return }
+            if spill(&journalRecord, of: event) { return }
             // The lock is released while waiting: a reconfiguration may have begun meanwhile (look again).
             if waitForRoom(bytes: bytes) { continue }
             queued = false
@@ -244,11 +244,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// wait for room as without a journal: the journal never reaches its cap, where it would drop the oldest. Inline
     /// destinations get it now, as usual. Returns `false` (nothing done, lock held) when it can't be spilled;
     /// `true` once done, with the lock released.
-    private func spill(
-        _ encoded: inout (record: [UInt8], journal: EventJournal)?,
-        of event: LogEvent,
-        bytes: Int
-    ) -> Bool {
+    private func spill(_ encoded: inout (record: [UInt8], journal: EventJournal)?, of event: LogEvent) -> Bool {
         guard let journal = dispatcher.journal,
             journal.unacknowledgedBytes < journal.configuration.maxTotalBytes / 2,
             let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence)
