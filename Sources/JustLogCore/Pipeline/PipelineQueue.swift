@@ -610,22 +610,12 @@ final class PipelineQueue: @unchecked Sendable {
         var remaining = count
         var unreadable = 0
         if let journal = dispatcher.journal {
-            var position = from
-            while remaining > 0 {
-                let limit = lock.withLock { exiting ? Self.exitBatchLimit : Self.batchLimit }
-                let chunk = journal.read(from: position, before: to, maxRecords: min(remaining, limit))
-                guard chunk.count > 0 else { break }
-                let records = chunk.entries.map(dispatcher.record(recovered:))
+            remaining = forEachJournalChunk(of: journal, from: from, before: to, count: count) { entries, chunk in
+                let records = entries.map(dispatcher.record(recovered:))
                 if !records.isEmpty { dispatcher.writeBackground(records) }
                 journal.acknowledge(upTo: chunk.end)
-                remaining -= chunk.count
                 unreadable += chunk.unreadable
-                position = chunk.end
-                lock.withLock {
-                    counters.delivered += UInt64(records.count)
-                    batchesTaken += 1
-                    if producersWaiting > 0 { lock.broadcast() }
-                }
+                lock.withLock { counters.delivered += UInt64(records.count) }
             }
         }
         let lost = remaining + unreadable
@@ -634,12 +624,8 @@ final class PipelineQueue: @unchecked Sendable {
         let message =
             "JustLog dropped \(lost) event(s): they waited in the log journal while the queue was full, and the journal dropped them at its size cap (or could not read them)"
         diagnostics.report(message)
-        let event = LogEvent.report(message, userInfo: ["dropped_events": .uint(UInt64(lost))], timestamp: now())
-        let sequence = lock.withLock { () -> UInt64 in
-            defer { nextSequence += 1 }
-            return nextSequence
-        }
-        dispatcher.writeBackground([dispatcher.record(event, sequence: sequence)])
+        let report = reportRecord(message, userInfo: ["dropped_events": .uint(UInt64(lost))], dispatcher: dispatcher)
+        dispatcher.writeBackground([report])
     }
 
     // MARK: - Recovering
@@ -663,7 +649,7 @@ final class PipelineQueue: @unchecked Sendable {
         var skipped = [Int](repeating: 0, count: routes.count)
         if newestHeld.contains(where: { $0 != nil }) {
             var index = 0
-            forEachRecoveredChunk(of: journal, from: start) { entries, _ in
+            forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { entries, _ in
                 for entry in entries {
                     index += 1
                     for (route, held) in newestHeld.enumerated()
@@ -675,7 +661,7 @@ final class PipelineQueue: @unchecked Sendable {
         }
         var recovered = 0
         var unreadable = 0
-        forEachRecoveredChunk(of: journal, from: start) { entries, chunk in
+        forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { entries, chunk in
             let records = entries.map(dispatcher.record(recovered:))
             for (index, route) in routes.enumerated() {
                 guard case .replay = plans[index] else { continue }
@@ -686,11 +672,6 @@ final class PipelineQueue: @unchecked Sendable {
             journal.acknowledge(upTo: chunk.end)
             recovered += records.count
             unreadable += chunk.unreadable
-            // Progress, for a caller waiting in a full queue and for the exit handler.
-            lock.withLock {
-                batchesTaken += 1
-                if producersWaiting > 0 { lock.broadcast() }
-            }
         }
         if unreadable > 0 {
             diagnostics.report(
@@ -698,41 +679,57 @@ final class PipelineQueue: @unchecked Sendable {
             )
         }
         guard recovered > 0 else { return }
-        let event = LogEvent.report(
+        let report = reportRecord(
             "JustLog recovered \(recovered) event(s) that an earlier run logged but had not written to every destination when it stopped",
             userInfo: ["recovered_events": .uint(UInt64(recovered))],
-            timestamp: now()
+            dispatcher: dispatcher
         )
-        let sequence = lock.withLock { () -> UInt64 in
-            defer { nextSequence += 1 }
-            return nextSequence
-        }
-        dispatcher.writeBackground([dispatcher.record(event, sequence: sequence)])
+        dispatcher.writeBackground([report])
     }
 
-    /// Reads the records an earlier run left in `journal`, from `start`, in chunks.
-    private func forEachRecoveredChunk(
+    /// Reads at most `count` journal records from `start` (none that starts at `limit` or later), in chunks, and
+    /// hands each to `body`; after each, the worker's progress shows (for a caller waiting in a full queue and for
+    /// the exit handler). Returns how many of the `count` were not there to read (dropped at the journal's cap).
+    @discardableResult
+    private func forEachJournalChunk(
         of journal: EventJournal,
         from start: SpoolPosition,
+        before limit: SpoolPosition? = nil,
+        count: Int,
         _ body: ([JournalEntry], (count: Int, end: SpoolPosition, unreadable: Int)) -> Void
-    ) {
+    ) -> Int {
         var position = start
-        var remaining = journal.recoveryCount
+        var remaining = count
         while remaining > 0 {
-            let chunk = journal.read(from: position, maxRecords: min(remaining, Self.batchLimit))
-            guard chunk.count > 0 else { return }
+            let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.batchLimit }
+            let chunk = journal.read(from: position, before: limit, maxRecords: min(remaining, chunkLimit))
+            guard chunk.count > 0 else { break }
             body(chunk.entries, (chunk.count, chunk.end, chunk.unreadable))
             remaining -= chunk.count
             position = chunk.end
+            lock.withLock {
+                batchesTaken += 1
+                if producersWaiting > 0 { lock.broadcast() }
+            }
         }
+        return remaining
     }
 
     private func dropReport(_ count: UInt64, dispatcher: RecordDispatcher) -> LogRecord {
-        let event = LogEvent.report(
+        reportRecord(
             "JustLog dropped \(count) event(s): the log queue made no progress for \(configuration.fullQueueWait) s",
             userInfo: ["dropped_events": .uint(count)],
-            timestamp: now()
+            dispatcher: dispatcher
         )
+    }
+
+    /// One of JustLog's own warning records, stamped now, with the next sequence number.
+    private func reportRecord(
+        _ message: String,
+        userInfo: [String: LogValue],
+        dispatcher: RecordDispatcher
+    ) -> LogRecord {
+        let event = LogEvent.report(message, userInfo: userInfo, timestamp: now())
         let sequence = lock.withLock { () -> UInt64 in
             defer { nextSequence += 1 }
             return nextSequence
