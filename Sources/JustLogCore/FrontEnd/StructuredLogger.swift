@@ -138,18 +138,7 @@ public struct StructuredLogger: Sendable {
         callSite: CallSite,
         intake: LogPipeline.Intake
     ) {
-        pipeline.submit(
-            LogEvent(
-                level: level,
-                message: message,
-                error: error,
-                capturing: userInfo,
-                limits: intake.captureLimits,
-                privacy: intake.privacy,
-                callSite: callSite,
-                timestamp: pipeline.now()
-            )
-        )
+        pipeline.submitCall(level, message, error: error, userInfo: userInfo, callSite: callSite, intake: intake)
     }
 
     /// Logs at ``LogLevel/verbose`` 📣.

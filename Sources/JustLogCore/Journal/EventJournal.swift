@@ -84,8 +84,13 @@ public final class EventJournal: Sendable {
     /// or `nil` — said once — when it could not be journaled (too large, a full disk): the event still goes on,
     /// only not crash-safe.
     func append(_ record: [UInt8]) -> (start: SpoolPosition, end: SpoolPosition)? {
+        record.withUnsafeBytes { append($0) }
+    }
+
+    /// Appends a record encoded in place; see ``append(_:)-([UInt8])``.
+    func append(_ record: UnsafeRawBufferPointer) -> (start: SpoolPosition, end: SpoolPosition)? {
         do {
-            return try record.withUnsafeBytes { try spool.appendRecord($0) }
+            return try spool.appendRecord(record)
         } catch {
             diagnostics.reportOnce(
                 key: "journal.append.\(configuration.directory)",

@@ -98,6 +98,11 @@ enum JournalCodec {
         }
     }
 
+    /// Writes `sequence` into a record encoded in place.
+    static func setSequence(_ sequence: UInt64, in record: UnsafeMutableRawBufferPointer) {
+        record.storeBytes(of: sequence.littleEndian, toByteOffset: sequenceOffset, as: UInt64.self)
+    }
+
     private static func put(_ value: UInt64, into buffer: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
     }

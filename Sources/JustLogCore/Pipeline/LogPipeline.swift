@@ -4,12 +4,17 @@ import Foundation
 ///
 /// ```text
 ///  log call ──capture──▶ submit ──(inline destinations, on the caller's thread)──▶ spool
-///                          │  └──(with a journal) encode ──▶ journal (mmap, crash-safe)
-///                          ▼  bounded FIFO (events, bytes)                │
-///                   worker thread ◀─── read back what a full queue spilled ┘
+///     │                    │  └──(with a journal) encode ──▶ journal (mmap, crash-safe)
+///     └──plain call, every destination reads the journal──────▶ ┘            │
+///                          ▼  bounded FIFO (events, bytes, journal places)   │
+///                   worker thread ◀─── read back what was queued by its place ┘
 ///                          └──build record, sanitize──▶ background destinations (batches) ──▶ acknowledge
 /// ```
 ///
+/// - **Fast lane.** When every destination reads the journal, a plain call — a message and `String`, `Int`,
+///   `Double`, `Bool` values within the capture limits, no error — is encoded straight into the journal (no
+///   ``LogEvent``, no allocation) and the queue holds only its place; the worker reads it back. Every other call
+///   is captured into a ``LogEvent`` first. Both keep one order.
 /// - **Order.** One FIFO queue, filled under one lock: events from one thread reach every destination in
 ///   the order they were logged; each gets a sequence number (its `event_id`) in that order.
 /// - **Bounds.** At most ``Configuration/capacity`` events and ``Configuration/maximumQueuedBytes`` of
@@ -91,6 +96,9 @@ public final class LogPipeline: Sendable {
         /// The journal a log call writes its event to before it returns, with the `event_id` prefix and the
         /// error-chain limits of the pipeline's record builder (see ``EventJournal``).
         var journal: EventJournal?
+        /// Every destination reads the journal (none is written on the caller's thread): a plain call may take
+        /// the fast lane, its record encoded straight into the journal (see ``LogPipeline/submitCall``).
+        var journalOnly = false
         var eventIDPrefix: UInt64 = 0
         var errorLimits = CaptureLimits()
 
@@ -143,8 +151,10 @@ public final class LogPipeline: Sendable {
                 privacy: privacy
             )
             // Only the background destinations read the journal.
-            if routes.contains(where: { $0.destination.delivery.resolved(journaled: journal != nil) == .background }) {
+            let deliveries = routes.map { $0.destination.delivery.resolved(journaled: journal != nil) }
+            if deliveries.contains(.background) {
                 intake.journal = journal
+                intake.journalOnly = !deliveries.contains(.inline)
             }
             intake.eventIDPrefix = builder.eventIDs.prefix
             intake.errorLimits = builder.limits
@@ -260,6 +270,47 @@ public final class LogPipeline: Sendable {
     /// Accepts an event: writes it to inline destinations now and queues it for the others.
     public func submit(_ event: LogEvent) {
         queue.submit(event)
+    }
+
+    /// Accepts a log call (its level already admitted by `intake`), stamped now. When every destination reads
+    /// the journal and the call is plain (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``),
+    /// its record is encoded straight into the journal and the queue holds only its place; otherwise — and
+    /// whenever the queue can't take it that way — its values are captured into a ``LogEvent`` for ``submit(_:)``.
+    func submitCall(
+        _ level: LogLevel,
+        _ message: String,
+        error: (any Error)?,
+        userInfo: [String: Any]?,
+        callSite: CallSite,
+        intake: Intake
+    ) {
+        let timestamp = now()
+        if error == nil, intake.journalOnly, let journal = intake.journal {
+            let queued = JournalCodec.withCallRecord(
+                level: level,
+                message: message,
+                userInfo: userInfo,
+                callSite: callSite,
+                timestamp: timestamp,
+                eventIDPrefix: intake.eventIDPrefix,
+                limits: intake.captureLimits
+            ) { record in
+                queue.submitJournaled(record, to: journal, eventIDPrefix: intake.eventIDPrefix)
+            }
+            if queued { return }
+        }
+        queue.submit(
+            LogEvent(
+                level: level,
+                message: message,
+                error: error,
+                capturing: userInfo,
+                limits: intake.captureLimits,
+                privacy: intake.privacy,
+                callSite: callSite,
+                timestamp: timestamp
+            )
+        )
     }
 
     /// Runs `action` on the worker thread after every event submitted before this call has been handed to the

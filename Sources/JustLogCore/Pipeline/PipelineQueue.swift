@@ -250,16 +250,56 @@ final class PipelineQueue: @unchecked Sendable {
             let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence)
         else { return false }
         let sequence = nextSequence
+        queueJournaled(from: start, to: end)
+        if !dispatcher.inlineRoutes.isEmpty { dispatcher.writeInline(dispatcher.record(event, sequence: sequence)) }
+        let wake = workerIsWaiting
+        lock.unlock()
+        if wake { lock.broadcast() }
+        return true
+    }
+
+    /// Queues (lock held) the event just journaled from `start` to `end` by its place in the journal alone, with
+    /// the next sequence number (the one its record carries). Consecutive such events are consecutive journal
+    /// records (every journaled event is queued in order): one item holds them all, so the queue does not grow.
+    private func queueJournaled(from start: SpoolPosition, to end: SpoolPosition) {
         nextSequence += 1
         counters.submitted += 1
-        // Consecutive spilled events are consecutive journal records (every journaled event is queued in order):
-        // one item holds them all, so the queue does not grow while it is full.
         if head < items.count, case .journaled(let from, _, let count) = items[items.count - 1] {
             items[items.count - 1] = .journaled(from: from, to: end, count: count + 1)
         } else {
             items.append(.journaled(from: start, to: end, count: 1))
         }
-        if !dispatcher.inlineRoutes.isEmpty { dispatcher.writeInline(dispatcher.record(event, sequence: sequence)) }
+    }
+
+    /// The fast lane (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``):
+    /// when every destination reads the journal, a log call's record goes there and the queue holds only its place
+    /// — the lock covers the sequence number, the copy into the mapped segment and that place; the worker reads the
+    /// event back. Returns `false`, having done nothing, whenever the event needs the full path: the pipeline is
+    /// not running or not set up, destinations are being replaced or are written inline, the journal is another
+    /// (a reconfiguration since the caller read its intake) or more than half full, or it could not take the
+    /// record.
+    func submitJournaled(
+        _ record: UnsafeMutableRawBufferPointer,
+        to journal: EventJournal,
+        eventIDPrefix: UInt64
+    )
+        -> Bool
+    {
+        lock.lock()
+        guard state == .running, holdCapacity == nil, reconfigurationsInProgress == 0, inlineBacklog == 0,
+            dispatcher.journal === journal, dispatcher.inlineRoutes.isEmpty, !dispatcher.backgroundRoutes.isEmpty,
+            dispatcher.builder.eventIDs.prefix == eventIDPrefix,
+            journal.unacknowledgedBytes < journal.configuration.maxTotalBytes / 2
+        else {
+            lock.unlock()
+            return false
+        }
+        JournalCodec.setSequence(nextSequence, in: record)
+        guard let (start, end) = journal.append(UnsafeRawBufferPointer(record)) else {
+            lock.unlock()
+            return false
+        }
+        queueJournaled(from: start, to: end)
         let wake = workerIsWaiting
         lock.unlock()
         if wake { lock.broadcast() }
@@ -598,9 +638,9 @@ final class PipelineQueue: @unchecked Sendable {
         return reconfiguration.oldDestinationsClosed(failure: failure)
     }
 
-    /// Writes to the background destinations the `count` events journaled from `from` up to `to` while the queue
-    /// was full, in chunks, acknowledging each; those the journal no longer holds (dropped at its cap) are
-    /// counted and reported.
+    /// Writes to the background destinations the `count` events queued by their place in the journal alone (the
+    /// fast lane, or spilled from a full queue), from `from` up to `to`, in chunks, acknowledging each; those the
+    /// journal no longer holds (dropped at its cap) are counted and reported.
     private func deliverFromJournal(
         from: SpoolPosition,
         to: SpoolPosition,
@@ -622,7 +662,7 @@ final class PipelineQueue: @unchecked Sendable {
         guard lost > 0 else { return }
         lock.withLock { counters.dropped += UInt64(lost) }
         let message =
-            "JustLog dropped \(lost) event(s): they waited in the log journal while the queue was full, and the journal dropped them at its size cap (or could not read them)"
+            "JustLog dropped \(lost) event(s): they waited in the log journal, which dropped them at its size cap (or could not read them)"
         diagnostics.report(message)
         let report = reportRecord(message, userInfo: ["dropped_events": .uint(UInt64(lost))], dispatcher: dispatcher)
         dispatcher.writeBackground([report])

@@ -1,0 +1,181 @@
+/// A log call's journal record written straight from the caller's values — the fast lane of a journaled call.
+///
+/// The common call carries a message and a few plain values (`String`, `Int`, `Double`, `Bool`) that fit the
+/// ``CaptureLimits``. For it, ``ValueCapture`` would build a `[String: LogValue]` that ``JournalCodec`` then
+/// encodes and throws away: here the values are written into a stack buffer as they are met, with no dictionary,
+/// no `LogEvent` and no allocation. The record is the one ``JournalCodec/encode(_:chain:eventIDPrefix:into:)``
+/// writes for the same call (the tests compare what each decodes to).
+///
+/// Anything else — an error, a ``Sensitive`` or nested value, a Foundation object, values past a limit (their
+/// cut is ``ValueCapture``'s to make and to note) — says "not simple", and the call takes the full capture.
+extension JournalCodec {
+    /// Records up to this size are written on the stack (`withUnsafeTemporaryAllocation` allocates at most
+    /// 1 KiB there without asking); a larger one is written again into a heap buffer of its exact size.
+    static let callRecordStackBytes = 1024
+
+    /// Encodes a call whose `userInfo` holds only plain values within `limits` and hands the record (sequence
+    /// number 0, see ``setSequence(_:in:)``) to `body`; returns `body`'s answer, or `false` without calling it
+    /// when the call needs the full capture.
+    static func withCallRecord(
+        level: LogLevel,
+        message: String,
+        userInfo: [String: Any]?,
+        callSite: CallSite,
+        timestamp: LogTimestamp,
+        eventIDPrefix: UInt64,
+        limits: CaptureLimits,
+        _ body: (UnsafeMutableRawBufferPointer) -> Bool
+    ) -> Bool {
+        func encode(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+            var writer = RecordWriter(buffer)
+            writer.byte(version)
+            writer.byte(UInt8(level.rawValue))
+            writer.word(0)
+            writer.word(eventIDPrefix)
+            writer.word(UInt64(bitPattern: timestamp.nanosecondsSinceEpoch))
+            writer.word(UInt64(callSite.line))
+            writer.string(callSite.file)
+            writer.string(callSite.function)
+            writer.string(message)
+            guard let userInfo, !userInfo.isEmpty else {
+                writer.word(0)  // userInfo
+                writer.word(0)  // metadata
+                writer.word(0)  // truncations
+                writer.byte(0)  // no error
+                return writer.count
+            }
+            // ValueCapture keeps at most `maximumKeys` members and about `maximumBytes`: keys at their length + 4,
+            // strings at theirs + 2, other scalars at 8. Within both nothing is cut, and it keeps them as they are.
+            guard userInfo.count <= limits.maximumKeys else { return nil }
+            var budget = limits.maximumBytes
+            writer.word(UInt64(userInfo.count))
+            // By index, keys and values apart: iterating pairs copies each `(String, Any)` through the runtime.
+            var index = userInfo.startIndex
+            while index != userInfo.endIndex {
+                let key = userInfo.keys[index]
+                budget -= key.utf8.count + 4
+                writer.string(key)
+                guard writer.plainValue(userInfo.values[index], budget: &budget), budget >= 0 else { return nil }
+                userInfo.formIndex(after: &index)
+            }
+            writer.word(0)  // metadata
+            writer.word(0)  // truncations
+            writer.byte(0)  // no error
+            return writer.count
+        }
+        return withUnsafeTemporaryAllocation(byteCount: callRecordStackBytes, alignment: 8) { stack in
+            guard let count = encode(into: stack) else { return false }
+            if count <= stack.count { return body(UnsafeMutableRawBufferPointer(rebasing: stack[..<count])) }
+            return withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { heap in
+                guard encode(into: heap) == count else { return false }
+                return body(heap)
+            }
+        }
+    }
+
+    /// Writes into a fixed buffer; past its end it only counts, so that one pass says how large a buffer the
+    /// record needs.
+    struct RecordWriter {
+        private let base: UnsafeMutableRawPointer?
+        private let capacity: Int
+        /// The bytes written (or, past the capacity, that would have been).
+        private(set) var count = 0
+
+        init(_ buffer: UnsafeMutableRawBufferPointer) {
+            base = buffer.baseAddress
+            capacity = buffer.count
+        }
+
+        mutating func byte(_ value: UInt8) {
+            if count < capacity, let base { base.storeBytes(of: value, toByteOffset: count, as: UInt8.self) }
+            count += 1
+        }
+
+        mutating func word(_ value: UInt64) {
+            if count + 8 <= capacity, let base {
+                base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt64.self)
+            }
+            count += 8
+        }
+
+        mutating func string(_ string: String) {
+            var string = string
+            string.withUTF8 { bytes in
+                if count + 4 + bytes.count <= capacity, let base {
+                    base.storeBytes(
+                        of: UInt32(truncatingIfNeeded: bytes.count).littleEndian,
+                        toByteOffset: count,
+                        as: UInt32.self
+                    )
+                    if let source = bytes.baseAddress {
+                        (base + count + 4).copyMemory(from: source, byteCount: bytes.count)
+                    }
+                }
+                count += 4 + bytes.count
+            }
+        }
+
+        /// Writes `value` as ``ValueCapture`` would capture it, charging `budget` as it does; `false` (nothing
+        /// sensible written) for anything but a `String`, `Int`, `Double` or `Bool`.
+        mutating func plainValue(_ value: Any, budget: inout Int) -> Bool {
+            switch PlainValue(opening: value) {
+            case .string(let string):
+                budget -= string.utf8.count + 2
+                byte(0)
+                self.string(string)
+            case .int(let int):
+                budget -= 8
+                byte(1)
+                word(UInt64(bitPattern: Int64(int)))
+            case .double(let double):
+                budget -= 8
+                switch ValueCapture.finite(double) {
+                case .double(let double):
+                    byte(3)
+                    word(double.bitPattern)
+                case .string(let text):
+                    byte(0)
+                    string(text)
+                default:
+                    return false
+                }
+            case .bool(let bool):
+                budget -= 8
+                byte(bool ? 5 : 4)
+            case .other:
+                return false
+            }
+            return true
+        }
+    }
+}
+
+/// A value of one of the four plain types, told apart by its exact type once the `Any` is opened: a comparison
+/// of type metadata where a failed cast of an `Any` costs hundreds of instructions. A subclass, an optional, an
+/// `NSNumber` or `NSString` is `.other` (``ValueCapture`` decides what they become).
+private enum PlainValue {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+    case other
+
+    init(opening value: Any) {
+        func classify<Value>(_ value: Value) -> PlainValue { PlainValue(value) }
+        self = _openExistential(value, do: classify)
+    }
+
+    init<Value>(_ value: Value) {
+        if Value.self == String.self {
+            self = .string(unsafeBitCast(value, to: String.self))
+        } else if Value.self == Int.self {
+            self = .int(unsafeBitCast(value, to: Int.self))
+        } else if Value.self == Double.self {
+            self = .double(unsafeBitCast(value, to: Double.self))
+        } else if Value.self == Bool.self {
+            self = .bool(unsafeBitCast(value, to: Bool.self))
+        } else {
+            self = .other
+        }
+    }
+}
