@@ -11,8 +11,8 @@
 //   JustLogTestKit   for users' own tests: a capturing destination, a manual clock
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
 // Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests),
-// CJustLogZlib (the system zlib, for compressed Beats frames) and CJustLogAtomics (one C11 atomic byte: the level
-// gate every log call reads).
+// CJustLogZlib (the system zlib, for compressed Beats frames), CJustLogAtomics (one C11 atomic byte: the level
+// gate every log call reads) and CJustLogCRC32C (the records' checksum, by the processor's CRC instruction).
 import PackageDescription
 
 let package = Package(
@@ -38,8 +38,9 @@ let package = Package(
     ],
     targets: [
         // MARK: - Libraries
-        .target(name: "JustLogCore", dependencies: ["CJustLogAtomics"]),
+        .target(name: "JustLogCore", dependencies: ["CJustLogAtomics", "CJustLogCRC32C"]),
         .target(name: "CJustLogAtomics"),
+        .target(name: "CJustLogCRC32C"),
         .systemLibrary(name: "CJustLogZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "JustLogLogging",

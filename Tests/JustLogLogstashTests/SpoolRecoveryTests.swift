@@ -322,6 +322,59 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         #expect(again.takeLossesToReport() == 0)
     }
 
+    /// Format 2 (`JLSPOOL2`, CRC-32 checksums), as the version before CRC-32C wrote it: a segment of records with
+    /// serials 1…6 and a cursor after the second. Its records are read and delivered; new ones go to a new segment
+    /// in the current format; a format-2 segment whose header magic is damaged is still told by its checksums.
+    @Test(arguments: [false, true])
+    func aSpoolWrittenInFormatTwoIsStillRead(damagedMagic: Bool) throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-format2")
+        var segment = Array((damagedMagic ? "XXSPOOL2" : "JLSPOOL2").utf8)
+        segment += withUnsafeBytes(of: UInt64(6).littleEndian, Array.init)
+        segment += withUnsafeBytes(of: (~UInt64(6)).littleEndian, Array.init)
+        segment += [UInt8](repeating: 0, count: 8)
+        var offsets: [Int] = []
+        for index in 0..<6 {
+            offsets.append(segment.count)
+            let payload = record(index)
+            var frame = withUnsafeBytes(of: UInt32(0x3252_4AF9).littleEndian, Array.init)
+            frame += withUnsafeBytes(of: UInt32(payload.count).littleEndian, Array.init)
+            frame += withUnsafeBytes(of: UInt64(index + 1).littleEndian, Array.init)
+            frame += withUnsafeBytes(of: CRC32.checksum(payload).littleEndian, Array.init)
+            frame += withUnsafeBytes(of: CRC32.checksum(frame).littleEndian, Array.init)
+            segment += frame + payload
+        }
+        segment += [UInt8](repeating: 0, count: (16 << 10) - segment.count)
+        #expect(
+            FileManager.default.createFile(atPath: directory.file("00000000000000000001.seg"), contents: Data(segment))
+        )
+        // The cursor file (32 bytes: segment, offset, serial, CRC-32 of those, format 2) after record 1.
+        var cursor = withUnsafeBytes(of: UInt64(1).littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: UInt64(offsets[2]).littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: UInt64(3).littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: CRC32.checksum(cursor).littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: UInt32(2).littleEndian, Array.init)
+        #expect(FileManager.default.createFile(atPath: directory.file("cursor"), contents: Data(cursor)))
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (2..<6).map(text))
+        #expect(spool.takeLossesToReport() == 0, "\(capture.writes)")
+        try spool.append(record(6))
+        spool.close()
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".seg") }
+            .sorted()
+        #expect(files.count == 2, "new records go to a new segment: \(files)")
+        let newest = FileManager.default.contents(atPath: directory.file(files.last ?? "")) ?? Data()
+        #expect(Array(newest.prefix(8)) == Array("JLSPOOL3".utf8))
+        let oldest = FileManager.default.contents(atPath: directory.file("00000000000000000001.seg")) ?? Data()
+        #expect(Array(oldest.prefix(8)) == Array("JLSPOOL2".utf8), "a damaged magic is written again, in format 2")
+
+        let again = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { again.close() }
+        #expect(readAll(again) == (2..<7).map(text))
+        #expect(again.takeLossesToReport() == 0)
+    }
+
     @Test func randomDamageNeverCrashesNorLosesAnIntactRecord() throws {
         // Fixed seed, bounded: 150 spools of 600 records in 8 KiB segments, each damaged at random.
         var generator = SplitMix64(seed: 0x5EED)

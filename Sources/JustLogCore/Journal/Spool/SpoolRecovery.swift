@@ -119,7 +119,7 @@ struct SpoolRecovery {
 
         // Damage that can't be counted: older-format segments, and the newest segment's end when its header
         // (which records its last serial) is damaged too.
-        let newest = segments.last { $0.segment.format == .current }?.segment.sequence
+        let newest = segments.last { $0.segment.format.isFramed }?.segment.sequence
         for entry in segments where entry.segment.sequence >= cursor.segment {
             guard let tail = entry.scan.unreadableTail, let last = entry.segment.lastNonZero(from: tail) else {
                 continue
@@ -177,7 +177,7 @@ struct SpoolRecovery {
 
     /// The serial of the first intact record at or after `position`, if any.
     static func serial(atOrAfter position: SpoolPosition, in segments: [SpoolSegment]) -> UInt64? {
-        for segment in segments where segment.sequence >= position.segment && segment.format == .current {
+        for segment in segments where segment.sequence >= position.segment && segment.format.isFramed {
             let offset = segment.frameStart(
                 segment.sequence == position.segment ? position.offset : segment.firstFrameOffset
             )

@@ -59,15 +59,20 @@ extension SpoolSegment {
     /// A damaged record whose frame header is intact is skipped exactly (its length is known); after bytes
     /// that are no frame at all, the next frame is found by its magic and its header's checksum.
     func scan() -> SegmentScan {
-        format == .legacy ? scanLegacy() : scanCurrent()
+        format == .legacy ? scanLegacy() : scanFramed()
     }
 
-    private func scanCurrent() -> SegmentScan {
+    private func scanFramed() -> SegmentScan {
         var result = SegmentScan()
         let header = UnsafeRawBufferPointer(start: base, count: Self.magic.count)
-        if !header.elementsEqual(Self.magic) {
-            // Created but killed before its header was written, or damaged: the header is ours to rewrite.
-            Self.magic.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: Self.magic.count) }
+        if !header.elementsEqual(format.magic) {
+            // Created but killed before its header was written, or damaged: the header is ours to rewrite, in the
+            // format its first record's checksums say (an earlier version's segment stays in its format).
+            if check(at: firstFrameOffset) == .none, check(at: firstFrameOffset, checksum: .crc32) != .none {
+                format = .framed(.crc32)
+            }
+            let magic = format.magic
+            magic.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: magic.count) }
             result.repairedHeader = true
         }
         result.committedSerial = committedSerial
@@ -127,13 +132,15 @@ extension SpoolSegment {
         return result
     }
 
-    /// What the bytes at `offset` hold (format 2).
-    private func check(at offset: Int) -> FrameCheck {
+    /// What the bytes at `offset` hold (a framed format), checked with `checksum` (default: the segment's).
+    private func check(at offset: Int, checksum: Checksum? = nil) -> FrameCheck {
+        guard case .framed(let segmentChecksum) = format else { return .none }
+        let checksum = checksum ?? segmentChecksum
         guard offset + Self.frameHeaderSize <= capacity,
             UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) == Self.frameMagic
         else { return .none }
         let headerCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 20, as: UInt32.self))
-        guard CRC32.checksum(UnsafeRawBufferPointer(start: base + offset, count: 20)) == headerCRC else { return .none }
+        guard checksum(UnsafeRawBufferPointer(start: base + offset, count: 20)) == headerCRC else { return .none }
         let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
         let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
         guard length > 0 else { return .none }
@@ -142,7 +149,7 @@ extension SpoolSegment {
         }
         let payloadCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self))
         let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
-        return CRC32.checksum(payload) == payloadCRC
+        return checksum(payload) == payloadCRC
             ? .intact(length: length, serial: serial) : .damaged(length: length, serial: serial)
     }
 

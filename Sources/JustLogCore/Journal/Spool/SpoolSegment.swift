@@ -8,7 +8,7 @@ import Darwin
 
 /// One segment file of the spool, mapped into memory with `MAP_SHARED`.
 ///
-/// ## Layout (format 2, `JLSPOOL2`)
+/// ## Layout (format 3, `JLSPOOL3`)
 /// A 32-byte header — ``magic``, then the *serial* of the last record appended (little-endian `UInt64`),
 /// then its bitwise complement (so a torn or damaged value is recognised), then 8 zero bytes — and then
 /// records, each framed as
@@ -18,36 +18,72 @@ import Darwin
 /// | 0‥4 | ``frameMagic`` (`F9 4A 52 32`; `0xF9` never occurs in UTF-8 text) |
 /// | 4‥8 | payload length, little-endian `UInt32` |
 /// | 8‥16 | the record's serial, little-endian `UInt64`: one more than the record before, across segments |
-/// | 16‥20 | CRC-32 of the payload |
-/// | 20‥24 | CRC-32 of bytes 0‥20 (the frame header itself) |
+/// | 16‥20 | CRC-32C of the payload |
+/// | 20‥24 | CRC-32C of bytes 0‥20 (the frame header itself) |
 /// | 24‥ | payload |
 ///
 /// and zeros after the last record. The frame magic and the header's own checksum let a reader find the
 /// next record after damaged bytes (see ``scan()``); serials let it count exactly how many records it
 /// could not read; the header's last serial covers the records at the end of the file.
 ///
-/// Format 1 (`JLSPOOL1`, a 16-byte header and 8-byte frames `[length][CRC-32][payload]`, no serials) is still
-/// read, so that records spooled by an earlier version are sent; nothing is appended to such a segment.
+/// The checksums are CRC-32C, which the processor computes (see ``CRC32C``). Earlier formats are still read, so
+/// that records spooled or journaled by an earlier version are sent; nothing is appended to such a segment:
+/// format 2 (`JLSPOOL2`) is this layout with CRC-32 (zlib's) checksums; format 1 (`JLSPOOL1`) has a 16-byte header
+/// and 8-byte frames `[length][CRC-32][payload]`, no serials.
 ///
 /// Not thread-safe: ``Spool`` guards every segment with its lock.
 final class SpoolSegment {
-    /// The two layouts a segment file may have.
-    enum Format: Sendable {
+    /// The layouts a segment file may have.
+    enum Format: Hashable, Sendable {
         /// `JLSPOOL1`: no frame magic, no serials; read only.
         case legacy
-        /// `JLSPOOL2`: the layout described on the type.
-        case current
+        /// The layout described on the type: `JLSPOOL2` with CRC-32 checksums (read only), `JLSPOOL3` with CRC-32C.
+        case framed(Checksum)
+
+        /// What new segments are written in.
+        static let current = Format.framed(.crc32c)
 
         /// Bytes before the first record.
         var headerSize: Int { self == .legacy ? 16 : 32 }
         /// Bytes of a record's frame before its payload.
         var frameHeaderSize: Int { self == .legacy ? 8 : 24 }
+        /// Whether records have a frame magic and serials (formats 2 and 3).
+        var isFramed: Bool { self != .legacy }
+
+        /// The first 8 bytes of a segment file in this format.
+        var magic: [UInt8] {
+            switch self {
+            case .legacy: Array("JLSPOOL1".utf8)
+            case .framed(.crc32): Array("JLSPOOL2".utf8)
+            case .framed(.crc32c): Array("JLSPOOL3".utf8)
+            }
+        }
+
+        /// The format whose magic `header` is, if any.
+        init?(magic header: [UInt8]) {
+            guard let format = [Format.legacy, .framed(.crc32), .framed(.crc32c)].first(where: { $0.magic == header })
+            else { return nil }
+            self = format
+        }
     }
 
-    /// The first 8 bytes of a format-2 segment file.
-    static let magic: [UInt8] = Array("JLSPOOL2".utf8)
-    /// The first 8 bytes of a format-1 segment file.
-    static let legacyMagic: [UInt8] = Array("JLSPOOL1".utf8)
+    /// A framed segment's checksum.
+    enum Checksum: Hashable, Sendable {
+        /// zlib's CRC-32 (format 2).
+        case crc32
+        /// CRC-32C, by the processor where it can (format 3).
+        case crc32c
+
+        func callAsFunction(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+            switch self {
+            case .crc32: CRC32.checksum(bytes)
+            case .crc32c: CRC32C.checksum(bytes)
+            }
+        }
+    }
+
+    /// The first 8 bytes of a segment file in the current format.
+    static let magic: [UInt8] = Format.current.magic
     /// The first 4 bytes of every format-2 frame, read as a little-endian `UInt32`.
     static let frameMagic: UInt32 = 0x3252_4AF9
     /// The header size of new segments.
@@ -61,8 +97,8 @@ final class SpoolSegment {
     let path: String
     /// The mapping's (and the file's) size.
     let capacity: Int
-    /// The file's layout.
-    let format: Format
+    /// The file's layout (a framed segment whose header magic was damaged is told by its first record).
+    var format: Format
     let base: UnsafeMutableRawPointer
     private let fd: CInt
     /// The offset just past the last intact record (where the next one is appended).
@@ -134,11 +170,12 @@ final class SpoolSegment {
             throw error
         }
         let size = Int(info.st_size)
-        var header = [UInt8](repeating: 0, count: legacyMagic.count)
+        var header = [UInt8](repeating: 0, count: magic.count)
         if size >= header.count {
-            _ = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, legacyMagic.count, 0) }
+            _ = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, magic.count, 0) }
         }
-        let format: Format = header == legacyMagic ? .legacy : .current
+        // An unknown magic (a damaged header, or one never written): framed; ``scan()`` tells which checksum.
+        let format = Format(magic: header) ?? .current
         guard size > format.headerSize else {
             close(fd)
             return nil
@@ -185,8 +222,8 @@ final class SpoolSegment {
         frame.storeBytes(of: Self.frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
         frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
         frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
-        frame.storeBytes(of: CRC32.checksum(payload).littleEndian, toByteOffset: 16, as: UInt32.self)
-        let headerCRC = CRC32.checksum(UnsafeRawBufferPointer(start: frame, count: 20))
+        frame.storeBytes(of: CRC32C.checksum(payload).littleEndian, toByteOffset: 16, as: UInt32.self)
+        let headerCRC = CRC32C.checksum(UnsafeRawBufferPointer(start: frame, count: 20))
         frame.storeBytes(of: headerCRC.littleEndian, toByteOffset: 20, as: UInt32.self)
         end += Self.frameHeaderSize + payload.count
         recordCount += 1
@@ -203,7 +240,7 @@ final class SpoolSegment {
     /// The serial of the last record appended, as the header says, or `nil` if the header is damaged (or the
     /// segment has the legacy format).
     var committedSerial: UInt64? {
-        guard format == .current else { return nil }
+        guard format.isFramed else { return nil }
         let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         let check = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
         return check == ~serial ? serial : nil
@@ -224,7 +261,7 @@ final class SpoolSegment {
 
     /// The serial of the intact record at `offset`, `nil` in a legacy segment.
     func serial(at offset: Int) -> UInt64? {
-        guard format == .current else { return nil }
+        guard format.isFramed else { return nil }
         return UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
     }
 

@@ -1,0 +1,34 @@
+import Testing
+
+@testable import JustLogCore
+
+/// The records' checksum (segment format 3): the processor's instruction must agree with the table, and both with
+/// the standard.
+@Suite struct CRC32CTests {
+    private func checksum(_ bytes: [UInt8]) -> UInt32 { bytes.withUnsafeBytes { CRC32C.checksum($0) } }
+
+    @Test func theStandardCheckValues() {
+        #expect(checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(checksum([]) == 0)
+        // RFC 3720 (iSCSI), B.4: 32 bytes of zeros, of 0xFF, ascending, descending.
+        #expect(checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+        #expect(checksum([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
+        #expect(checksum((0..<32).map(UInt8.init)) == 0x46DD_794E)
+        #expect(checksum((0..<32).reversed().map(UInt8.init)) == 0x113F_DB5C)
+    }
+
+    @Test func theProcessorAgreesWithTheTableAtEveryLengthAndAlignment() {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<600).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes.withUnsafeBytes { all in
+            for start in 0..<9 {
+                for length in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200, 511, 591] where start + length <= all.count {
+                    let slice = UnsafeRawBufferPointer(rebasing: all[start..<(start + length)])
+                    #expect(CRC32C.checksum(slice) == CRC32C.portableChecksum(slice), "at \(start), \(length) bytes")
+                }
+            }
+        }
+        // Said, so that a run on a machine without the instruction shows it (the table is then what is checked).
+        print("CRC-32C computed by the processor: \(CRC32C.isComputedByTheProcessor)")
+    }
+}
