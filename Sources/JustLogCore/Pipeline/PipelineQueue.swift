@@ -264,8 +264,20 @@ final class PipelineQueue: @unchecked Sendable {
     private func queueJournaled(from start: SpoolPosition, to end: SpoolPosition) {
         nextSequence += 1
         counters.submitted += 1
-        if head < items.count, case .journaled(let from, _, let count) = items[items.count - 1] {
-            items[items.count - 1] = .journaled(from: from, to: end, count: count + 1)
+        Self.appendPlace(from: start, to: end, to: &items, after: head)
+    }
+
+    /// Appends a place to `items`, or extends the last item if it is a place still waiting (after `head`): one
+    /// access to the array (each access to a property of the queue is checked for exclusivity at run time).
+    private static func appendPlace(
+        from start: SpoolPosition,
+        to end: SpoolPosition,
+        to items: inout [Item],
+        after head: Int
+    ) {
+        let last = items.count - 1
+        if last >= head, case .journaled(let from, _, let count) = items[last] {
+            items[last] = .journaled(from: from, to: end, count: count + 1)
         } else {
             items.append(.journaled(from: start, to: end, count: 1))
         }
