@@ -7,7 +7,7 @@
 /// writes for the same call (the tests compare what each decodes to).
 ///
 /// Anything else — an error, a ``Sensitive`` or nested value, a Foundation object, values past a limit (their
-/// cut is ``ValueCapture``'s to make and to note) — says "not simple", and the call takes the full capture.
+/// cut is ``ValueCapture``'s to make and to note) — is not plain, and the call takes the full capture.
 extension JournalCodec {
     /// Records up to this size are written on the stack (`withUnsafeTemporaryAllocation` allocates at most
     /// 1 KiB there without asking); a larger one is written again into a heap buffer of its exact size.
@@ -30,7 +30,7 @@ extension JournalCodec {
             var writer = RecordWriter(buffer)
             writer.byte(version)
             writer.byte(UInt8(level.rawValue))
-            writer.word(0)
+            writer.word(0)  // the sequence number, set under the queue's lock
             writer.word(eventIDPrefix)
             writer.word(UInt64(bitPattern: timestamp.nanosecondsSinceEpoch))
             writer.word(UInt64(callSite.line))
