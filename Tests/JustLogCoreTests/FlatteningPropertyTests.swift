@@ -144,3 +144,46 @@ func flatteningKeepsEveryLeafAndWritesValidJSON(batch: Int) throws {
         #expect(JSONWriter.encode(back) == text)
     }
 }
+
+/// `JSONWriter.writeString` copies runs of plain bytes at once: at every length and position, a character that
+/// needs escaping (or a multi-byte one) must still be escaped exactly as one character at a time would.
+@Test func jsonStringsAreEscapedAtEveryPositionOfARun() throws {
+    func reference(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case "\u{2028}": out += "\\u2028"
+            case "\u{2029}": out += "\\u2029"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                out += "\\u00" + String(format: "%02x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+    let specials: [String] = [
+        "\"", "\\", "\n", "\u{01}", "\u{1F}", "\u{7F}", "é", "✓", "\u{2028}", "\u{2029}", "€", "🎉", " ", "~",
+    ]
+    for special in specials {
+        for length in 0..<20 {
+            for position in 0...length {
+                let plain = String(repeating: "a", count: length)
+                var text = plain
+                text.insert(contentsOf: special, at: text.index(text.startIndex, offsetBy: position))
+                var out: [UInt8] = []
+                JSONWriter.writeString(text, into: &out)
+                #expect(
+                    String(decoding: out, as: UTF8.self) == reference(text),
+                    "\(special.debugDescription) at \(position) of \(length)"
+                )
+            }
+        }
+    }
+}

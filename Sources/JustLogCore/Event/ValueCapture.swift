@@ -573,17 +573,7 @@ public struct ValueCapture {
 
     /// Byte order of UTF-8, the order in which JSONWriter writes keys.
     static func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
-        let order = lhs.utf8.withContiguousStorageIfAvailable { left in
-            rhs.utf8.withContiguousStorageIfAvailable { right -> Bool in
-                let common = min(left.count, right.count)
-                if common > 0, let a = left.baseAddress, let b = right.baseAddress {
-                    let difference = memcmp(a, b, common)
-                    if difference != 0 { return difference < 0 }
-                }
-                return left.count < right.count
-            }
-        }
-        return (order ?? nil) ?? lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+        UTF8Order.precedes(lhs, rhs)
     }
 }
 

@@ -89,6 +89,6 @@ public enum FlattenedFormat {
     }
 
     static func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+        UTF8Order.precedes(lhs, rhs)
     }
 }

@@ -32,7 +32,7 @@ public enum JSONWriter {
             }
             out.append(UInt8(ascii: "]"))
         case .object(let object):
-            writeObject(object.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }, into: &out)
+            writeObject(object.sorted { UTF8Order.precedes($0.key, $1.key) }, into: &out)
         }
     }
 
