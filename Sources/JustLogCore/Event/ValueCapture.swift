@@ -299,7 +299,7 @@ public struct ValueCapture {
         }
         if ordered {
             return members(
-                dictionary.sorted { Self.byteOrder($0.key, $1.key) },
+                dictionary.sorted { UTF8Order.precedes($0.key, $1.key) },
                 total: dictionary.count,
                 depth: depth,
                 child
@@ -331,7 +331,7 @@ public struct ValueCapture {
             )
         }
         if ordered {
-            return members(pairs.sorted { Self.byteOrder($0.key, $1.key) }, total: pairs.count, depth: depth, child)
+            return members(pairs.sorted { UTF8Order.precedes($0.key, $1.key) }, total: pairs.count, depth: depth, child)
         }
         return members(pairs, total: pairs.count, depth: depth, child)
     }
@@ -540,7 +540,7 @@ public struct ValueCapture {
         guard count > 0 else { return [] }
         var heap: [(key: String, index: Keys.Index)] = []
         heap.reserveCapacity(count)
-        func larger(_ lhs: Int, _ rhs: Int) -> Bool { byteOrder(heap[rhs].key, heap[lhs].key) }
+        func larger(_ lhs: Int, _ rhs: Int) -> Bool { UTF8Order.precedes(heap[rhs].key, heap[lhs].key) }
         var index = keys.startIndex
         while index != keys.endIndex {
             let key = keys[index]
@@ -551,7 +551,7 @@ public struct ValueCapture {
                     heap.swapAt(child, (child - 1) / 2)
                     child = (child - 1) / 2
                 }
-            } else if byteOrder(key, heap[0].key) {
+            } else if UTF8Order.precedes(key, heap[0].key) {
                 heap[0] = (key, index)
                 var parent = 0
                 while true {
@@ -567,13 +567,8 @@ public struct ValueCapture {
             }
             keys.formIndex(after: &index)
         }
-        heap.sort { byteOrder($0.key, $1.key) }
+        heap.sort { UTF8Order.precedes($0.key, $1.key) }
         return heap.map(\.index)
-    }
-
-    /// Byte order of UTF-8, the order in which JSONWriter writes keys.
-    static func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
-        UTF8Order.precedes(lhs, rhs)
     }
 }
 

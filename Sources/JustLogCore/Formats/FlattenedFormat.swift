@@ -26,7 +26,7 @@ public enum FlattenedFormat {
         candidates.reserveCapacity(record.metadata.count + record.userInfo.count + 2)
         func addFlattening(_ key: String, _ value: LogValue, suffix: String) {
             if case .object(let object) = value, !object.isEmpty {
-                for nestedKey in object.keys.sorted(by: byteOrder) {
+                for nestedKey in object.keys.sorted(by: UTF8Order.precedes) {
                     addFlattening(key + "." + nestedKey, object[nestedKey]!, suffix: suffix)
                 }
             } else {
@@ -37,10 +37,10 @@ public enum FlattenedFormat {
             (timestampKey, record.metadata[MetadataKey.timestamp] ?? .string(record.timestamp.rfc3339), "metadata")
         )
         candidates.append((AggregatedFormat.messageKey, .string(record.message), "message"))
-        for key in record.metadata.keys.sorted(by: byteOrder) where key != MetadataKey.timestamp {
+        for key in record.metadata.keys.sorted(by: UTF8Order.precedes) where key != MetadataKey.timestamp {
             addFlattening(key, record.metadata[key]!, suffix: "metadata")
         }
-        for key in record.userInfo.keys.sorted(by: byteOrder) {
+        for key in record.userInfo.keys.sorted(by: UTF8Order.precedes) {
             var value = record.userInfo[key]!
             if key == UserInfoKey.errorCode, case .int(let code) = value { value = .string(String(code)) }
             addFlattening(key, value, suffix: "userInfo")
@@ -56,7 +56,8 @@ public enum FlattenedFormat {
         _ candidates: [(key: String, value: LogValue, suffix: String)]
     ) -> [(key: String, value: LogValue)] {
         let ranked = candidates.enumerated().sorted { lhs, rhs in
-            lhs.element.key == rhs.element.key ? lhs.offset < rhs.offset : byteOrder(lhs.element.key, rhs.element.key)
+            lhs.element.key == rhs.element.key
+                ? lhs.offset < rhs.offset : UTF8Order.precedes(lhs.element.key, rhs.element.key)
         }
         var collides = false
         for index in ranked.indices.dropFirst() where ranked[index].element.key == ranked[index - 1].element.key {
@@ -77,7 +78,7 @@ public enum FlattenedFormat {
                     candidate.value
             }
         }
-        return result.sorted { byteOrder($0.key, $1.key) }
+        return result.sorted { UTF8Order.precedes($0.key, $1.key) }
     }
 
     /// The flattened JSON of `record`, without the trailing newline.
@@ -86,9 +87,5 @@ public enum FlattenedFormat {
         out.reserveCapacity(320 + record.message.utf8.count)
         JSONWriter.writeObject(members(of: record), into: &out)
         return out
-    }
-
-    static func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
-        UTF8Order.precedes(lhs, rhs)
     }
 }
