@@ -52,6 +52,47 @@ import Testing
         await logger.pipeline.shutdown()
     }
 
+    /// A caller already waiting in a full queue when a reconfiguration begins waits as the reconfiguration's callers
+    /// do (up to ``LogPipeline/reconfigurationPatience``), not only `fullQueueWait`: the worker makes no progress
+    /// while it replaces the destinations, and under load that can take longer than `fullQueueWait`. (It dropped
+    /// the event: seen as 16 drops in this suite's test above, under ThreadSanitizer on a loaded machine.)
+    @Test func aCallerWaitingInAFullQueueWhenAReconfigurationBeginsDropsNothing() async throws {
+        let stalled = GatedDestination()
+        let logger = StructuredLogger(
+            configuration: .init(
+                destinations: [.init(stalled)],
+                // Long enough that the reconfiguration below begins while "e5" still waits, even on a loaded machine.
+                pipeline: .init(capacity: 4, fullQueueWait: 3),
+                diagnostics: DiagnosticSink { _ in }
+            )
+        )
+        // The worker takes the first event and blocks writing it; four more fill the queue.
+        logger.info("e0")
+        #expect(await eventually(timeout: .seconds(30)) { logger.pipeline.currentStatistics.submitted == 1 })
+        try await Task.sleep(for: .milliseconds(50))
+        for index in 1...4 { logger.info("e\(index)") }
+        let done = LockedValue(false)
+        Thread.detachNewThread {
+            logger.info("e5")  // waits for room
+            done.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let replacement = CapturingDestination()
+        async let failure = offThePool {
+            logger.pipeline.reconfigure { .init(routes: [.init(replacement)]) }
+        }
+        // Longer than fullQueueWait with no progress, then the old destination moves again.
+        try await Task.sleep(for: .seconds(4))
+        stalled.release()
+        #expect(await failure == nil)
+        #expect(await eventually(timeout: .seconds(30)) { done.current })
+        try await logger.flush()
+        #expect(logger.pipeline.currentStatistics.dropped == 0)
+        let messages = (stalled.capture.records + replacement.records).map(\.message)
+        #expect(messages == (0...5).map { "e\($0)" }, "each once, in order, and no drop report")
+        await logger.pipeline.shutdown()
+    }
+
     @Test func theOldDestinationsAreShutDownBeforeTheNewOnesAreBuilt() async throws {
         let old = ShutdownRecorder()
         let logger = StructuredLogger(configuration: .init(destinations: [.init(old)], runtime: Fixtures.runtime))
@@ -116,4 +157,17 @@ final class ShutdownRecorder: LogDestination {
     func shutdown() { state.withLock { $0.shutDown = true } }
     var isShutDown: Bool { state.current.shutDown }
     var written: [String] { state.current.messages }
+}
+
+/// A destination that blocks every write until released, then keeps what it was given.
+private final class GatedDestination: LogDestination {
+    private let gate = LockedValue(false)
+    let capture = CapturingDestination()
+
+    func write(_ batch: LogBatch) {
+        while !gate.current { usleep(1_000) }
+        capture.write(batch)
+    }
+
+    func release() { gate.withLock { $0 = true } }
 }

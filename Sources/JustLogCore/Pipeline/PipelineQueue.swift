@@ -161,7 +161,9 @@ final class PipelineQueue: @unchecked Sendable {
             // With a journal, the event waits there instead: the caller does not wait (lock released on success).
             if spill(&journalRecord, of: event) { return }
             // The lock is released while waiting: a reconfiguration may have begun meanwhile (look again).
-            if waitForRoom(bytes: bytes) { continue }
+            // A reconfiguration that begins meanwhile ends the wait: the event then waits as the reconfiguration's
+            // do (look again), not only `fullQueueWait` while the worker is busy replacing the destinations.
+            if waitForRoom(bytes: bytes, orReconfiguration: true) { continue }
             queued = false
             counters.dropped += 1
             unreportedDrops += 1
@@ -384,13 +386,14 @@ final class PipelineQueue: @unchecked Sendable {
     /// The deadline restarts each time the worker takes a batch: a slow destination that keeps moving
     /// slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at most
     /// `fullQueueWait`, after which events are dropped and counted.
-    private func waitForRoom(bytes: Int, patience: Double? = nil) -> Bool {
+    private func waitForRoom(bytes: Int, patience: Double? = nil, orReconfiguration: Bool = false) -> Bool {
         let patience = patience ?? limits.fullQueueWait
         var seenBatches = batchesTaken
         var deadline = Date().addingTimeInterval(patience)
         producersWaiting += 1
         defer { producersWaiting -= 1 }
         while !hasRoom(for: bytes), state == .running {
+            if orReconfiguration, reconfigurationsInProgress > 0 { return true }
             if batchesTaken != seenBatches {
                 seenBatches = batchesTaken
                 deadline = Date().addingTimeInterval(patience)
@@ -806,7 +809,8 @@ final class PipelineQueue: @unchecked Sendable {
             reconfigurationsInProgress += 1
             guard holdCapacity == nil else { return true }
             items.append(.reconfigure(reconfiguration))
-            if workerIsWaiting { lock.broadcast() }
+            // The worker, and callers waiting in a full queue: they now wait as long as a reconfiguration may take.
+            if workerIsWaiting || producersWaiting > 0 { lock.broadcast() }
             return false
         }
         guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }
