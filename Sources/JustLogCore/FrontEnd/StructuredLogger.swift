@@ -119,7 +119,7 @@ public struct StructuredLogger: Sendable {
         guard pipeline.admits(level) else { return }
         let intake = pipeline.intake
         guard level >= intake.minimumLevel else { return }
-        submit(
+        pipeline.submitCall(
             level,
             message(),
             error: error(),
@@ -127,18 +127,6 @@ public struct StructuredLogger: Sendable {
             callSite: CallSite(file: file, function: function, line: line),
             intake: intake
         )
-    }
-
-    @usableFromInline
-    func submit(
-        _ level: LogLevel,
-        _ message: String,
-        error: (any Error)?,
-        userInfo: [String: Any]?,
-        callSite: CallSite,
-        intake: LogPipeline.Intake
-    ) {
-        pipeline.submitCall(level, message, error: error, userInfo: userInfo, callSite: callSite, intake: intake)
     }
 
     /// Logs at ``LogLevel/verbose`` 📣.

@@ -276,6 +276,7 @@ public final class LogPipeline: Sendable {
     /// the journal and the call is plain (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``),
     /// its record is encoded straight into the journal and the queue holds only its place; otherwise — and
     /// whenever the queue can't take it that way — its values are captured into a ``LogEvent`` for ``submit(_:)``.
+    @usableFromInline
     func submitCall(
         _ level: LogLevel,
         _ message: String,
