@@ -459,7 +459,8 @@ final class PipelineQueue: @unchecked Sendable {
         lock.withLock { exiting = true }
     }
 
-    /// Counts the worker's batches: it moves whenever the destinations make progress.
+    /// Counts the worker's batches, and every 64 events it builds within one: it moves whenever the destinations
+    /// make progress.
     var progress: UInt64 { lock.withLock { batchesTaken } }
 
     /// Whether the destinations callers write to now read a journal (what they have not written survives exit).
@@ -604,7 +605,16 @@ final class PipelineQueue: @unchecked Sendable {
             records.removeAll(keepingCapacity: true)
             inlineWritten = 0
         }
+        /// Events built since progress last showed: a batch of 1,024 can take longer than `fullQueueWait` on a slow
+        /// machine (ThreadSanitizer, two cores shared), and callers waiting for room must see that the worker moves.
+        var sinceProgress = 0
         for item in batch {
+            sinceProgress += item.eventCount
+            if sinceProgress >= Self.exitBatchLimit {
+                sinceProgress = 0
+                // Callers are waiting for room: what is built so far goes out now, in smaller batches.
+                if showProgress() { deliver() }
+            }
             switch item {
             case .event(let event, let sequence, _, let inline, let journaled):
                 if let journaled { journaledUpTo = journaled }
@@ -634,9 +644,21 @@ final class PipelineQueue: @unchecked Sendable {
                 deliver()
                 dispatcher = replaceDestinations(of: dispatcher, at: reconfiguration)
                 recoverJournal(with: dispatcher)
+                _ = showProgress()
             }
         }
         deliver()
+    }
+
+    /// Counts progress within a batch (see ``progress``): a caller waiting for room, and the exit handler, wait
+    /// on while it moves. Returns whether callers are waiting for room.
+    private func showProgress() -> Bool {
+        lock.withLock {
+            batchesTaken += 1
+            guard producersWaiting > 0 else { return false }
+            lock.broadcast()
+            return true
+        }
     }
 
     /// At a ``Reconfiguration``'s place in log order: the old background destinations get a final flush (at most
