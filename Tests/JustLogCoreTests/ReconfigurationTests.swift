@@ -71,16 +71,17 @@ import Testing
         #expect(await eventually(timeout: .seconds(30)) { logger.pipeline.currentStatistics.submitted == 1 })
         try await Task.sleep(for: .milliseconds(50))
         for index in 1...4 { logger.info("e\(index)") }
+        // On threads of their own, not tasks: a task may wait seconds for the test pool's two threads, and the
+        // reconfiguration must begin while "e5" still waits.
         let done = LockedValue(false)
-        Thread.detachNewThread {
-            logger.info("e5")  // waits for room
-            done.withLock { $0 = true }
-        }
-        try await Task.sleep(for: .milliseconds(200))
-        let replacement = CapturingDestination()
-        // On a thread of its own, now: a task could wait seconds for the test pool's two threads.
         let outcome = LockedValue<String?>(nil)
+        let replacement = CapturingDestination()
         Thread.detachNewThread {
+            Thread.detachNewThread {
+                logger.info("e5")  // waits for room
+                done.withLock { $0 = true }
+            }
+            Thread.sleep(forTimeInterval: 0.2)
             let error = logger.pipeline.reconfigure { .init(routes: [.init(replacement)]) }
             outcome.withLock { $0 = error.map { "\($0)" } ?? "done" }
         }

@@ -383,9 +383,9 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// Waits (lock held) for room; `false` when the worker made no progress for `fullQueueWait`.
     ///
-    /// The deadline restarts each time the worker takes a batch: a slow destination that keeps moving
-    /// slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at most
-    /// `fullQueueWait`, after which events are dropped and counted.
+    /// The deadline restarts each time the worker shows progress (see ``progress``): a slow destination that
+    /// keeps moving slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at
+    /// most `fullQueueWait`, after which events are dropped and counted.
     private func waitForRoom(bytes: Int, patience: Double? = nil, orReconfiguration: Bool = false) -> Bool {
         let patience = patience ?? limits.fullQueueWait
         var seenBatches = batchesTaken
@@ -922,7 +922,7 @@ final class PendingFlush: @unchecked Sendable {
     }
 
     /// Waits for the flush. With `restartingOnProgress`, `timeout` is how long the destinations may go without
-    /// progress: the wait restarts whenever the worker takes a batch, so a slow but moving destination (a loaded
+    /// progress: the wait restarts whenever the worker shows progress, so a slow but moving destination (a loaded
     /// machine, a slow disk) is waited for, and only a stalled one is given up on. Without it, `timeout` is a
     /// fixed bound. Returns the flush's error, or a timeout error.
     func wait(timeout: Double, restartingOnProgress: Bool) -> (any Error)? {
