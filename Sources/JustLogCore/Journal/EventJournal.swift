@@ -142,6 +142,11 @@ public final class EventJournal: Sendable {
     /// The bytes of the records not yet acknowledged.
     var unacknowledgedBytes: Int { spool.counterSnapshot.queuedBytes }
 
+    /// Whether what the destinations have not written takes less than half the journal: the bound up to which
+    /// events may wait here instead of in the queue (the fast lane, a full queue's spill), so that the journal
+    /// never reaches its cap, where it would drop the oldest.
+    var isLessThanHalfFull: Bool { unacknowledgedBytes < configuration.maxTotalBytes / 2 }
+
     /// Where the records not yet acknowledged begin.
     var cursor: SpoolPosition { spool.cursor }
 

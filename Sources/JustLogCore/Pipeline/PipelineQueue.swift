@@ -248,7 +248,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// `true` once done, with the lock released.
     private func spill(_ encoded: inout (record: [UInt8], journal: EventJournal)?, of event: LogEvent) -> Bool {
         guard let journal = dispatcher.journal,
-            journal.unacknowledgedBytes < journal.configuration.maxTotalBytes / 2,
+            journal.isLessThanHalfFull,
             let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence)
         else { return false }
         let sequence = nextSequence
@@ -302,8 +302,7 @@ final class PipelineQueue: @unchecked Sendable {
         lock.lock()
         guard state == .running, holdCapacity == nil, reconfigurationsInProgress == 0, inlineBacklog == 0,
             dispatcher.journal === journal, dispatcher.inlineRoutes.isEmpty, !dispatcher.backgroundRoutes.isEmpty,
-            dispatcher.builder.eventIDs.prefix == eventIDPrefix,
-            journal.unacknowledgedBytes < journal.configuration.maxTotalBytes / 2
+            dispatcher.builder.eventIDs.prefix == eventIDPrefix, journal.isLessThanHalfFull
         else {
             lock.unlock()
             return false
@@ -784,10 +783,7 @@ final class PipelineQueue: @unchecked Sendable {
             body(chunk.entries, (chunk.count, chunk.end, chunk.unreadable))
             remaining -= chunk.count
             position = chunk.end
-            lock.withLock {
-                batchesTaken += 1
-                if producersWaiting > 0 { lock.broadcast() }
-            }
+            _ = showProgress()
         }
         return remaining
     }
