@@ -199,9 +199,7 @@ final class PipelineQueue: @unchecked Sendable {
             items.append(.record(record, bytes: bytes, journaled: journaled))
         }
         queuedBytes += bytes
-        let wake = workerIsWaiting
-        lock.unlock()
-        if wake { lock.broadcast() }
+        unlockWakingTheWorker()
     }
 
     /// The event's journal record, if the pipeline has a journal (read with the intake, without holding the lock
@@ -254,9 +252,7 @@ final class PipelineQueue: @unchecked Sendable {
         let sequence = nextSequence
         queueJournaled(from: start, to: end)
         if !dispatcher.inlineRoutes.isEmpty { dispatcher.writeInline(dispatcher.record(event, sequence: sequence)) }
-        let wake = workerIsWaiting
-        lock.unlock()
-        if wake { lock.broadcast() }
+        unlockWakingTheWorker()
         return true
     }
 
@@ -313,9 +309,7 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         queueJournaled(from: start, to: end)
-        let wake = workerIsWaiting
-        lock.unlock()
-        if wake { lock.broadcast() }
+        unlockWakingTheWorker()
         return true
     }
 
@@ -364,6 +358,12 @@ final class PipelineQueue: @unchecked Sendable {
         nextSequence += 1
         queuedBytes += bytes
         inlineBacklog += 1
+        unlockWakingTheWorker()
+    }
+
+    /// Releases the lock after queuing an item, and wakes the worker if it waits for one (after the release, so
+    /// that it does not wake into a lock still held).
+    private func unlockWakingTheWorker() {
         let wake = workerIsWaiting
         lock.unlock()
         if wake { lock.broadcast() }
@@ -414,9 +414,7 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         items.append(item)
-        let wake = workerIsWaiting
-        lock.unlock()
-        if wake { lock.broadcast() }
+        unlockWakingTheWorker()
         return true
     }
 
