@@ -37,13 +37,7 @@ extension JournalCodec {
             writer.string(callSite.file)
             writer.string(callSite.function)
             writer.string(message)
-            guard let userInfo, !userInfo.isEmpty else {
-                writer.word(0)  // userInfo
-                writer.word(0)  // metadata
-                writer.word(0)  // truncations
-                writer.byte(0)  // no error
-                return writer.count
-            }
+            let userInfo = userInfo ?? [:]
             // ValueCapture keeps at most `maximumKeys` members and about `maximumBytes`: keys at their length + 4,
             // strings at theirs + 2, other scalars at 8. Within both nothing is cut, and it keeps them as they are.
             guard userInfo.count <= limits.maximumKeys else { return nil }
