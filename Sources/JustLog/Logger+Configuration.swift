@@ -289,8 +289,10 @@ final class DestinationSwitch: Sendable {
 }
 
 /// A destination that can be switched off and on at run time; off, it ignores what it is given.
-final class SwitchedDestination: LogDestination {
+final class SwitchedDestination: LogDestination, PlainBatchWriting {
     let base: any LogDestination
+    /// `base`, if it writes plain journal records straight from their bytes.
+    private let plainBase: (any PlainBatchWriting)?
     let isOn: DestinationSwitch
     /// Where the pipeline delivers to `base` (a ``DestinationDelivery/durable`` one is in the background when
     /// the logger has a journal).
@@ -298,12 +300,22 @@ final class SwitchedDestination: LogDestination {
 
     init(_ base: any LogDestination, isOn: DestinationSwitch, journaled: Bool) {
         self.base = base
+        self.plainBase = base as? any PlainBatchWriting
         self.isOn = isOn
         self.delivery = base.delivery.resolved(journaled: journaled)
     }
 
     func write(_ batch: LogBatch) {
         if isOn.isOn(for: delivery) { base.write(batch) }
+    }
+
+    func write(_ batch: PlainBatch) {
+        guard isOn.isOn(for: delivery) else { return }
+        if let plainBase {
+            plainBase.write(batch)
+        } else {
+            base.write(batch.logBatch)
+        }
     }
 
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {

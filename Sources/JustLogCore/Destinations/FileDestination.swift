@@ -23,7 +23,7 @@ public import Foundation
 /// ```swift
 /// let file = try FileDestination(configuration: .init(url: folder.appendingPathComponent("app.log")))
 /// ```
-public final class FileDestination: LogDestination {
+public final class FileDestination: LogDestination, PlainBatchWriting {
     /// Where and how a file destination writes.
     public struct Configuration: Sendable {
         /// The log file.
@@ -55,7 +55,23 @@ public final class FileDestination: LogDestination {
 
     public let configuration: Configuration
     private let format: LineFormat
-    private let writer: LockedValue<RotatingFileWriter>
+    private let state: LockedValue<State>
+
+    /// The file, and the buffers and caches of formatting its lines (reused batch after batch).
+    private struct State {
+        var writer: RotatingFileWriter
+        var lines = LineBatch()
+        /// The line time, and `metadata.timestamp`.
+        var lineTimes: TimeTextCache
+        var timestamps = TimeTextCache(.rfc3339)
+
+        /// Writes the lines formatted into ``lines`` (the caller emptied it first), then lets go of a buffer that a
+        /// large batch grew.
+        mutating func writeLines(now: Duration, lossLine: (UInt64, String) -> [UInt8]) {
+            writer.append(lines: lines, now: now, lossLine: lossLine)
+            if lines.bytes.capacity > 1 << 20 { lines = LineBatch() }
+        }
+    }
     /// Time since the destination was created, on its clock (for the retry interval).
     private let elapsed: @Sendable () -> Duration
 
@@ -83,23 +99,39 @@ public final class FileDestination: LogDestination {
         // than kill the program with SIGXFSZ.
         FileSizeLimit.failWritesInsteadOfKilling()
         try writer.open()
-        self.writer = LockedValue(writer)
+        self.state = LockedValue(State(writer: writer, lineTimes: TimeTextCache(.line(configuration.timeZone))))
     }
 
     public func write(_ batch: LogBatch) {
-        var lines: [[UInt8]] = []
-        lines.reserveCapacity(batch.records.count)
-        for record in batch.records {
-            var line: [UInt8] = []
-            line.reserveCapacity(384 + record.message.utf8.count)
-            format.writeFileLine(for: record, into: &line)
-            lines.append(line)
-        }
         let now = elapsed()
-        writer.withLock { writer in
-            writer.append(lines: lines, now: now) { lost, error in
-                self.lossLine(lost: lost, error: error)
+        state.withLock { state in
+            state.lines.removeAll()
+            for record in batch.records {
+                format.writeFileLine(for: record, into: &state.lines.bytes)
+                state.lines.endLine()
             }
+            state.writeLines(now: now, lossLine: lossLine)
+        }
+    }
+
+    /// Writes plain journal records straight from their bytes: the same lines as ``write(_:)`` writes for their
+    /// records.
+    package func write(_ batch: PlainBatch) {
+        let now = elapsed()
+        state.withLock { state in
+            state.lines.removeAll()
+            for index in 0..<batch.count where batch.isIncluded(index) {
+                format.writeFilePrefix(
+                    level: batch.level(at: index),
+                    timestamp: batch.timestamp(at: index),
+                    times: &state.lineTimes,
+                    into: &state.lines.bytes
+                )
+                batch.writeAggregated(at: index, times: &state.timestamps, into: &state.lines.bytes)
+                state.lines.bytes.append(UInt8(ascii: "\n"))
+                state.lines.endLine()
+            }
+            state.writeLines(now: now, lossLine: lossLine)
         }
     }
 
@@ -108,25 +140,23 @@ public final class FileDestination: LogDestination {
     /// diagnostics sink; it completes with the error that is still in the way.
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
         let now = elapsed()
-        let error = writer.withLock { writer in
-            writer.retryAfterFailure(now: now) { lost, error in
-                self.lossLine(lost: lost, error: error)
-            }
+        let error = state.withLock { state in
+            state.writer.retryAfterFailure(now: now, lossLine: lossLine)
         }
         completion(error)
     }
 
     public func shutdown() {
-        writer.withLock { $0.finish() }
+        state.withLock { $0.writer.finish() }
     }
 
     /// Writes what the journal recovered after the event this file holds last (a torn last line is cut away
     /// first and written again whole): every event once, in order.
     public func journalRecovery() -> JournalRecovery {
-        .replay(after: writer.withLock { $0.newestEventID() })
+        .replay(after: state.withLock { $0.writer.newestEventID() })
     }
 
-    private func lossLine(lost: UInt64, error: String) -> [UInt8] {
+    private func lossLine(_ lost: UInt64, _ error: String) -> [UInt8] {
         let event = LogEvent.report(
             "JustLog could not write \(lost) event(s) to this file: \(error)",
             userInfo: ["lost_events": .uint(lost)]

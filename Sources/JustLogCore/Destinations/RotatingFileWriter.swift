@@ -178,8 +178,8 @@ struct RotatingFileWriter: Sendable {
     /// Appends whole lines, rotating between lines when the file would pass its size limit. `now` is the
     /// owner's clock, for the retry interval after a failure. `lossLine` makes the line that reports events lost
     /// to an earlier failure; it is written before the batch once writing works again.
-    mutating func append(lines: [[UInt8]], now: Duration, lossLine: (UInt64, String) -> [UInt8]) {
-        guard !lines.isEmpty else { return }
+    mutating func append(lines: LineBatch, now: Duration, lossLine: (UInt64, String) -> [UInt8]) {
+        guard lines.count > 0 else { return }
         if let failure, now < failure.retryAt {
             // Still failing, as far as we know: count without a system call.
             lose(UInt64(lines.count))
@@ -191,7 +191,7 @@ struct RotatingFileWriter: Sendable {
         }
         var start = 0
         while start < lines.count {
-            if size > 0, size + lines[start].count > maximumFileSize {
+            if size > 0, size + lines.length(of: start) > maximumFileSize {
                 if let error = rotate() {
                     fail(error, losing: lines.count - start, now: now)
                     return
@@ -199,12 +199,12 @@ struct RotatingFileWriter: Sendable {
             }
             // The lines that fit in the current file, in one write.
             var end = start + 1
-            var pending = size + lines[start].count
-            while end < lines.count, pending + lines[end].count <= maximumFileSize {
-                pending += lines[end].count
+            var pending = size + lines.length(of: start)
+            while end < lines.count, pending + lines.length(of: end) <= maximumFileSize {
+                pending += lines.length(of: end)
                 end += 1
             }
-            let (whole, error) = write(lines[start..<end])
+            let (whole, error) = write(lines, start..<end)
             if let error {
                 fail(error, losing: lines.count - start - whole, now: now)
                 return
@@ -249,7 +249,8 @@ struct RotatingFileWriter: Sendable {
     private mutating func writeLossReport(_ lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
         guard let failure else { return nil }
         if failure.lostEvents > 0 {
-            if let error = write([lossLine(failure.lostEvents, failure.error.description)][...]).error { return error }
+            let line = LineBatch(line: lossLine(failure.lostEvents, failure.error.description))
+            if let error = write(line, 0..<1).error { return error }
             diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
         }
         diagnostics.reset(key: "file.write.\(path)")
@@ -258,40 +259,38 @@ struct RotatingFileWriter: Sendable {
         return nil
     }
 
-    /// Writes `lines` in one go. Returns how many of them are whole in the file and, if not all, the error: the
-    /// part of a line that a full disk or a file-size limit let through is cut away again.
-    private mutating func write(_ lines: ArraySlice<[UInt8]>) -> (whole: Int, error: JustLogError?) {
-        var chunk: [UInt8] = []
-        chunk.reserveCapacity((endsMidLine ? 1 : 0) + lines.reduce(0) { $0 + $1.count })
-        if endsMidLine { chunk.append(UInt8(ascii: "\n")) }
-        let start = chunk.count
-        var ends: [Int] = []
-        ends.reserveCapacity(lines.count)
-        for line in lines {
-            chunk.append(contentsOf: line)
-            ends.append(chunk.count)
-        }
-        let (written, errorNumber) = writePrefix(descriptor, chunk)
-        guard let errorNumber else {
+    /// Writes the lines `range` of `lines` in one go. Returns how many of them are whole in the file and, if not
+    /// all, the error: the part of a line that a full disk or a file-size limit let through is cut away again.
+    private mutating func write(_ lines: LineBatch, _ range: Range<Int>) -> (whole: Int, error: JustLogError?) {
+        if endsMidLine {
+            // The torn line that could not be cut away ends here, so that the next line is whole.
+            let (written, errorNumber) = [UInt8(ascii: "\n")].withUnsafeBytes { writePrefix(descriptor, $0) }
+            if let errorNumber { return (0, writeError(errorNumber)) }
             size += written
             endsMidLine = false
-            return (lines.count, nil)
         }
-        let whole = ends.prefix { $0 <= written }.count
-        let kept = whole > 0 ? ends[whole - 1] : min(written, start)
+        let start = lines.start(of: range.lowerBound)
+        let (written, errorNumber) = lines.bytes.withUnsafeBytes { bytes in
+            writePrefix(descriptor, UnsafeRawBufferPointer(rebasing: bytes[start..<lines.ends[range.upperBound - 1]]))
+        }
+        guard let errorNumber else {
+            size += written
+            return (range.count, nil)
+        }
+        let whole = lines.ends[range].prefix { $0 - start <= written }.count
+        let kept = whole > 0 ? lines.ends[range.lowerBound + whole - 1] - start : 0
         if written > kept, !cutBack(written - kept) {
             // The torn line stays; its event is counted as lost, and the next write starts a new line.
             size += written
             endsMidLine = true
         } else {
             size += kept
-            if kept > 0 { endsMidLine = false }
         }
-        let error = JustLogError(
-            .fileSystem,
-            "cannot write to the log file \(path): \(String(cString: strerror(errorNumber)))"
-        )
-        return (whole, error)
+        return (whole, writeError(errorNumber))
+    }
+
+    private func writeError(_ errorNumber: Int32) -> JustLogError {
+        JustLogError(.fileSystem, "cannot write to the log file \(path): \(String(cString: strerror(errorNumber)))")
     }
 
     /// Truncates the file by the `count` bytes just written at its end; returns whether that worked.

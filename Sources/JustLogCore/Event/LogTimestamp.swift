@@ -108,7 +108,8 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
         self.nanosecondsSinceEpoch = seconds * 1_000_000_000 + Int64(millis) * 1_000_000
     }
 
-    private var split: (seconds: Int64, millis: Int) {
+    /// Whole seconds since the epoch (rounded down) and the milliseconds past them.
+    var split: (seconds: Int64, millis: Int) {
         let seconds = nanosecondsSinceEpoch.floorDiv(1_000_000_000)
         let millis = Int((nanosecondsSinceEpoch - seconds * 1_000_000_000) / 1_000_000)
         return (seconds, millis)

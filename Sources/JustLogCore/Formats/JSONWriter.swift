@@ -19,8 +19,8 @@ public enum JSONWriter {
     public static func write(_ value: LogValue, into out: inout [UInt8]) {
         switch value {
         case .string(let string): writeString(string, into: &out)
-        case .int(let int): out.append(contentsOf: String(int).utf8)
-        case .uint(let uint): out.append(contentsOf: String(uint).utf8)
+        case .int(let int): writeInteger(int, into: &out)
+        case .uint(let uint): writeInteger(uint, into: &out)
         case .double(let double): writeDouble(double, into: &out)
         case .bool(let bool): out.append(contentsOf: (bool ? "true" : "false").utf8)
         case .null: out.append(contentsOf: "null".utf8)
@@ -49,72 +49,147 @@ public enum JSONWriter {
     }
 
     static func writeDouble(_ double: Double, into out: inout [UInt8]) {
-        guard double.isFinite else {
-            // Unreachable through LogValue(any:), which turns these into strings; kept valid regardless.
-            writeString(double.isNaN ? "NaN" : (double < 0 ? "-Infinity" : "Infinity"), into: &out)
-            return
-        }
-        if double == double.rounded(.towardZero), abs(double) < 1e15 {
-            out.append(contentsOf: String(Int64(double)).utf8)
-            out.append(contentsOf: ".0".utf8)
-        } else {
-            out.append(contentsOf: "\(double)".utf8)
+        _ = out.write(atMost: 40) { writer in
+            writeDouble(double, into: &writer)
+            return true
         }
     }
 
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    /// Appends the decimal digits of `value` (what `String(value)` writes, without making a `String`).
+    static func writeInteger<Integer: FixedWidthInteger>(_ value: Integer, into out: inout [UInt8]) {
+        _ = out.write(atMost: 21) { writer in
+            writeInteger(value, into: &writer)
+            return true
+        }
+    }
+
+    /// Writes the decimal digits of `value`: at most 21 bytes.
+    static func writeInteger<Integer: FixedWidthInteger>(_ value: Integer, into out: inout RawWriter) {
+        if value < 0 { out.byte(UInt8(ascii: "-")) }
+        var magnitude = UInt64(value.magnitude)
+        // 20 digits hold any UInt64: written from the end of 24 bytes on the stack.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { digits in
+            var start = 24
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.bytes(UnsafeRawBufferPointer(rebasing: digits[start...]))
+        }
+    }
+
+    /// Writes `double` as ``write(_:into:)`` does: at most 40 bytes (a `Double`'s description is at most 24).
+    static func writeDouble(_ double: Double, into out: inout RawWriter) {
+        guard double.isFinite else {
+            out.byte(UInt8(ascii: "\""))
+            out.bytes(double.isNaN ? "NaN" : (double < 0 ? "-Infinity" : "Infinity"))
+            out.byte(UInt8(ascii: "\""))
+            return
+        }
+        if double == double.rounded(.towardZero), abs(double) < 1e15 {
+            writeInteger(Int64(double), into: &out)
+            out.byte(UInt8(ascii: "."))
+            out.byte(UInt8(ascii: "0"))
+        } else {
+            var text = "\(double)"
+            text.withUTF8 { out.bytes(UnsafeRawBufferPointer($0)) }
+        }
+    }
 
     /// Appends `string` as a JSON string literal: runs of bytes that need no escape are copied at once.
     public static func writeString(_ string: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
         var string = string
-        string.withUTF8 { bytes in
-            let count = bytes.count
-            var runStart = 0
-            var index = 0
-            while index < count {
-                let byte = bytes[index]
-                // Fast path: printable ASCII other than `"` and `\`, and UTF-8 bytes that are not E2.
-                if byte >= 0x20, byte != 0x22, byte != 0x5C, byte != 0x7F, byte != 0xE2 {
+        string.withUTF8 { writeString(utf8: UnsafeRawBufferPointer($0), into: &out) }
+    }
+
+    /// Appends the UTF-8 text `bytes` as a JSON string literal (see ``writeString(_:into:)``).
+    static func writeString(utf8 bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        _ = out.write(atMost: escapedBound(bytes.count)) { writer in
+            writeString(utf8: bytes, into: &writer)
+            return true
+        }
+    }
+
+    /// The most bytes the JSON string literal of `count` bytes of text takes: `\u00XX` for each, and the quotes.
+    static func escapedBound(_ count: Int) -> Int { 6 * count + 2 }
+
+    /// Writes the UTF-8 text `bytes` as a JSON string literal: at most ``escapedBound(_:)`` bytes.
+    static func writeString(utf8 bytes: UnsafeRawBufferPointer, into out: inout RawWriter) {
+        out.byte(UInt8(ascii: "\""))
+        let count = bytes.count
+        var runStart = 0
+        var index = 0
+        while index < count {
+            // Eight bytes at a time while none needs a look.
+            if index + 8 <= count,
+                !mayNeedEscape(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
+            {
+                index += 8
+                continue
+            }
+            let byte = bytes[index]
+            // Printable ASCII other than `"` and `\`, and UTF-8 bytes that are not E2.
+            if byte >= 0x20, byte != 0x22, byte != 0x5C, byte != 0x7F, byte != 0xE2 {
+                index += 1
+                continue
+            }
+            var width = 1
+            var replacement: StaticString?
+            switch byte {
+            case 0x22: replacement = "\\\""
+            case 0x5C: replacement = "\\\\"
+            case 0x0A: replacement = "\\n"
+            case 0x0D: replacement = "\\r"
+            case 0x09: replacement = "\\t"
+            case 0x08: replacement = "\\b"
+            case 0x0C: replacement = "\\f"
+            case 0xE2:
+                // U+2028 / U+2029 (E2 80 A8 / E2 80 A9) would end a line in JavaScript readers.
+                guard index + 2 < count, bytes[index + 1] == 0x80,
+                    bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9
+                else {
                     index += 1
                     continue
                 }
-                var width = 1
-                var replacement: StaticString?
-                switch byte {
-                case 0x22: replacement = "\\\""
-                case 0x5C: replacement = "\\\\"
-                case 0x0A: replacement = "\\n"
-                case 0x0D: replacement = "\\r"
-                case 0x09: replacement = "\\t"
-                case 0x08: replacement = "\\b"
-                case 0x0C: replacement = "\\f"
-                case 0xE2:
-                    // U+2028 / U+2029 (E2 80 A8 / E2 80 A9) would end a line in JavaScript readers.
-                    guard index + 2 < count, bytes[index + 1] == 0x80,
-                        bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9
-                    else {
-                        index += 1
-                        continue
-                    }
-                    replacement = bytes[index + 2] == 0xA8 ? "\\u2028" : "\\u2029"
-                    width = 3
-                default: break  // other C0 controls and DEL: \u00XX below
-                }
-                if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
-                if let replacement {
-                    replacement.withUTF8Buffer { out.append(contentsOf: $0) }
-                } else {
-                    out.append(contentsOf: [
-                        UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
-                    ])
-                }
-                index += width
-                runStart = index
+                replacement = bytes[index + 2] == 0xA8 ? "\\u2028" : "\\u2029"
+                width = 3
+            default: break  // other C0 controls and DEL: \u00XX below
             }
-            if count > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<count])) }
+            if index > runStart { out.bytes(UnsafeRawBufferPointer(rebasing: bytes[runStart..<index])) }
+            if let replacement {
+                out.bytes(replacement)
+            } else {
+                out.bytes("\\u00")
+                out.byte(hexDigit(byte >> 4))
+                out.byte(hexDigit(byte & 0xF))
+            }
+            index += width
+            runStart = index
         }
-        out.append(UInt8(ascii: "\""))
+        if count > runStart { out.bytes(UnsafeRawBufferPointer(rebasing: bytes[runStart..<count])) }
+        out.byte(UInt8(ascii: "\""))
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+    }
+
+    /// Whether any of the eight bytes of `word` may need escaping (a control character, `"`, `\`, DEL) or a look
+    /// (E2, the lead byte of U+2028 and U+2029). Never `false` for such a word; `true` only for one that has a
+    /// byte of those.
+    @inline(__always)
+    private static func mayNeedEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = hasZeroByte(word ^ (ones &* 0x22))
+        let backslash = hasZeroByte(word ^ (ones &* 0x5C))
+        let delete = hasZeroByte(word ^ (ones &* 0x7F))
+        let lead = hasZeroByte(word ^ (ones &* 0xE2))
+        return control | quote | backslash | delete | lead != 0
     }
 }

@@ -20,6 +20,17 @@ public struct LineFormat: Sendable {
         self.colors = colors
     }
 
+    /// `  ℹ️ INFO: ` of each level (by raw value): what follows the time in a file line.
+    private static let fileLevelTails: [[UInt8]] = LogLevel.allCases.map { Array("  \($0.emoji) \($0.label): ".utf8) }
+
+    /// Appends the file line's prefix, `2016-12-24 12:31:02.734  ℹ️ INFO: `, with the time from `times` (which
+    /// must write this format's line time: ``TimeTextCache/Form/line(_:)`` in ``timeZone``).
+    func writeFilePrefix(level: LogLevel, timestamp: LogTimestamp, times: inout TimeTextCache, into out: inout [UInt8])
+    {
+        times.write(timestamp, into: &out)
+        out.append(contentsOf: Self.fileLevelTails[level.rawValue])
+    }
+
     /// The prefix `2016-12-24 12:31:02.734  ℹ️ INFO: ` of both lines.
     public func prefix(for record: LogRecord) -> String {
         let time = record.timestamp.localLineTime(in: timeZone)

@@ -23,4 +23,19 @@ enum UTF8Order {
         }
         return (order ?? nil) ?? lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
     }
+
+    /// The same order for two byte ranges of one buffer (keys read in place from a journal record).
+    static func precedes(_ lhs: Range<Int>, _ rhs: Range<Int>, in bytes: UnsafeRawBufferPointer) -> Bool {
+        compare(UnsafeRawBufferPointer(rebasing: bytes[lhs]), UnsafeRawBufferPointer(rebasing: bytes[rhs])) < 0
+    }
+
+    /// Negative, zero or positive as `lhs` comes before, is equal to or comes after `rhs`.
+    static func compare(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Int {
+        let common = min(lhs.count, rhs.count)
+        if common > 0, let a = lhs.baseAddress, let b = rhs.baseAddress {
+            let difference = memcmp(a, b, common)
+            if difference != 0 { return Int(difference) }
+        }
+        return lhs.count - rhs.count
+    }
 }

@@ -105,38 +105,43 @@ public final class EventJournal: Sendable {
         spool.acknowledge(upTo: position)
     }
 
-    /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later), where the first
-    /// one starts (later than `position` if the records there were dropped at the cap) and the position after
-    /// them. A record that can't be decoded (written by a newer version) ends the batch: it and the rest of the
-    /// batch are counted in `unreadable` (and skipped).
-    func read(
-        from position: SpoolPosition,
-        before limit: SpoolPosition? = nil,
-        maxRecords: Int
-    ) -> (entries: [JournalEntry], count: Int, start: SpoolPosition, end: SpoolPosition, unreadable: Int) {
-        let batch = spool.read(from: position, before: limit, maxBytes: 4 << 20, maxRecords: maxRecords)
-        guard batch.recordCount > 0 else { return ([], 0, batch.start, batch.end, 0) }
+    /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later), each followed by
+    /// `\n`, with where the first one starts (later than `position` if the records there were dropped at the cap)
+    /// and the position after them.
+    func read(from position: SpoolPosition, before limit: SpoolPosition? = nil, maxRecords: Int) -> SpoolBatch {
+        spool.read(from: position, before: limit, maxBytes: 1 << 20, maxRecords: maxRecords)
+    }
+
+    /// The entries of `batch`. A record that can't be decoded (written by a newer version) ends the batch: it and
+    /// the rest of the batch are counted in `unreadable` (and skipped).
+    static func entries(of batch: SpoolBatch) -> (entries: [JournalEntry], unreadable: Int) {
         var entries: [JournalEntry] = []
         entries.reserveCapacity(batch.recordCount)
         var unreadable = 0
         batch.bytes.withUnsafeBytes { bytes in
             var offset = 0
             for _ in 0..<batch.recordCount {
-                guard offset < bytes.count else { break }
-                let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-                if let (entry, consumed) = try? JournalCodec.decode(rest), consumed < rest.count,
-                    rest[consumed] == UInt8(ascii: "\n")
-                {
-                    entries.append(entry)
-                    offset += consumed + 1
-                } else {
+                guard let (entry, next) = entry(in: bytes, at: offset) else {
                     // The codec can't tell where an unreadable record ends: the rest of this batch is lost.
-                    unreadable += batch.recordCount - entries.count
+                    unreadable = batch.recordCount - entries.count
                     break
                 }
+                entries.append(entry)
+                offset = next
             }
         }
-        return (entries, batch.recordCount, batch.start, batch.end, unreadable)
+        return (entries, unreadable)
+    }
+
+    /// The entry whose record starts at `offset` of a batch's bytes and where the next record starts, or `nil` if
+    /// it can't be decoded.
+    static func entry(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (JournalEntry, next: Int)? {
+        guard offset < bytes.count else { return nil }
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+        guard let (entry, consumed) = try? JournalCodec.decode(rest), consumed < rest.count,
+            rest[consumed] == UInt8(ascii: "\n")
+        else { return nil }
+        return (entry, offset + consumed + 1)
     }
 
     /// The bytes of the records not yet acknowledged.

@@ -376,6 +376,10 @@ struct RecordDispatcher: Sendable {
     let builder: RecordBuilder
     let sanitizer: Sanitizer?
     let journal: EventJournal?
+    /// The background destinations that write plain journal records straight from their bytes (by route).
+    private let plainWriters: [(any PlainBatchWriting)?]
+    /// Their format; `nil` when every record is built the general way (a sanitizer must see every record).
+    private let directFormat: DirectFormat?
 
     init(routes: [LogPipeline.Route], builder: RecordBuilder, sanitizer: Sanitizer?, journal: EventJournal? = nil) {
         self.routes = routes
@@ -385,6 +389,9 @@ struct RecordDispatcher: Sendable {
         self.builder = builder
         self.sanitizer = sanitizer
         self.journal = journal
+        self.plainWriters = backgroundRoutes.map { $0.destination as? any PlainBatchWriting }
+        let direct = sanitizer == nil && plainWriters.contains { $0 != nil }
+        self.directFormat = direct ? DirectFormat(builder: builder) : nil
     }
 
     func record(_ event: LogEvent, sequence: UInt64) -> LogRecord {
@@ -395,11 +402,7 @@ struct RecordDispatcher: Sendable {
 
     /// The record of an event read back from the journal, with the `event_id` it was given when it was logged.
     func record(recovered entry: JournalEntry) -> LogRecord {
-        var builder = builder
-        if builder.eventIDs.prefix != entry.eventIDPrefix {
-            builder.eventIDs = EventIDGenerator(prefix: entry.eventIDPrefix)
-        }
-        var record = builder.record(for: entry.event, sequence: entry.sequence)
+        var record = builder.record(for: entry.event, sequence: entry.sequence, eventIDPrefix: entry.eventIDPrefix)
         sanitizer?(&record)
         return record
     }
@@ -408,6 +411,88 @@ struct RecordDispatcher: Sendable {
         for route in inlineRoutes where record.level >= route.minimumLevel {
             route.destination.write(LogBatch(records: [record]))
         }
+    }
+
+    /// Writes records read from the journal to the background destinations, in order: plain ones straight from
+    /// their bytes to the destinations that can (see ``PlainBatch``), every other one built the general way.
+    /// Returns how many were written, and how many could not be read (a record the codec can't read ends the
+    /// chunk: it can't tell where that record ends).
+    func writeBackground(journaled chunk: SpoolBatch) -> (records: Int, unreadable: Int) {
+        chunk.bytes.withUnsafeBytes { bytes in
+            var plain: [JournalRecordView] = []
+            var members: [JournalRecordView.Member] = []
+            var built: [LogRecord] = []
+            func writePlain() {
+                guard let directFormat, !plain.isEmpty else { return }
+                let batch = PlainBatch(
+                    bytes: bytes,
+                    records: plain,
+                    members: members,
+                    format: directFormat,
+                    builder: builder
+                )
+                var records: [LogRecord]?
+                for (index, route) in backgroundRoutes.enumerated() {
+                    if let writer = plainWriters[index] {
+                        var routed = batch
+                        routed.minimumLevel = route.minimumLevel
+                        writer.write(routed)
+                        continue
+                    }
+                    let all = records ?? plain.indices.map(batch.record(at:))
+                    records = all
+                    let selected = all.filter { $0.level >= route.minimumLevel }
+                    if !selected.isEmpty { route.destination.write(LogBatch(records: selected)) }
+                }
+                plain.removeAll(keepingCapacity: true)
+                members.removeAll(keepingCapacity: true)
+            }
+            func writeBuilt() {
+                guard !built.isEmpty else { return }
+                writeBackground(built)
+                built.removeAll(keepingCapacity: true)
+            }
+            var offset = 0
+            var read = 0
+            while read < chunk.recordCount {
+                if let view = plainRecord(in: bytes, at: offset, members: &members) {
+                    writeBuilt()
+                    plain.append(view)
+                    offset = view.bytes.upperBound + 1
+                } else if let (entry, next) = EventJournal.entry(in: bytes, at: offset) {
+                    writePlain()
+                    built.append(record(recovered: entry))
+                    offset = next
+                } else {
+                    break
+                }
+                read += 1
+            }
+            writeBuilt()
+            writePlain()
+            return (read, chunk.recordCount - read)
+        }
+    }
+
+    /// The plain record at `offset` of a chunk's bytes, followed by its `\n`, if the direct format is on.
+    private func plainRecord(
+        in bytes: UnsafeRawBufferPointer,
+        at offset: Int,
+        members: inout [JournalRecordView.Member]
+    ) -> JournalRecordView? {
+        guard let directFormat, offset < bytes.count,
+            let view = JournalRecordView.plain(
+                in: bytes,
+                at: offset,
+                maximumMessageBytes: directFormat.limits.maximumMessageBytes,
+                members: &members
+            )
+        else { return nil }
+        guard view.bytes.upperBound < bytes.count, bytes[view.bytes.upperBound] == UInt8(ascii: "\n") else {
+            members.removeSubrange(view.members)
+            return nil
+        }
+        return view
     }
 
     func writeBackground(_ records: [LogRecord]) {

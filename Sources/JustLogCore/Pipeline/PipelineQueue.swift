@@ -684,12 +684,11 @@ final class PipelineQueue: @unchecked Sendable {
         var remaining = count
         var unreadable = 0
         if let journal = dispatcher.journal {
-            remaining = forEachJournalChunk(of: journal, from: from, before: to, count: count) { entries, chunk in
-                let records = entries.map(dispatcher.record(recovered:))
-                if !records.isEmpty { dispatcher.writeBackground(records) }
+            remaining = forEachJournalChunk(of: journal, from: from, before: to, count: count) { chunk in
+                let written = dispatcher.writeBackground(journaled: chunk)
                 journal.acknowledge(upTo: chunk.end)
-                unreadable += chunk.unreadable
-                lock.withLock { counters.delivered += UInt64(records.count) }
+                unreadable += written.unreadable
+                lock.withLock { counters.delivered += UInt64(written.records) }
             }
         }
         let lost = remaining + unreadable
@@ -723,8 +722,8 @@ final class PipelineQueue: @unchecked Sendable {
         var skipped = [Int](repeating: 0, count: routes.count)
         if newestHeld.contains(where: { $0 != nil }) {
             var index = 0
-            forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { entries, _ in
-                for entry in entries {
+            forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { chunk in
+                for entry in EventJournal.entries(of: chunk).entries {
                     index += 1
                     for (route, held) in newestHeld.enumerated()
                     where held?.prefix == entry.eventIDPrefix && held?.sequence == entry.sequence {
@@ -735,7 +734,8 @@ final class PipelineQueue: @unchecked Sendable {
         }
         var recovered = 0
         var unreadable = 0
-        forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { entries, chunk in
+        forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { chunk in
+            let (entries, chunkUnreadable) = EventJournal.entries(of: chunk)
             let records = entries.map(dispatcher.record(recovered:))
             for (index, route) in routes.enumerated() {
                 guard case .replay = plans[index] else { continue }
@@ -745,7 +745,7 @@ final class PipelineQueue: @unchecked Sendable {
             }
             journal.acknowledge(upTo: chunk.end)
             recovered += records.count
-            unreadable += chunk.unreadable
+            unreadable += chunkUnreadable
         }
         if unreadable > 0 {
             diagnostics.report(
@@ -770,16 +770,16 @@ final class PipelineQueue: @unchecked Sendable {
         from start: SpoolPosition,
         before limit: SpoolPosition? = nil,
         count: Int,
-        _ body: ([JournalEntry], (count: Int, end: SpoolPosition, unreadable: Int)) -> Void
+        _ body: (SpoolBatch) -> Void
     ) -> Int {
         var position = start
         var remaining = count
         while remaining > 0 {
             let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.batchLimit }
             let chunk = journal.read(from: position, before: limit, maxRecords: min(remaining, chunkLimit))
-            guard chunk.count > 0 else { break }
-            body(chunk.entries, (chunk.count, chunk.end, chunk.unreadable))
-            remaining -= chunk.count
+            guard chunk.recordCount > 0 else { break }
+            body(chunk)
+            remaining -= chunk.recordCount
             position = chunk.end
             _ = showProgress()
         }

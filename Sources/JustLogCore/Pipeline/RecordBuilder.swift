@@ -34,6 +34,15 @@ public struct RecordBuilder: Sendable {
         self.limits = limits
     }
 
+    /// The record of `event`, the `sequence`-th event of the pipeline whose `event_id`s have the prefix
+    /// `eventIDPrefix` (an event read back from the journal keeps the `event_id` it was given when it was logged).
+    func record(for event: LogEvent, sequence: UInt64, eventIDPrefix: UInt64) -> LogRecord {
+        guard eventIDs.prefix != eventIDPrefix else { return record(for: event, sequence: sequence) }
+        var builder = self
+        builder.eventIDs = EventIDGenerator(prefix: eventIDPrefix)
+        return builder.record(for: event, sequence: sequence)
+    }
+
     /// The record of `event`, the `sequence`-th event of its pipeline.
     public func record(for event: LogEvent, sequence: UInt64) -> LogRecord {
         var userInfo: [String: LogValue]

@@ -20,19 +20,22 @@ package func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32? {
 /// many bytes were written and, when that is not all of them, the `errno` of the write that failed (a full
 /// disk or a file-size limit can take the first part of a buffer and refuse the rest).
 package func writePrefix(_ descriptor: Int32, _ bytes: [UInt8]) -> (written: Int, error: Int32?) {
-    bytes.withUnsafeBytes { buffer in
-        var offset = 0
-        while offset < buffer.count {
-            let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return (offset, errno)
-            }
-            if written == 0 { return (offset, EIO) }
-            offset += written
+    bytes.withUnsafeBytes { writePrefix(descriptor, $0) }
+}
+
+/// Writes as much of `buffer` as the kernel takes (see ``writePrefix(_:_:)``).
+package func writePrefix(_ descriptor: Int32, _ buffer: UnsafeRawBufferPointer) -> (written: Int, error: Int32?) {
+    var offset = 0
+    while offset < buffer.count {
+        let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return (offset, errno)
         }
-        return (offset, nil)
+        if written == 0 { return (offset, EIO) }
+        offset += written
     }
+    return (offset, nil)
 }
 
 @inline(__always)

@@ -36,7 +36,7 @@ public import NIOCore
 /// configuration.token = "<token>"
 /// let logstash = try LogstashDestination(configuration: configuration)
 /// ```
-public final class LogstashDestination: LogDestination {
+public final class LogstashDestination: LogDestination, PlainBatchWriting {
     /// What the destination needs; defaults are documented on each member.
     public struct Configuration: Sendable {
         /// Where and how to connect: host, port, TLS, backoff, batch sizes.
@@ -84,6 +84,17 @@ public final class LogstashDestination: LogDestination {
     private let reports: ReportAppender
     private let retryScheduled = LockedValue(false)
     private let isShutDown = LockedValue(false)
+    /// What writing plain journal records straight from their bytes reuses from one batch to the next.
+    private let direct = LockedValue(DirectState())
+
+    private struct DirectState {
+        /// The format of the latest batch, and its presets with this destination's `token` (`nil` when the token
+        /// collides with a default: the general path renames).
+        var format: DirectFormat?
+        var presets: [[DirectFormat.Preset]]?
+        var times = TimeTextCache(.rfc3339)
+        var line: [UInt8] = []
+    }
 
     /// Opens (or recovers) the spool and starts the sender. A spool that can't be opened does not make this
     /// throw: the destination starts without it and keeps trying (see the type's discussion).
@@ -149,12 +160,50 @@ public final class LogstashDestination: LogDestination {
     public func write(_ batch: LogBatch) {
         var appended = 0
         for record in batch.records {
-            let outcome = appender.append(limiter.encode(record, token: configuration.token))
-            appended += outcome.spooled
-            if outcome.spooled == 0 {
-                handle(outcome, counting: false)
-            }
+            spool(limiter.encode(record, token: configuration.token), appended: &appended)
         }
+        finishWriting(appended: appended)
+    }
+
+    /// Writes plain journal records straight from their bytes: the same lines as ``write(_:)`` writes for their
+    /// records. A line past the collector's limit is left to the ``RecordSizeLimiter``.
+    package func write(_ batch: PlainBatch) {
+        var appended = 0
+        direct.withLock { state in
+            if state.format !== batch.format {
+                state.format = batch.format
+                state.presets =
+                    if let token = configuration.token {
+                        batch.format.presets(addingOwn: "token", .string(token))
+                    } else {
+                        Optional(batch.format.presets)
+                    }
+            }
+            for index in 0..<batch.count where batch.isIncluded(index) {
+                state.line.removeAll(keepingCapacity: true)
+                if let presets = state.presets,
+                    batch.writeFlattened(at: index, presets: presets, times: &state.times, into: &state.line),
+                    state.line.count <= limiter.maximumBytes
+                {
+                    spool(state.line, appended: &appended)
+                } else {
+                    spool(limiter.encode(batch.record(at: index), token: configuration.token), appended: &appended)
+                }
+            }
+            if state.line.capacity > 1 << 20 { state.line = [] }
+        }
+        finishWriting(appended: appended)
+    }
+
+    private func spool(_ line: [UInt8], appended: inout Int) {
+        let outcome = appender.append(line)
+        appended += outcome.spooled
+        if outcome.spooled == 0 {
+            handle(outcome, counting: false)
+        }
+    }
+
+    private func finishWriting(appended: Int) {
         if appended > 0 {
             metrics.appended(appended)
             client.recordsAppended(appended)

@@ -82,10 +82,12 @@ case "spool-cap":
     logger.logstashUseTLS = false
     logger.setup()
     let payload = String(repeating: "x", count: 1000)
-    for round in 1...3 {
+    for round in 1...4 {
         for index in 0..<40_000 { logger.info("round \(round) event \(index) \(payload)") }
         _ = logger.pipeline.flush(timeout: 0.2)
-        FileHandle.standardOutput.write(Data("round \(round) rss \(residentBytes())\n".utf8))
+        FileHandle.standardOutput.write(
+            Data("round \(round) rss \(residentBytes()) anon \(residentAnonymousBytes())\n".utf8)
+        )
     }
 
 case "spool-missing-folder": spoolMissingFolder(arguments)
@@ -128,6 +130,15 @@ func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let pages = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// The resident bytes that are not pages of mapped files (`RssAnon`): the heap and the stacks, without the spool's
+/// and the journal's segments, whose resident pages rise and fall by a segment as the oldest is dropped at the cap.
+func residentAnonymousBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") })
+    else { return 0 }
+    return (line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) * 1024
 }
 
 final class LockedFailure: @unchecked Sendable {

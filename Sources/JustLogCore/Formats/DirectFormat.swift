@@ -1,0 +1,350 @@
+/// Writes the aggregated form (SPEC §2) and the flattened form (SPEC §3) of a plain journal record straight from
+/// its bytes (see ``JournalRecordView``): byte for byte what ``RecordBuilder``, ``AggregatedFormat`` and
+/// ``FlattenedFormat`` write for the same event, without building a ``LogRecord`` — no dictionary, no `String`, no
+/// sort of `String`s, no allocation per event.
+///
+/// What does not change between events is rendered once, here: the `defaultUserInfo` members with `log_type` for
+/// each level (in key order), and the program's `app_version`, `device` and `version`. A record whose keys would
+/// collide with JustLog's own (a call's `log_type`, a flattened key that is also a metadata key) is not written:
+/// the writer returns `false` and the destination writes the record built the general way, which applies the
+/// renaming rules.
+package final class DirectFormat: Sendable {
+    /// A `userInfo` member every record of a level has: a `defaultUserInfo` member, or one of JustLog's own.
+    package struct Preset: Sendable {
+        let key: [UInt8]
+        /// `"key":value`, as the aggregated form writes it.
+        let member: [UInt8]
+        /// The same in the flattened form; `nil` if it is not one member there (a non-empty object).
+        let flattenedMember: [UInt8]?
+        /// JustLog's own key (`log_type`, a destination's `token`): a call's member with the same key is renamed,
+        /// which is the general path's work.
+        let isOwn: Bool
+    }
+
+    /// The presets of each level (by raw value), in key order.
+    package let presets: [[Preset]]
+    let limits: CaptureLimits
+    /// `,"metadata":{"app_version":…,"device":…,"event_id":"`
+    private let metadataHead: [UInt8]
+    /// `","version":…},"userInfo":{`
+    private let metadataTail: [UInt8]
+    /// JSON string literals of the runtime's fields, for the flattened form.
+    private let appVersion: [UInt8]
+    private let device: [UInt8]
+    private let osVersion: [UInt8]
+
+    /// The direct format of what `builder` builds, or `nil` when its defaults take one of JustLog's own keys (the
+    /// renaming is the general path's).
+    package init?(builder: RecordBuilder) {
+        guard builder.defaultUserInfo[UserInfoKey.logType] == nil else { return nil }
+        limits = builder.limits
+        presets = LogLevel.allCases.map { level in
+            var members = builder.defaultUserInfo.map { Self.preset($0.key, $0.value, isOwn: false) }
+            members.append(Self.preset(UserInfoKey.logType, .string(level.logType), isOwn: true))
+            return members.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        }
+        func json(_ text: String) -> [UInt8] {
+            var out: [UInt8] = []
+            JSONWriter.writeString(text, into: &out)
+            return out
+        }
+        appVersion = json(builder.runtime.appVersion)
+        device = json(builder.runtime.device)
+        osVersion = json(builder.runtime.osVersion)
+        metadataHead =
+            Array(#","metadata":{"app_version":"#.utf8) + appVersion + Array(#","device":"#.utf8) + device
+            + Array(#","event_id":""#.utf8)
+        metadataTail = Array(#"","version":"#.utf8) + osVersion + Array(#"},"userInfo":{"#.utf8)
+    }
+
+    static func preset(_ key: String, _ value: LogValue, isOwn: Bool) -> Preset {
+        var member: [UInt8] = []
+        JSONWriter.writeString(key, into: &member)
+        member.append(UInt8(ascii: ":"))
+        var flattened = member
+        JSONWriter.write(value, into: &member)
+        var flattenedValue = value
+        if key == UserInfoKey.errorCode, case .int(let code) = value { flattenedValue = .string(String(code)) }
+        let isNested: Bool
+        if case .object(let object) = value, !object.isEmpty { isNested = true } else { isNested = false }
+        JSONWriter.write(flattenedValue, into: &flattened)
+        return Preset(key: Array(key.utf8), member: member, flattenedMember: isNested ? nil : flattened, isOwn: isOwn)
+    }
+
+    /// The presets of each level with one more of JustLog's own members (a Logstash destination's `token`);
+    /// `nil` if a default member has its key (the renaming is the general path's).
+    package func presets(addingOwn key: String, _ value: LogValue) -> [[Preset]]? {
+        let bytes = Array(key.utf8)
+        guard !presets.contains(where: { $0.contains { $0.key == bytes } }) else { return nil }
+        return presets.map { members in
+            (members + [Self.preset(key, value, isOwn: true)]).sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        }
+    }
+
+    // MARK: - The aggregated form
+
+    /// Appends `{"message":…,"metadata":{…},"userInfo":{…}}` of `record`, or returns `false` (with `out` as it
+    /// was) when the record needs the general path.
+    func writeAggregated(
+        _ record: JournalRecordView,
+        in batch: PlainBatch,
+        times: inout TimeTextCache,
+        into out: inout [UInt8]
+    ) -> Bool {
+        let presets = presets[record.level.rawValue]
+        // Every byte of the record takes at most 6 in JSON (an escaped control character; a number's 9 bytes at
+        // most 21, a `false`'s 1 byte 5); the rest is this format's own text.
+        let bound =
+            6 * record.bytes.count + metadataHead.count + metadataTail.count + Self.presetsBound(presets) + 128
+        return out.write(atMost: bound) { out in
+            let bytes = batch.bytes
+            out.bytes(#"{"message":"#)
+            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]), into: &out)
+            out.bytes(metadataHead)
+            Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
+            out.bytes(#"","file":"#)
+            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.fileName]), into: &out)
+            out.bytes(#","function":"#)
+            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.function]), into: &out)
+            out.bytes(#","line":""#)
+            JSONWriter.writeInteger(record.line, into: &out)
+            out.bytes(#"","timestamp":""#)
+            times.write(record.timestamp, into: &out)
+            out.bytes(metadataTail)
+            var first = true
+            let written = forEachUserInfoMember(of: record, in: batch, presets: presets) { member in
+                if !first { out.byte(UInt8(ascii: ",")) }
+                first = false
+                switch member {
+                case .call(let member): Self.writeCallMember(member, in: bytes, flattened: false, into: &out)
+                case .preset(let preset): out.bytes(preset.member)
+                }
+                return true
+            }
+            out.byte(UInt8(ascii: "}"))
+            out.byte(UInt8(ascii: "}"))
+            return written
+        }
+    }
+
+    /// The most bytes `presets` take in either form, with a separator each.
+    private static func presetsBound(_ presets: [Preset]) -> Int {
+        var count = 0
+        for preset in presets { count += max(preset.member.count, preset.flattenedMember?.count ?? 0) + 1 }
+        return count
+    }
+
+    // MARK: - The flattened form
+
+    /// The flattened form's members that do not come from `userInfo`, in key order.
+    private enum FixedMember: Int, CaseIterable {
+        case timestamp, appVersion, device, eventID, file, function, line, message, version
+
+        static let keys: [[UInt8]] = [
+            "@timestamp", "app_version", "device", "event_id", "file", "function", "line", "message", "version",
+        ].map { Array($0.utf8) }
+    }
+
+    /// Appends the flattened JSON of `record` with the `userInfo` presets `presets` (``presets`` or what
+    /// ``presets(addingOwn:_:)`` made), or returns `false` (with `out` as it was) when the record needs the general
+    /// path: a key that two members would share.
+    func writeFlattened(
+        _ record: JournalRecordView,
+        in batch: PlainBatch,
+        presets: [[Preset]],
+        times: inout TimeTextCache,
+        into out: inout [UInt8]
+    ) -> Bool {
+        let presets = presets[record.level.rawValue]
+        let bound =
+            6 * record.bytes.count + appVersion.count + device.count + osVersion.count + Self.presetsBound(presets)
+            + 192
+        return out.write(atMost: bound) { out in
+            writeFlattened(record, in: batch, presets: presets, times: &times, into: &out)
+        }
+    }
+
+    private func writeFlattened(
+        _ record: JournalRecordView,
+        in batch: PlainBatch,
+        presets: [Preset],
+        times: inout TimeTextCache,
+        into out: inout RawWriter
+    ) -> Bool {
+        let bytes = batch.bytes
+        var next = 0
+        var first = true
+        func writeFixed(before key: UnsafeRawBufferPointer?) -> Bool {
+            while next < FixedMember.keys.count {
+                let fixedKey = FixedMember.keys[next]
+                if let key {
+                    let order = fixedKey.withUnsafeBytes { UTF8Order.compare($0, key) }
+                    if order == 0 { return false }
+                    if order > 0 { return true }
+                }
+                out.byte(UInt8(ascii: first ? "{" : ","))
+                first = false
+                out.byte(UInt8(ascii: "\""))
+                out.bytes(fixedKey)
+                out.byte(UInt8(ascii: "\""))
+                out.byte(UInt8(ascii: ":"))
+                writeFixedValue(FixedMember(rawValue: next)!)
+                next += 1
+            }
+            return true
+        }
+        func writeFixedValue(_ member: FixedMember) {
+            switch member {
+            case .timestamp:
+                out.byte(UInt8(ascii: "\""))
+                times.write(record.timestamp, into: &out)
+                out.byte(UInt8(ascii: "\""))
+            case .appVersion: out.bytes(appVersion)
+            case .device: out.bytes(device)
+            case .eventID:
+                out.byte(UInt8(ascii: "\""))
+                Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
+                out.byte(UInt8(ascii: "\""))
+            case .file:
+                JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.fileName]), into: &out)
+            case .function:
+                JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.function]), into: &out)
+            case .line:
+                out.byte(UInt8(ascii: "\""))
+                JSONWriter.writeInteger(record.line, into: &out)
+                out.byte(UInt8(ascii: "\""))
+            case .message:
+                JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]), into: &out)
+            case .version: out.bytes(osVersion)
+            }
+        }
+        let written = forEachUserInfoMember(of: record, in: batch, presets: presets) { member in
+            switch member {
+            case .call(let member):
+                guard writeFixed(before: UnsafeRawBufferPointer(rebasing: bytes[member.key])) else { return false }
+                out.byte(UInt8(ascii: first ? "{" : ","))
+                first = false
+                Self.writeCallMember(member, in: bytes, flattened: true, into: &out)
+            case .preset(let preset):
+                guard let flattened = preset.flattenedMember,
+                    preset.key.withUnsafeBytes({ writeFixed(before: $0) })
+                else { return false }
+                out.byte(UInt8(ascii: first ? "{" : ","))
+                first = false
+                out.bytes(flattened)
+            }
+            return true
+        }
+        guard written, writeFixed(before: nil) else { return false }
+        out.byte(UInt8(ascii: "}"))
+        return true
+    }
+
+    // MARK: - Members
+
+    enum UserInfoMember {
+        case call(JournalRecordView.Member)
+        case preset(Preset)
+    }
+
+    /// Calls `body` with each `userInfo` member of `record` in key order: the call's members merged with the
+    /// presets, a call's member replacing a default one with its key. Returns `false` as soon as `body` does, or
+    /// when a call's member has the key of one of JustLog's own.
+    private func forEachUserInfoMember(
+        of record: JournalRecordView,
+        in batch: PlainBatch,
+        presets: [Preset],
+        _ body: (UserInfoMember) -> Bool
+    ) -> Bool {
+        var next = 0
+        for index in record.members {
+            let member = batch.members[index]
+            let key = UnsafeRawBufferPointer(rebasing: batch.bytes[member.key])
+            while next < presets.count {
+                let preset = presets[next]
+                let order = preset.key.withUnsafeBytes { UTF8Order.compare($0, key) }
+                if order > 0 { break }
+                next += 1
+                if order == 0 {
+                    if preset.isOwn { return false }
+                    break  // the call's member replaces the default
+                }
+                guard body(.preset(preset)) else { return false }
+            }
+            guard body(.call(member)) else { return false }
+        }
+        while next < presets.count {
+            guard body(.preset(presets[next])) else { return false }
+            next += 1
+        }
+        return true
+    }
+
+    /// `"key":value` of a call's member. In the flattened form an integer `error_code` is a string (SPEC §3).
+    private static func writeCallMember(
+        _ member: JournalRecordView.Member,
+        in bytes: UnsafeRawBufferPointer,
+        flattened: Bool,
+        into out: inout RawWriter
+    ) {
+        let key = UnsafeRawBufferPointer(rebasing: bytes[member.key])
+        JSONWriter.writeString(utf8: key, into: &out)
+        out.byte(UInt8(ascii: ":"))
+        let content = member.value + 1
+        switch bytes[member.value] {
+        case 0:
+            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: content, as: UInt32.self)))
+            JSONWriter.writeString(
+                utf8: UnsafeRawBufferPointer(rebasing: bytes[content + 4..<content + 4 + length]),
+                into: &out
+            )
+        case 1:
+            let value = Int64(bitPattern: word(at: content, in: bytes))
+            let quoted = flattened && key.count == 10 && key.elementsEqual(UserInfoKey.errorCode.utf8)
+            if quoted { out.byte(UInt8(ascii: "\"")) }
+            JSONWriter.writeInteger(value, into: &out)
+            if quoted { out.byte(UInt8(ascii: "\"")) }
+        case 2: JSONWriter.writeInteger(word(at: content, in: bytes), into: &out)
+        case 3: JSONWriter.writeDouble(Double(bitPattern: word(at: content, in: bytes)), into: &out)
+        case 4: out.bytes("false")
+        case 5: out.bytes("true")
+        default: out.bytes("null")
+        }
+    }
+
+    private static func word(at offset: Int, in bytes: UnsafeRawBufferPointer) -> UInt64 {
+        UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    /// The 36 characters of ``EventIDGenerator/id(for:)``: `3f2a9c1d-8e7b-4a60-0000-000000000001`.
+    static func writeEventID(prefix: UInt64, sequence: UInt64, into out: inout RawWriter) {
+        // Hex digits of each half, in text order; then the dashes go between.
+        let prefixHigh = hexDigits(UInt32(truncatingIfNeeded: prefix >> 32))
+        let prefixLow = hexDigits(UInt32(truncatingIfNeeded: prefix))
+        let sequenceHigh = hexDigits(UInt32(truncatingIfNeeded: sequence >> 32))
+        let sequenceLow = hexDigits(UInt32(truncatingIfNeeded: sequence))
+        let dash = UInt64(UInt8(ascii: "-"))
+        // 8-4-4-4-12: bytes 0…7 | - | 8…11 | - | 12…15 | - | 16…19 | - | 20…31, as five little-endian words.
+        out.word(prefixHigh)
+        out.word(dash | (prefixLow & 0xFFFF_FFFF) << 8 | dash << 40 | (prefixLow >> 32 & 0xFFFF) << 48)
+        out.word((prefixLow >> 48) | dash << 16 | (sequenceHigh & 0xFFFF_FFFF) << 24 | dash << 56)
+        out.word(sequenceHigh >> 32 | (sequenceLow & 0xFFFF_FFFF) << 32)
+        out.word(UInt32(truncatingIfNeeded: sequenceLow >> 32))
+    }
+
+    /// The 8 lower-case hex digits of `value`, most significant first, as the bytes of a word from its least
+    /// significant byte up.
+    private static func hexDigits(_ value: UInt32) -> UInt64 {
+        // One nibble per byte, the most significant in the lowest byte.
+        var spread = UInt64(value.byteSwapped)
+        spread = (spread | spread << 16) & 0x0000_FFFF_0000_FFFF
+        spread = (spread | spread << 8) & 0x00FF_00FF_00FF_00FF
+        // Each byte now holds two nibbles of `value` in swapped order: split them.
+        let high = (spread >> 4) & 0x000F_000F_000F_000F
+        let low = spread & 0x000F_000F_000F_000F
+        let nibbles = high | low << 8
+        // 0…9 → '0'…'9', 10…15 → 'a'…'f': add '0', and 39 more where the nibble is 10 or more.
+        let letters = ((nibbles + 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return nibbles + 0x3030_3030_3030_3030 + letters * 39
+    }
+}

@@ -1,0 +1,88 @@
+/// Writes bytes into memory reserved beforehand (see ``Swift/Array/write(atMost:_:)``): a store and an
+/// increment per byte, where appending to an `[UInt8]` checks uniqueness and capacity every time. The formats
+/// that run once per event per destination write through it.
+///
+/// The reservation is the writer's contract: whoever reserves computes an upper bound of what will be written
+/// (JSON escaping at most sextuples a byte: `\u00XX`), and the writer checks it only in debug builds.
+package struct RawWriter {
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    /// The bytes written.
+    package private(set) var count = 0
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        base = buffer.baseAddress!
+        capacity = buffer.count
+    }
+
+    @inline(__always)
+    package mutating func byte(_ value: UInt8) {
+        assert(count < capacity, "RawWriter: past the reserved bytes")
+        base[count] = value
+        count += 1
+    }
+
+    @inline(__always)
+    package mutating func bytes(_ source: UnsafeRawBufferPointer) {
+        assert(count + source.count <= capacity, "RawWriter: past the reserved bytes")
+        let length = source.count
+        if length <= 16, let address = source.baseAddress {
+            // Short runs (keys, small values) in a loop: a call to memcpy costs more than they do.
+            for offset in 0..<length { base[count + offset] = address.load(fromByteOffset: offset, as: UInt8.self) }
+        } else if let address = source.baseAddress {
+            UnsafeMutableRawPointer(base + count).copyMemory(from: address, byteCount: length)
+        }
+        count += length
+    }
+
+    @inline(__always)
+    package mutating func bytes(_ source: [UInt8]) {
+        source.withUnsafeBytes { bytes($0) }
+    }
+
+    @inline(__always)
+    package mutating func bytes(_ source: StaticString) {
+        bytes(UnsafeRawBufferPointer(start: source.utf8Start, count: source.utf8CodeUnitCount))
+    }
+
+    /// The 8 bytes of `word` from its least significant up: text assembled in a register.
+    @inline(__always)
+    package mutating func word(_ word: UInt64) {
+        assert(count + 8 <= capacity, "RawWriter: past the reserved bytes")
+        UnsafeMutableRawPointer(base + count).storeBytes(of: word.littleEndian, as: UInt64.self)
+        count += 8
+    }
+
+    /// The 4 bytes of `word` from its least significant up.
+    @inline(__always)
+    package mutating func word(_ word: UInt32) {
+        assert(count + 4 <= capacity, "RawWriter: past the reserved bytes")
+        UnsafeMutableRawPointer(base + count).storeBytes(of: word.littleEndian, as: UInt32.self)
+        count += 4
+    }
+}
+
+/// Zeros to lengthen an array by before writing into it in place.
+private let zeros = [UInt8](repeating: 0, count: 1 << 16)
+
+extension Array where Element == UInt8 {
+    /// Writes at most `bound` bytes at the end of the array with `body`, in place; keeps them if `body` returns
+    /// `true`, and leaves the array as it was otherwise. Returns `body`'s answer.
+    package mutating func write(atMost bound: Int, _ body: (inout RawWriter) -> Bool) -> Bool {
+        let start = count
+        var remaining = bound
+        while remaining > 0 {
+            let chunk = Swift.min(remaining, zeros.count)
+            zeros.withUnsafeBufferPointer { append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<chunk])) }
+            remaining -= chunk
+        }
+        var written = 0
+        let kept = withUnsafeMutableBufferPointer { buffer in
+            var writer = RawWriter(UnsafeMutableBufferPointer(rebasing: buffer[start..<start + bound]))
+            defer { written = writer.count }
+            return body(&writer)
+        }
+        removeLast(kept ? bound - written : bound)
+        return kept
+    }
+}

@@ -1,0 +1,146 @@
+/// A plain journal record read in place: where its fields lie in the bytes the journal handed over, nothing
+/// copied, nothing decoded into `String`s or ``LogValue``s. Destinations that write straight from these bytes
+/// (see ``PlainBatch``) format an event once, with no allocation per event.
+///
+/// *Plain* is what the fast lane writes for the common call (``JournalCodec/withCallRecord``), and what the full
+/// capture writes for the same call: a message within ``CaptureLimits/maximumMessageBytes``, at most
+/// ``maximumMembers`` `userInfo` members whose values are strings, numbers, booleans or null, and no metadata,
+/// no truncation, no error. Any other record is read by ``JournalCodec/decode(_:)`` into a ``LogEvent``.
+struct JournalRecordView: Sendable {
+    /// More members than this are sorted by the general path (the in-place sort is quadratic).
+    static let maximumMembers = 64
+
+    var level: LogLevel
+    var sequence: UInt64
+    var eventIDPrefix: UInt64
+    var timestamp: LogTimestamp
+    var line: UInt64
+    /// Where the record starts, and where it ends (its `\n` separator is not part of it).
+    var bytes: Range<Int>
+    /// The call site's file (its path, and its name: the last component), function and message, as UTF-8.
+    var file: Range<Int>
+    var fileName: Range<Int>
+    var function: Range<Int>
+    var message: Range<Int>
+    /// The record's `userInfo` members, in byte order of their keys: a range of the batch's member list.
+    var members: Range<Int>
+
+    /// One `userInfo` member: where its key's UTF-8 lies and where its value's tag byte is.
+    struct Member: Sendable {
+        var key: Range<Int>
+        var value: Int
+    }
+
+    /// Reads the record that starts at `start` in `bytes` if it is plain (messages up to `maximumMessageBytes`),
+    /// appending its members to `members` in key order; `nil` (and `members` as it was) if it is not plain or
+    /// not whole.
+    static func plain(
+        in bytes: UnsafeRawBufferPointer,
+        at start: Int,
+        maximumMessageBytes: Int,
+        members: inout [Member]
+    ) -> JournalRecordView? {
+        let firstMember = members.count
+        var reader = InPlaceReader(bytes: bytes, offset: start)
+        guard let view = reader.plainRecord(maximumMessageBytes: maximumMessageBytes, members: &members) else {
+            members.removeSubrange(firstMember...)
+            return nil
+        }
+        var record = view
+        record.members = firstMember..<members.count
+        record.bytes = start..<reader.offset
+        sortByKey(&members, record.members, in: bytes)
+        return record
+    }
+
+    /// Insertion sort by key bytes: a handful of members, already partly ordered by the dictionary's hashing.
+    private static func sortByKey(_ members: inout [Member], _ range: Range<Int>, in bytes: UnsafeRawBufferPointer) {
+        guard range.count > 1 else { return }
+        for index in range.lowerBound + 1..<range.upperBound {
+            let member = members[index]
+            var slot = index
+            while slot > range.lowerBound, UTF8Order.precedes(member.key, members[slot - 1].key, in: bytes) {
+                members[slot] = members[slot - 1]
+                slot -= 1
+            }
+            members[slot] = member
+        }
+    }
+}
+
+/// Reads the journal's encoding (see ``JournalCodec``) where it lies, checking every length against the bytes.
+private struct InPlaceReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset: Int
+
+    var remaining: Int { bytes.count - offset }
+
+    @inline(__always)
+    mutating func byte() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    @inline(__always)
+    mutating func word() -> UInt64? {
+        guard remaining >= 8 else { return nil }
+        defer { offset += 8 }
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    @inline(__always)
+    mutating func string() -> Range<Int>? {
+        guard remaining >= 4 else { return nil }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        guard length <= remaining - 4 else { return nil }
+        defer { offset += 4 + length }
+        return offset + 4..<offset + 4 + length
+    }
+
+    /// A scalar value (tags 0 … 6), skipped; `false` for a nested one or damage.
+    @inline(__always)
+    mutating func scalar() -> Bool {
+        switch byte() {
+        case 0: return string() != nil
+        case 1, 2, 3: return word() != nil
+        case 4, 5, 6: return true
+        default: return false
+        }
+    }
+
+    mutating func plainRecord(
+        maximumMessageBytes: Int,
+        members: inout [JournalRecordView.Member]
+    ) -> JournalRecordView? {
+        guard byte() == JournalCodec.version, let levelByte = byte(), let level = LogLevel(rawValue: Int(levelByte)),
+            let sequence = word(), let prefix = word(), let timestamp = word(), let line = word(),
+            let file = string(), let function = string(), let message = string(),
+            message.count <= maximumMessageBytes,
+            let count = word(), count <= JournalRecordView.maximumMembers
+        else { return nil }
+        for _ in 0..<count {
+            guard let key = string() else { return nil }
+            let value = offset
+            guard scalar() else { return nil }
+            members.append(.init(key: key, value: value))
+        }
+        // No metadata, no truncations, no error.
+        guard word() == 0, word() == 0, byte() == 0 else { return nil }
+        var nameStart = file.upperBound
+        while nameStart > file.lowerBound, bytes[nameStart - 1] != UInt8(ascii: "/") { nameStart -= 1 }
+        return JournalRecordView(
+            level: level,
+            sequence: sequence,
+            eventIDPrefix: prefix,
+            timestamp: LogTimestamp(nanosecondsSinceEpoch: Int64(bitPattern: timestamp)),
+            line: line,
+            bytes: 0..<0,
+            file: file,
+            fileName: nameStart..<file.upperBound,
+            function: function,
+            message: message,
+            members: 0..<0
+        )
+    }
+}

@@ -1,0 +1,254 @@
+import Foundation
+import Testing
+
+@testable import JustLogCore
+
+/// The direct format writes a plain journal record's lines straight from its bytes: they must be, byte for byte,
+/// the lines the general path (``RecordBuilder`` and the formats) writes for the same event — including where the
+/// direct format declines a record and the general path's renaming takes over.
+@Suite struct DirectFormatTests {
+    static let prefix: UInt64 = 0x3f2a_9c1d_8e7b_4a60
+    static let runtime = RuntimeInfo(appVersion: "1.2 \"beta\"", osVersion: "Linux 6.1", device: "x86_64\nbox")
+    static let zone = TimeZone(identifier: "Europe/Paris")!
+
+    /// Events that exercise the writer: escapes, keys before, between and after the presets, every scalar type,
+    /// keys that collide with JustLog's own or with the flattened metadata, times across seconds and before 1970.
+    static let events: [LogEvent] = {
+        let site = CallSite(file: "/src/App/Checkout \"view\".swift", function: "pay(_:)", line: 1234)
+        let bare = CallSite(file: "NoFolder.swift", function: "f", line: 0)
+        func event(
+            _ level: LogLevel,
+            _ message: String,
+            _ userInfo: [String: LogValue],
+            at nanoseconds: Int64 = 1_482_582_698_475_000_000,
+            site: CallSite = site
+        ) -> LogEvent {
+            LogEvent(
+                level: level,
+                message: message,
+                userInfo: userInfo,
+                callSite: site,
+                timestamp: LogTimestamp(nanosecondsSinceEpoch: nanoseconds)
+            )
+        }
+        return [
+            event(.info, "user signed in", ["userID": .int(42), "plan": .string("gold"), "attempt": .int(1)]),
+            event(.verbose, "", [:], site: bare),
+            event(
+                .debug,
+                "quote \" backslash \\ newline \n tab \t nul \u{0} del \u{7F} ls \u{2028} ps \u{2029} é ☃ 🚀",
+                [:]
+            ),
+            event(
+                .warning,
+                "every scalar",
+                [
+                    "string": .string("x\"y"), "negative": .int(-9_223_372_036_854_775_808), "big": .uint(.max),
+                    "double": .double(1.5), "whole": .double(3), "huge": .double(1e20), "tiny": .double(-2.5e-8),
+                    "yes": .bool(true), "no": .bool(false), "nothing": .null, "": .string("empty key"),
+                    "é": .int(1), "Z": .int(2), "a.b": .int(3),
+                ]
+            ),
+            event(.error, "keys around the presets", ["aaa": .int(1), "env": .string("call wins"), "zzz": .int(2)]),
+            event(.info, "a call's log_type is renamed", ["log_type": .string("mine")]),
+            event(.info, "flattened: a metadata key in userInfo", ["file": .string("mine"), "line": .int(7)]),
+            event(.info, "flattened: error_code is a string", ["error_code": .int(-3)]),
+            event(.info, "next second", ["n": .int(1)], at: 1_482_582_699_000_000_000),
+            event(.info, "same second", ["n": .int(2)], at: 1_482_582_699_999_999_999),
+            event(.info, "before 1970", ["n": .int(3)], at: -1_500_000_000),
+            // Every byte escaped as \u00XX: the most a record's text can grow, which the writer reserves.
+            event(
+                .warning,
+                String(repeating: "\u{1}", count: 50),
+                ["\u{2}\u{3}": .string(String(repeating: "\u{1F}", count: 10)), "\u{7F}": .bool(false)],
+                site: CallSite(file: "/\u{1}/\u{2}\u{3}", function: "\u{4}\u{5}\u{6}", line: .max)
+            ),
+            event(.info, "a DST change in Paris", [:], at: 1_711_846_799_999_000_000),
+            event(.info, "after it", [:], at: 1_711_846_800_000_000_000),
+        ]
+    }()
+
+    static let defaults: [[String: LogValue]] = [
+        [:],
+        ["env": .string("prod"), "build": .int(7), "tags": .array([.string("a"), .int(1)])],
+        ["error_code": .int(5), "nested": .object(["x": .int(1)]), "empty": .object([:])],
+        ["message": .string("default shadows the message")],
+    ]
+
+    private func builder(_ defaults: [String: LogValue]) -> RecordBuilder {
+        RecordBuilder(defaultUserInfo: defaults, runtime: Self.runtime, eventIDs: EventIDGenerator(prefix: Self.prefix))
+    }
+
+    /// The events' journal records, back to back with their `\n`, as the journal hands them over.
+    private func chunk(_ events: [LogEvent], firstSequence: UInt64 = 41) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for (index, event) in events.enumerated() {
+            var event = event
+            var record = JournalCodec.record(of: &event, eventIDPrefix: Self.prefix, errorLimits: CaptureLimits())
+            JournalCodec.setSequence(firstSequence + UInt64(index), in: &record)
+            bytes += record + [UInt8(ascii: "\n")]
+        }
+        return bytes
+    }
+
+    /// Reads every record of `bytes` with ``JournalRecordView`` and hands the batch to `body`.
+    private func withBatch<T>(
+        _ bytes: [UInt8],
+        count: Int,
+        format: DirectFormat,
+        builder: RecordBuilder,
+        _ body: (PlainBatch) throws -> T
+    ) throws -> T {
+        try bytes.withUnsafeBytes { raw in
+            var members: [JournalRecordView.Member] = []
+            var records: [JournalRecordView] = []
+            var offset = 0
+            for _ in 0..<count {
+                let view = try #require(
+                    JournalRecordView.plain(in: raw, at: offset, maximumMessageBytes: 1 << 20, members: &members)
+                )
+                #expect(raw[view.bytes.upperBound] == UInt8(ascii: "\n"))
+                records.append(view)
+                offset = view.bytes.upperBound + 1
+            }
+            #expect(offset == raw.count)
+            return try body(
+                PlainBatch(bytes: raw, records: records, members: members, format: format, builder: builder)
+            )
+        }
+    }
+
+    @Test(arguments: 0..<4)
+    func fileLinesAreTheGeneralPathsLines(defaultsIndex: Int) throws {
+        let builder = builder(Self.defaults[defaultsIndex])
+        let format = try #require(DirectFormat(builder: builder))
+        let lineFormat = LineFormat(timeZone: Self.zone)
+        let direct = try withBatch(chunk(Self.events), count: Self.events.count, format: format, builder: builder) {
+            batch in
+            var lineTimes = TimeTextCache(.line(Self.zone))
+            var timestamps = TimeTextCache(.rfc3339)
+            var out: [UInt8] = []
+            for index in 0..<batch.count {
+                lineFormat.writeFilePrefix(
+                    level: batch.level(at: index),
+                    timestamp: batch.timestamp(at: index),
+                    times: &lineTimes,
+                    into: &out
+                )
+                batch.writeAggregated(at: index, times: &timestamps, into: &out)
+                out.append(UInt8(ascii: "\n"))
+            }
+            return out
+        }
+        var general: [UInt8] = []
+        for (index, event) in Self.events.enumerated() {
+            lineFormat.writeFileLine(for: builder.record(for: event, sequence: 41 + UInt64(index)), into: &general)
+        }
+        #expect(String(decoding: direct, as: UTF8.self) == String(decoding: general, as: UTF8.self))
+    }
+
+    @Test(arguments: 0..<4)
+    func flattenedLinesAreTheGeneralPathsLines(defaultsIndex: Int) throws {
+        let builder = builder(Self.defaults[defaultsIndex])
+        let format = try #require(DirectFormat(builder: builder))
+        for token in [nil, "secret"] as [String?] {
+            var presets = format.presets
+            if let token { presets = try #require(format.presets(addingOwn: "token", .string(token))) }
+            let written = try withBatch(chunk(Self.events), count: Self.events.count, format: format, builder: builder)
+            {
+                batch in
+                var times = TimeTextCache(.rfc3339)
+                return (0..<batch.count).map { index -> [UInt8]? in
+                    var out: [UInt8] = [1, 2, 3]
+                    guard batch.writeFlattened(at: index, presets: presets, times: &times, into: &out) else {
+                        #expect(out == [1, 2, 3], "a declined record leaves the buffer as it was")
+                        return nil
+                    }
+                    return Array(out.dropFirst(3))
+                }
+            }
+            var declined = 0
+            for (index, event) in Self.events.enumerated() {
+                var record = builder.record(for: event, sequence: 41 + UInt64(index))
+                if let token {
+                    KeyCollision.insert("token", .string(token), into: &record.userInfo, displacedSuffix: "userInfo")
+                }
+                guard let direct = written[index] else {
+                    declined += 1
+                    continue
+                }
+                #expect(
+                    String(decoding: direct, as: UTF8.self)
+                        == String(decoding: FlattenedFormat.encode(record), as: UTF8.self),
+                    "event \(index): \(event.message)"
+                )
+            }
+            // What must be declined: a call's log_type; userInfo keys that are flattened metadata keys; a default
+            // that is a non-empty object; a default `message`.
+            switch defaultsIndex {
+            case 2, 3: #expect(declined == Self.events.count)
+            default: #expect(declined == 2)
+            }
+        }
+    }
+
+    @Test func aDefaultLogTypeLeavesEveryRecordToTheGeneralPath() {
+        #expect(DirectFormat(builder: builder(["log_type": .string("custom")])) == nil)
+        let format = DirectFormat(builder: builder(["token": .string("default")]))
+        #expect(format?.presets(addingOwn: "token", .string("own")) == nil)
+    }
+
+    @Test func recordsThatAreNotPlainAreNotReadInPlace() throws {
+        let site = CallSite(file: "a.swift", function: "f", line: 1)
+        let now = LogTimestamp(nanosecondsSinceEpoch: 0)
+        let notPlain = [
+            LogEvent(
+                level: .info,
+                message: "nested",
+                userInfo: ["a": .object(["b": .int(1)])],
+                callSite: site,
+                timestamp: now
+            ),
+            LogEvent(level: .info, message: "array", userInfo: ["a": .array([])], callSite: site, timestamp: now),
+            LogEvent(level: .info, message: "metadata", metadata: ["m": .int(1)], callSite: site, timestamp: now),
+            LogEvent(level: .info, message: "cut", callSite: site, timestamp: now, truncations: ["userInfo: cut"]),
+            LogEvent(
+                level: .error,
+                message: "error",
+                error: NSError(domain: "d", code: 1),
+                callSite: site,
+                timestamp: now
+            ),
+            LogEvent(level: .info, message: String(repeating: "x", count: 101), callSite: site, timestamp: now),
+            LogEvent(
+                level: .info,
+                message: "too many members",
+                userInfo: Dictionary(
+                    uniqueKeysWithValues: (0...JournalRecordView.maximumMembers).map { ("k\($0)", LogValue.int(1)) }
+                ),
+                callSite: site,
+                timestamp: now
+            ),
+        ]
+        for event in notPlain {
+            let bytes = chunk([event])
+            var members: [JournalRecordView.Member] = [.init(key: 0..<0, value: 0)]
+            let view = bytes.withUnsafeBytes {
+                JournalRecordView.plain(in: $0, at: 0, maximumMessageBytes: 100, members: &members)
+            }
+            #expect(view == nil, "\(event.message)")
+            #expect(members.count == 1, "a record not read leaves the member list as it was")
+        }
+    }
+
+    @Test func aTornRecordIsNotRead() throws {
+        let bytes = chunk(Array(Self.events.prefix(1)))
+        for length in 0..<bytes.count - 1 {
+            var members: [JournalRecordView.Member] = []
+            let view = Array(bytes.prefix(length)).withUnsafeBytes {
+                JournalRecordView.plain(in: $0, at: 0, maximumMessageBytes: 1 << 20, members: &members)
+            }
+            #expect(view == nil && members.isEmpty, "\(length) bytes")
+        }
+    }
+}
