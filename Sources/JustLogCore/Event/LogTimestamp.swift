@@ -65,7 +65,9 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     /// The line time in a given time zone (tests pin one, lines use the local zone).
     public func localLineTime(in zone: TimeZone) -> String {
         let (seconds, millis) = split
-        let offset = zone.secondsFromGMT(for: date)
+        // The offset of the whole second (zones change at whole seconds): `date` rounds to the next second in its
+        // last 128 ns, which would show the new offset a few nanoseconds early.
+        let offset = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds)))
         var time = time_t(seconds + Int64(offset))
         var parts = tm()
         gmtime_r(&time, &parts)

@@ -23,6 +23,11 @@ package final class DirectFormat: Sendable {
 
     /// The presets of each level (by raw value), in key order.
     package let presets: [[Preset]]
+    /// Whether a default key has a byte past ASCII, or one of the ASCII characters that another character is
+    /// canonically equivalent to (`K`, `;`, `` ` ``): then a call's key may equal it as Swift compares `String`s
+    /// (which is how the general path merges them) with other bytes, and such a call is the general path's.
+    private let defaultKeysHaveNonASCII: Bool
+    private let defaultKeysHaveTwinnedASCII: Bool
     let limits: CaptureLimits
     /// `,"metadata":{"app_version":…,"device":…,"event_id":"`
     private let metadataHead: [UInt8]
@@ -38,6 +43,8 @@ package final class DirectFormat: Sendable {
     package init?(builder: RecordBuilder) {
         guard builder.defaultUserInfo[UserInfoKey.logType] == nil else { return nil }
         limits = builder.limits
+        defaultKeysHaveNonASCII = builder.defaultUserInfo.keys.contains { $0.utf8.contains { $0 >= 0x80 } }
+        defaultKeysHaveTwinnedASCII = builder.defaultUserInfo.keys.contains { $0.utf8.contains(where: Self.isTwinned) }
         presets = LogLevel.allCases.map { level in
             var members = builder.defaultUserInfo.map { Self.preset($0.key, $0.value, isOwn: false) }
             members.append(Self.preset(UserInfoKey.logType, .string(level.logType), isOwn: true))
@@ -111,19 +118,19 @@ package final class DirectFormat: Sendable {
             out.bytes(#"","timestamp":""#)
             times.write(record.timestamp, into: &out)
             out.bytes(metadataTail)
+            var members = UserInfoMerge(of: record, in: batch, presets: presets, format: self)
             var first = true
-            let written = forEachUserInfoMember(of: record, in: batch, presets: presets) { member in
+            while let member = members.next() {
                 if !first { out.byte(UInt8(ascii: ",")) }
                 first = false
                 switch member {
                 case .call(let member): Self.writeCallMember(member, in: bytes, flattened: false, into: &out)
-                case .preset(let preset): out.bytes(preset.member)
+                case .preset(let index): out.bytes(presets[index].member)
                 }
-                return true
             }
             out.byte(UInt8(ascii: "}"))
             out.byte(UInt8(ascii: "}"))
-            return written
+            return !members.declined
         }
     }
 
@@ -172,112 +179,166 @@ package final class DirectFormat: Sendable {
         into out: inout RawWriter
     ) -> Bool {
         let bytes = batch.bytes
-        var next = 0
+        var fixed = 0
         var first = true
-        func writeFixed(before key: UnsafeRawBufferPointer?) -> Bool {
-            while next < FixedMember.keys.count {
-                let fixedKey = FixedMember.keys[next]
-                if let key {
-                    let order = fixedKey.withUnsafeBytes { UTF8Order.compare($0, key) }
-                    if order == 0 { return false }
-                    if order > 0 { return true }
+        var members = UserInfoMerge(of: record, in: batch, presets: presets, format: self)
+        while let member = members.next() {
+            if case .preset(let index) = member, presets[index].flattenedMember == nil { return false }
+            // The fixed members that come before this one.
+            while fixed < FixedMember.keys.count {
+                let order = FixedMember.keys[fixed].withUnsafeBytes { fixedKey in
+                    switch member {
+                    case .call(let member):
+                        UTF8Order.compare(fixedKey, UnsafeRawBufferPointer(rebasing: bytes[member.key]))
+                    case .preset(let index): presets[index].key.withUnsafeBytes { UTF8Order.compare(fixedKey, $0) }
+                    }
                 }
-                out.byte(UInt8(ascii: first ? "{" : ","))
-                first = false
-                out.byte(UInt8(ascii: "\""))
-                out.bytes(fixedKey)
-                out.byte(UInt8(ascii: "\""))
-                out.byte(UInt8(ascii: ":"))
-                writeFixedValue(FixedMember(rawValue: next)!)
-                next += 1
+                if order == 0 { return false }
+                if order > 0 { break }
+                writeFixed(fixed, of: record, in: bytes, first: &first, times: &times, into: &out)
+                fixed += 1
             }
-            return true
-        }
-        func writeFixedValue(_ member: FixedMember) {
+            out.byte(UInt8(ascii: first ? "{" : ","))
+            first = false
             switch member {
-            case .timestamp:
-                out.byte(UInt8(ascii: "\""))
-                times.write(record.timestamp, into: &out)
-                out.byte(UInt8(ascii: "\""))
-            case .appVersion: out.bytes(appVersion)
-            case .device: out.bytes(device)
-            case .eventID:
-                out.byte(UInt8(ascii: "\""))
-                Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
-                out.byte(UInt8(ascii: "\""))
-            case .file:
-                JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.fileName]), into: &out)
-            case .function:
-                JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.function]), into: &out)
-            case .line:
-                out.byte(UInt8(ascii: "\""))
-                JSONWriter.writeInteger(record.line, into: &out)
-                out.byte(UInt8(ascii: "\""))
-            case .message:
-                JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]), into: &out)
-            case .version: out.bytes(osVersion)
+            case .call(let member): Self.writeCallMember(member, in: bytes, flattened: true, into: &out)
+            case .preset(let index): out.bytes(presets[index].flattenedMember!)
             }
         }
-        let written = forEachUserInfoMember(of: record, in: batch, presets: presets) { member in
-            switch member {
-            case .call(let member):
-                guard writeFixed(before: UnsafeRawBufferPointer(rebasing: bytes[member.key])) else { return false }
-                out.byte(UInt8(ascii: first ? "{" : ","))
-                first = false
-                Self.writeCallMember(member, in: bytes, flattened: true, into: &out)
-            case .preset(let preset):
-                guard let flattened = preset.flattenedMember,
-                    preset.key.withUnsafeBytes({ writeFixed(before: $0) })
-                else { return false }
-                out.byte(UInt8(ascii: first ? "{" : ","))
-                first = false
-                out.bytes(flattened)
-            }
-            return true
+        guard !members.declined else { return false }
+        while fixed < FixedMember.keys.count {
+            writeFixed(fixed, of: record, in: bytes, first: &first, times: &times, into: &out)
+            fixed += 1
         }
-        guard written, writeFixed(before: nil) else { return false }
         out.byte(UInt8(ascii: "}"))
         return true
+    }
+
+    /// `"key":value` of the fixed member `index`, after a separator.
+    private func writeFixed(
+        _ index: Int,
+        of record: JournalRecordView,
+        in bytes: UnsafeRawBufferPointer,
+        first: inout Bool,
+        times: inout TimeTextCache,
+        into out: inout RawWriter
+    ) {
+        out.byte(UInt8(ascii: first ? "{" : ","))
+        first = false
+        out.byte(UInt8(ascii: "\""))
+        out.bytes(FixedMember.keys[index])
+        out.byte(UInt8(ascii: "\""))
+        out.byte(UInt8(ascii: ":"))
+        switch FixedMember(rawValue: index)! {
+        case .timestamp:
+            out.byte(UInt8(ascii: "\""))
+            times.write(record.timestamp, into: &out)
+            out.byte(UInt8(ascii: "\""))
+        case .appVersion: out.bytes(appVersion)
+        case .device: out.bytes(device)
+        case .eventID:
+            out.byte(UInt8(ascii: "\""))
+            Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
+            out.byte(UInt8(ascii: "\""))
+        case .file: JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.fileName]), into: &out)
+        case .function:
+            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.function]), into: &out)
+        case .line:
+            out.byte(UInt8(ascii: "\""))
+            JSONWriter.writeInteger(record.line, into: &out)
+            out.byte(UInt8(ascii: "\""))
+        case .message:
+            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]), into: &out)
+        case .version: out.bytes(osVersion)
+        }
     }
 
     // MARK: - Members
 
     enum UserInfoMember {
         case call(JournalRecordView.Member)
-        case preset(Preset)
+        /// The index of a preset.
+        case preset(Int)
     }
 
-    /// Calls `body` with each `userInfo` member of `record` in key order: the call's members merged with the
-    /// presets, a call's member replacing a default one with its key. Returns `false` as soon as `body` does, or
-    /// when a call's member has the key of one of JustLog's own.
-    private func forEachUserInfoMember(
-        of record: JournalRecordView,
-        in batch: PlainBatch,
-        presets: [Preset],
-        _ body: (UserInfoMember) -> Bool
-    ) -> Bool {
-        var next = 0
-        for index in record.members {
-            let member = batch.members[index]
-            let key = UnsafeRawBufferPointer(rebasing: batch.bytes[member.key])
-            while next < presets.count {
-                let preset = presets[next]
-                let order = preset.key.withUnsafeBytes { UTF8Order.compare($0, key) }
-                if order > 0 { break }
-                next += 1
-                if order == 0 {
-                    if preset.isOwn { return false }
-                    break  // the call's member replaces the default
-                }
-                guard body(.preset(preset)) else { return false }
+    /// The `userInfo` members of a record in key order: the call's members merged with the presets, a call's
+    /// member replacing a default one with its key. It stops, with ``declined`` set, at a call's member whose key
+    /// is one of JustLog's own, or may equal a default key spelled otherwise.
+    struct UserInfoMerge {
+        private let bytes: UnsafeRawBufferPointer
+        private let members: [JournalRecordView.Member]
+        private let presets: [Preset]
+        private let format: DirectFormat
+        private var member: Int
+        private let end: Int
+        private var preset = 0
+        /// The member whose key was last checked against the defaults' other spellings.
+        private var checked = -1
+        private(set) var declined = false
+
+        init(of record: JournalRecordView, in batch: PlainBatch, presets: [Preset], format: DirectFormat) {
+            bytes = batch.bytes
+            members = batch.members
+            self.presets = presets
+            self.format = format
+            member = record.members.lowerBound
+            end = record.members.upperBound
+        }
+
+        mutating func next() -> UserInfoMember? {
+            guard !declined else { return nil }
+            guard member < end else {
+                guard preset < presets.count else { return nil }
+                defer { preset += 1 }
+                return .preset(preset)
             }
-            guard body(.call(member)) else { return false }
+            let call = members[member]
+            let key = UnsafeRawBufferPointer(rebasing: bytes[call.key])
+            if checked != member {
+                checked = member
+                if format.checksEquivalence, format.mayEqualADefaultKey(key) {
+                    declined = true
+                    return nil
+                }
+            }
+            while preset < presets.count {
+                let order = presets[preset].key.withUnsafeBytes { UTF8Order.compare($0, key) }
+                if order > 0 { break }
+                if order < 0 {
+                    defer { preset += 1 }
+                    return .preset(preset)
+                }
+                // The same key: the call's value replaces a default's, but JustLog's own keys are renamed.
+                if presets[preset].isOwn {
+                    declined = true
+                    return nil
+                }
+                preset += 1
+                break
+            }
+            member += 1
+            return .call(call)
         }
-        while next < presets.count {
-            guard body(.preset(presets[next])) else { return false }
-            next += 1
+    }
+
+    /// Whether `key` may be canonically equivalent to a default key with other bytes (see
+    /// ``defaultKeysHaveNonASCII``). An ASCII key without `K`, `;`, `` ` `` is equivalent only to itself.
+    fileprivate var checksEquivalence: Bool { defaultKeysHaveNonASCII || defaultKeysHaveTwinnedASCII }
+
+    fileprivate func mayEqualADefaultKey(_ key: UnsafeRawBufferPointer) -> Bool {
+        var nonASCII = false
+        var twinned = false
+        for byte in key {
+            if byte >= 0x80 { nonASCII = true } else if Self.isTwinned(byte) { twinned = true }
         }
-        return true
+        return (nonASCII && (defaultKeysHaveNonASCII || defaultKeysHaveTwinnedASCII))
+            || (twinned && defaultKeysHaveNonASCII)
+    }
+
+    /// `K`, `;` and `` ` ``: the ASCII characters that another character (U+212A, U+037E, U+1FEF) is canonically
+    /// equivalent to.
+    private static func isTwinned(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "K") || byte == UInt8(ascii: ";") || byte == UInt8(ascii: "`")
     }
 
     /// `"key":value` of a call's member. In the flattened form an integer `error_code` is a string (SPEC §3).

@@ -116,11 +116,52 @@ public enum JSONWriter {
     static func escapedBound(_ count: Int) -> Int { 6 * count + 2 }
 
     /// Writes the UTF-8 text `bytes` as a JSON string literal: at most ``escapedBound(_:)`` bytes.
+    ///
+    /// Text that needs no escape — almost all of it — is checked and copied eight bytes at a time, the last eight
+    /// overlapping the ones before; the first word that needs a look hands over to ``writeEscaping(_:from:into:)``.
     static func writeString(utf8 bytes: UnsafeRawBufferPointer, into out: inout RawWriter) {
         out.byte(UInt8(ascii: "\""))
         let count = bytes.count
-        var runStart = 0
-        var index = 0
+        var clean = 0
+        if count >= 8 {
+            let start = out.count
+            while clean + 8 <= count {
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: clean, as: UInt64.self))
+                if mayNeedEscape(word) { break }
+                out.word(word)
+                clean += 8
+            }
+            if clean < count, clean + 8 > count {
+                // The last eight bytes, overlapping what is already written.
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+                if !mayNeedEscape(word) {
+                    out.overwriteWord(word, endingAt: start + count)
+                    clean = count
+                }
+            }
+        } else if count >= 4 {
+            // 4 to 7 bytes: two words of four that overlap, each checked with its upper half filled with `A`.
+            let head = bytes.loadUnaligned(as: UInt32.self)
+            let tail = bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+            let filler: UInt64 = 0x4141_4141_0000_0000
+            if !mayNeedEscape(UInt64(UInt32(littleEndian: head)) | filler),
+                !mayNeedEscape(UInt64(UInt32(littleEndian: tail)) | filler)
+            {
+                let start = out.count
+                out.word(UInt32(littleEndian: head))
+                out.overwriteWord(UInt32(littleEndian: tail), endingAt: start + count)
+                clean = count
+            }
+        }
+        if clean < count { writeEscaping(bytes, from: clean, into: &out) }
+        out.byte(UInt8(ascii: "\""))
+    }
+
+    /// Writes `bytes` from `start` on, escaping what needs it: runs of bytes that need no escape are copied at once.
+    private static func writeEscaping(_ bytes: UnsafeRawBufferPointer, from start: Int, into out: inout RawWriter) {
+        let count = bytes.count
+        var runStart = start
+        var index = start
         while index < count {
             // Eight bytes at a time while none needs a look.
             if index + 8 <= count,
@@ -169,7 +210,6 @@ public enum JSONWriter {
             runStart = index
         }
         if count > runStart { out.bytes(UnsafeRawBufferPointer(rebasing: bytes[runStart..<count])) }
-        out.byte(UInt8(ascii: "\""))
     }
 
     @inline(__always)

@@ -26,11 +26,30 @@ package struct RawWriter {
     package mutating func bytes(_ source: UnsafeRawBufferPointer) {
         assert(count + source.count <= capacity, "RawWriter: past the reserved bytes")
         let length = source.count
-        if length <= 16, let address = source.baseAddress {
-            // Short runs (keys, small values) in a loop: a call to memcpy costs more than they do.
-            for offset in 0..<length { base[count + offset] = address.load(fromByteOffset: offset, as: UInt8.self) }
-        } else if let address = source.baseAddress {
-            UnsafeMutableRawPointer(base + count).copyMemory(from: address, byteCount: length)
+        guard let address = source.baseAddress else { return }
+        let target = UnsafeMutableRawPointer(base + count)
+        // Short runs (keys, small values, punctuation) as two loads and two stores that overlap, exactly within
+        // both buffers: a call to memcpy costs more than they do.
+        if length >= 8, length <= 16 {
+            let head = address.loadUnaligned(as: UInt64.self)
+            let tail = address.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
+            target.storeBytes(of: head, as: UInt64.self)
+            target.storeBytes(of: tail, toByteOffset: length - 8, as: UInt64.self)
+        } else if length >= 4, length < 8 {
+            let head = address.loadUnaligned(as: UInt32.self)
+            let tail = address.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self)
+            target.storeBytes(of: head, as: UInt32.self)
+            target.storeBytes(of: tail, toByteOffset: length - 4, as: UInt32.self)
+        } else if length < 4 {
+            for offset in 0..<length {
+                target.storeBytes(
+                    of: address.load(fromByteOffset: offset, as: UInt8.self),
+                    toByteOffset: offset,
+                    as: UInt8.self
+                )
+            }
+        } else {
+            target.copyMemory(from: address, byteCount: length)
         }
         count += length
     }
@@ -51,6 +70,23 @@ package struct RawWriter {
         assert(count + 8 <= capacity, "RawWriter: past the reserved bytes")
         UnsafeMutableRawPointer(base + count).storeBytes(of: word.littleEndian, as: UInt64.self)
         count += 8
+    }
+
+    /// Stores the 8 bytes of `word` so that they end at `end` (over bytes written before, which they repeat) and
+    /// moves the end of what is written there.
+    @inline(__always)
+    package mutating func overwriteWord(_ word: UInt64, endingAt end: Int) {
+        assert(end >= 8 && end <= capacity && end >= count, "RawWriter: outside the reserved bytes")
+        UnsafeMutableRawPointer(base + end - 8).storeBytes(of: word.littleEndian, as: UInt64.self)
+        count = end
+    }
+
+    /// Stores the 4 bytes of `word` so that they end at `end` (see ``overwriteWord(_:endingAt:)-(UInt64,_)``).
+    @inline(__always)
+    package mutating func overwriteWord(_ word: UInt32, endingAt end: Int) {
+        assert(end >= 4 && end <= capacity && end >= count, "RawWriter: outside the reserved bytes")
+        UnsafeMutableRawPointer(base + end - 4).storeBytes(of: word.littleEndian, as: UInt32.self)
+        count = end
     }
 
     /// The 4 bytes of `word` from its least significant up.
