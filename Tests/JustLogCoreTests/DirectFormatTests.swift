@@ -133,7 +133,7 @@ import Testing
             batch in
             var lineTimes = TimeTextCache(.line(Self.zone))
             var timestamps = TimeTextCache(.rfc3339)
-            var out: [UInt8] = []
+            var out = OutputBuffer()
             for index in 0..<batch.count {
                 lineFormat.writeFilePrefix(
                     level: batch.level(at: index),
@@ -144,7 +144,7 @@ import Testing
                 batch.writeAggregated(at: index, times: &timestamps, into: &out)
                 out.append(UInt8(ascii: "\n"))
             }
-            return out
+            return out.bytes
         }
         var general: [UInt8] = []
         for (index, event) in Self.events.enumerated() {
@@ -169,12 +169,13 @@ import Testing
                 batch in
                 var times = TimeTextCache(.rfc3339)
                 return (0..<batch.count).map { index -> [UInt8]? in
-                    var out: [UInt8] = [1, 2, 3]
+                    var out = OutputBuffer()
+                    out.append([1, 2, 3])
                     guard batch.writeFlattened(at: index, presets: presets, times: &times, into: &out) else {
-                        #expect(out == [1, 2, 3], "a declined record leaves the buffer as it was")
+                        #expect(out.bytes == [1, 2, 3], "a declined record leaves the buffer as it was")
                         return nil
                     }
-                    return Array(out.dropFirst(3))
+                    return Array(out.bytes.dropFirst(3))
                 }
             }
             var declined = 0

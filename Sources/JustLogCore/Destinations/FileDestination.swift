@@ -64,12 +64,15 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         /// The line time, and `metadata.timestamp`.
         var lineTimes: TimeTextCache
         var timestamps = TimeTextCache(.rfc3339)
+        /// A line of the general path, before it joins ``lines``.
+        var line: [UInt8] = []
 
         /// Writes the lines formatted into ``lines`` (the caller emptied it first), then lets go of a buffer that a
         /// large batch grew.
         mutating func writeLines(now: Duration, lossLine: (UInt64, String) -> [UInt8]) {
             writer.append(lines: lines, now: now, lossLine: lossLine)
             if lines.bytes.capacity > 1 << 20 { lines = LineBatch() }
+            if line.capacity > 1 << 20 { line = [] }
         }
     }
     /// Time since the destination was created, on its clock (for the retry interval).
@@ -107,7 +110,9 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         state.withLock { state in
             state.lines.removeAll()
             for record in batch.records {
-                format.writeFileLine(for: record, into: &state.lines.bytes)
+                state.line.removeAll(keepingCapacity: true)
+                format.writeFileLine(for: record, into: &state.line)
+                state.lines.bytes.append(state.line)
                 state.lines.endLine()
             }
             state.writeLines(now: now, lossLine: lossLine)

@@ -2,14 +2,14 @@
 /// and no allocation per line, and a write cut short is cut back to its last whole line.
 struct LineBatch: Sendable {
     /// The lines' bytes, each line ending with `\n`.
-    var bytes: [UInt8] = []
+    var bytes = OutputBuffer()
     /// The offset in ``bytes`` just past each line.
     var ends: [Int] = []
 
     init() {}
 
     init(line: [UInt8]) {
-        bytes = line
+        bytes.append(line)
         ends = [line.count]
     }
 
@@ -25,7 +25,7 @@ struct LineBatch: Sendable {
 
     /// Forgets every line, keeping the buffers for the next batch.
     mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
+        bytes.removeAll()
         ends.removeAll(keepingCapacity: true)
     }
 }

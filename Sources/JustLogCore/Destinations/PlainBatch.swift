@@ -96,9 +96,9 @@ package struct PlainBatch {
     }
 
     /// Appends the aggregated form of the record at `index` (SPEC §2) to `out`.
-    package func writeAggregated(at index: Int, times: inout TimeTextCache, into out: inout [UInt8]) {
+    package func writeAggregated(at index: Int, times: inout TimeTextCache, into out: inout OutputBuffer) {
         if !format.writeAggregated(records[index], in: self, times: &times, into: &out) {
-            AggregatedFormat.write(record(at: index), into: &out)
+            out.append(AggregatedFormat.encode(record(at: index)))
         }
     }
 
@@ -108,7 +108,7 @@ package struct PlainBatch {
         at index: Int,
         presets: [[DirectFormat.Preset]],
         times: inout TimeTextCache,
-        into out: inout [UInt8]
+        into out: inout OutputBuffer
     ) -> Bool {
         format.writeFlattened(records[index], in: self, presets: presets, times: &times, into: &out)
     }

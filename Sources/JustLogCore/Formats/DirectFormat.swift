@@ -96,7 +96,7 @@ package final class DirectFormat: Sendable {
         _ record: JournalRecordView,
         in batch: PlainBatch,
         times: inout TimeTextCache,
-        into out: inout [UInt8]
+        into out: inout OutputBuffer
     ) -> Bool {
         let presets = presets[record.level.rawValue]
         // Every byte of the record takes at most 6 in JSON (an escaped control character; a number's 9 bytes at
@@ -160,7 +160,7 @@ package final class DirectFormat: Sendable {
         in batch: PlainBatch,
         presets: [[Preset]],
         times: inout TimeTextCache,
-        into out: inout [UInt8]
+        into out: inout OutputBuffer
     ) -> Bool {
         let presets = presets[record.level.rawValue]
         let bound =

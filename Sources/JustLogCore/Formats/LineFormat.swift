@@ -25,10 +25,18 @@ public struct LineFormat: Sendable {
 
     /// Appends the file line's prefix, `2016-12-24 12:31:02.734  ℹ️ INFO: `, with the time from `times` (which
     /// must write this format's line time: ``TimeTextCache/Form/line(_:)`` in ``timeZone``).
-    func writeFilePrefix(level: LogLevel, timestamp: LogTimestamp, times: inout TimeTextCache, into out: inout [UInt8])
-    {
-        times.write(timestamp, into: &out)
-        out.append(contentsOf: Self.fileLevelTails[level.rawValue])
+    func writeFilePrefix(
+        level: LogLevel,
+        timestamp: LogTimestamp,
+        times: inout TimeTextCache,
+        into out: inout OutputBuffer
+    ) {
+        let tail = Self.fileLevelTails[level.rawValue]
+        _ = out.write(atMost: TimeTextCache.maximumCount + tail.count) { writer in
+            times.write(timestamp, into: &writer)
+            writer.bytes(tail)
+            return true
+        }
     }
 
     /// The prefix `2016-12-24 12:31:02.734  ℹ️ INFO: ` of both lines.

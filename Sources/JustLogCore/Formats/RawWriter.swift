@@ -122,3 +122,69 @@ extension Array where Element == UInt8 {
         return kept
     }
 }
+
+/// Bytes written one after another by ``RawWriter``s, in place: a buffer that is zero-filled only when it grows,
+/// and emptied without giving its memory back. What a destination formats its lines into, batch after batch.
+package struct OutputBuffer: Sendable {
+    /// The memory: `count` bytes written, the rest reserved.
+    private var storage: [UInt8] = []
+    /// The bytes written.
+    package private(set) var count = 0
+
+    package init() {}
+
+    /// The bytes reserved, written or not.
+    package var capacity: Int { storage.count }
+
+    /// Writes at most `bound` bytes after those already written with `body`; keeps them if `body` returns `true`.
+    /// Returns `body`'s answer.
+    package mutating func write(atMost bound: Int, _ body: (inout RawWriter) -> Bool) -> Bool {
+        if storage.count - count < bound { grow(toAtLeast: count + bound) }
+        let start = count
+        var written = 0
+        let kept = storage.withUnsafeMutableBufferPointer { buffer in
+            var writer = RawWriter(UnsafeMutableBufferPointer(rebasing: buffer[start..<start + bound]))
+            defer { written = writer.count }
+            return body(&writer)
+        }
+        if kept { count += written }
+        return kept
+    }
+
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        _ = write(atMost: bytes.count) { writer in
+            writer.bytes(bytes)
+            return true
+        }
+    }
+
+    package mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    package mutating func append(_ byte: UInt8) {
+        _ = write(atMost: 1) { writer in
+            writer.byte(byte)
+            return true
+        }
+    }
+
+    /// Forgets what was written, keeping the memory.
+    package mutating func removeAll() { count = 0 }
+
+    package func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+    }
+
+    /// A copy of the bytes written.
+    package var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    private mutating func grow(toAtLeast minimum: Int) {
+        var missing = Swift.max(minimum, 2 * storage.count, 4096) - storage.count
+        while missing > 0 {
+            let chunk = Swift.min(missing, zeros.count)
+            zeros.withUnsafeBufferPointer { storage.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<chunk])) }
+            missing -= chunk
+        }
+    }
+}

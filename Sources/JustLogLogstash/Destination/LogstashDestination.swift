@@ -93,7 +93,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
         var format: DirectFormat?
         var presets: [[DirectFormat.Preset]]?
         var times = TimeTextCache(.rfc3339)
-        var line: [UInt8] = []
+        var line = OutputBuffer()
     }
 
     /// Opens (or recovers) the spool and starts the sender. A spool that can't be opened does not make this
@@ -180,22 +180,26 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
                     }
             }
             for index in 0..<batch.count where batch.isIncluded(index) {
-                state.line.removeAll(keepingCapacity: true)
+                state.line.removeAll()
                 if let presets = state.presets,
                     batch.writeFlattened(at: index, presets: presets, times: &state.times, into: &state.line),
                     state.line.count <= limiter.maximumBytes
                 {
-                    spool(state.line, appended: &appended)
+                    state.line.withUnsafeBytes { spool($0, appended: &appended) }
                 } else {
                     spool(limiter.encode(batch.record(at: index), token: configuration.token), appended: &appended)
                 }
             }
-            if state.line.capacity > 1 << 20 { state.line = [] }
+            if state.line.capacity > 1 << 20 { state.line = OutputBuffer() }
         }
         finishWriting(appended: appended)
     }
 
     private func spool(_ line: [UInt8], appended: inout Int) {
+        line.withUnsafeBytes { spool($0, appended: &appended) }
+    }
+
+    private func spool(_ line: UnsafeRawBufferPointer, appended: inout Int) {
         let outcome = appender.append(line)
         appended += outcome.spooled
         if outcome.spooled == 0 {

@@ -90,6 +90,11 @@ final class SpoolAppender: @unchecked Sendable {
 
     /// Appends `record` to the spool, or holds it while the spool is unavailable.
     func append(_ record: [UInt8]) -> Outcome {
+        record.withUnsafeBytes { append($0) }
+    }
+
+    /// Appends `record` to the spool, or holds a copy of it while the spool is unavailable.
+    func append(_ record: UnsafeRawBufferPointer) -> Outcome {
         lock.withLock {
             var outcome = Outcome()
             switch state {
@@ -97,10 +102,10 @@ final class SpoolAppender: @unchecked Sendable {
                 if let error = put(record, &outcome) {
                     state = .holding(first: error, latest: error)
                     outcome.becameUnavailable = error
-                    hold(record, &outcome)
+                    hold(Array(record), &outcome)
                 }
             case .holding:
-                hold(record, &outcome)
+                hold(Array(record), &outcome)
             }
             return outcome
         }
@@ -122,7 +127,7 @@ final class SpoolAppender: @unchecked Sendable {
                 }
             }
             while heldStart < held.count {
-                if let error = put(held[heldStart], &outcome) {
+                if let error = held[heldStart].withUnsafeBytes({ put($0, &outcome) }) {
                     state = .holding(first: first, latest: error)
                     compactHeld()
                     return outcome
@@ -154,7 +159,7 @@ final class SpoolAppender: @unchecked Sendable {
     // MARK: - Helpers (lock held)
 
     /// Appends one record; returns the error if the spool is unavailable (the record is then not spooled).
-    private func put(_ record: [UInt8], _ outcome: inout Outcome) -> LogstashError? {
+    private func put(_ record: UnsafeRawBufferPointer, _ outcome: inout Outcome) -> LogstashError? {
         do {
             try spool.append(record)
             outcome.spooled += 1
