@@ -37,6 +37,10 @@ package final class DirectFormat: Sendable {
     private let appVersion: [UInt8]
     private let device: [UInt8]
     private let osVersion: [UInt8]
+    /// The keys of ``FixedMember``, and `"key":` of each (held here: a static is checked for its initialization
+    /// at every use).
+    private let fixedKeys = FixedMember.keys
+    private let fixedHeads = FixedMember.keys.map { [UInt8(ascii: "\"")] + $0 + Array("\":".utf8) }
 
     /// The direct format of what `builder` builds, or `nil` when its defaults take one of JustLog's own keys (the
     /// renaming is the general path's).
@@ -185,8 +189,8 @@ package final class DirectFormat: Sendable {
         while let member = members.next() {
             if case .preset(let index) = member, presets[index].flattenedMember == nil { return false }
             // The fixed members that come before this one.
-            while fixed < FixedMember.keys.count {
-                let order = FixedMember.keys[fixed].withUnsafeBytes { fixedKey in
+            while fixed < fixedKeys.count {
+                let order = fixedKeys[fixed].withUnsafeBytes { fixedKey in
                     switch member {
                     case .call(let member):
                         UTF8Order.compare(fixedKey, UnsafeRawBufferPointer(rebasing: bytes[member.key]))
@@ -206,7 +210,7 @@ package final class DirectFormat: Sendable {
             }
         }
         guard !members.declined else { return false }
-        while fixed < FixedMember.keys.count {
+        while fixed < fixedKeys.count {
             writeFixed(fixed, of: record, in: bytes, first: &first, times: &times, into: &out)
             fixed += 1
         }
@@ -225,11 +229,8 @@ package final class DirectFormat: Sendable {
     ) {
         out.byte(UInt8(ascii: first ? "{" : ","))
         first = false
-        out.byte(UInt8(ascii: "\""))
-        out.bytes(FixedMember.keys[index])
-        out.byte(UInt8(ascii: "\""))
-        out.byte(UInt8(ascii: ":"))
-        switch FixedMember(rawValue: index)! {
+        out.bytes(fixedHeads[index])
+        switch FixedMember(rawValue: index) ?? .version {
         case .timestamp:
             out.byte(UInt8(ascii: "\""))
             times.write(record.timestamp, into: &out)

@@ -20,8 +20,9 @@ public struct LineFormat: Sendable {
         self.colors = colors
     }
 
-    /// `  ℹ️ INFO: ` of each level (by raw value): what follows the time in a file line.
-    private static let fileLevelTails: [[UInt8]] = LogLevel.allCases.map { Array("  \($0.emoji) \($0.label): ".utf8) }
+    /// `  ℹ️ INFO: ` of each level (by raw value): what follows the time in a file line. (Held by each format: a
+    /// static is checked for its initialization at every use.)
+    private let fileLevelTails: [[UInt8]] = LogLevel.allCases.map { Array("  \($0.emoji) \($0.label): ".utf8) }
 
     /// Appends the file line's prefix, `2016-12-24 12:31:02.734  ℹ️ INFO: `, with the time from `times` (which
     /// must write this format's line time: ``TimeTextCache/Form/line(_:)`` in ``timeZone``).
@@ -31,7 +32,7 @@ public struct LineFormat: Sendable {
         times: inout TimeTextCache,
         into out: inout OutputBuffer
     ) {
-        let tail = Self.fileLevelTails[level.rawValue]
+        let tail = fileLevelTails[level.rawValue]
         _ = out.write(atMost: TimeTextCache.maximumCount + tail.count) { writer in
             times.write(timestamp, into: &writer)
             writer.bytes(tail)

@@ -46,8 +46,10 @@ package struct TimeTextCache {
             self.text = Array(text.utf8)
             second = seconds
         }
-        text[20] = UInt8(ascii: "0") + UInt8(millis / 100)
-        text[21] = UInt8(ascii: "0") + UInt8(millis / 10 % 10)
-        text[22] = UInt8(ascii: "0") + UInt8(millis % 10)
+        text.withUnsafeMutableBufferPointer { text in
+            text[20] = UInt8(ascii: "0") + UInt8(millis / 100)
+            text[21] = UInt8(ascii: "0") + UInt8(millis / 10 % 10)
+            text[22] = UInt8(ascii: "0") + UInt8(millis % 10)
+        }
     }
 }
