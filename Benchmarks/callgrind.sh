@@ -14,6 +14,7 @@
 #   Benchmarks/callgrind.sh --check          # fail (exit 2) if a case is > 5 % above Benchmarks/callgrind-thresholds.json
 #   Benchmarks/callgrind.sh --update         # write the measured figures to that file
 #   Benchmarks/callgrind.sh --profile hot_path   # where the caller's instructions go (inclusive, top functions)
+#   Benchmarks/callgrind.sh --worker hot_path    # where the pipeline's thread's go, per event (inclusive)
 #
 # JUSTLOG_BIN=<path to justlog> skips the build.
 set -euo pipefail
@@ -26,13 +27,14 @@ for argument in "$@"; do
         --check) mode=check ;;
         --update) mode=update ;;
         --profile) mode=profile ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        --worker) mode=worker ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) cases+=("$argument") ;;
     esac
 done
 all_cases=(literal filtered file_only file_unjournaled message_only hot_path error_chain bridge streamloghandler)
 if [ ${#cases[@]} -eq 0 ]; then
-    if [ "$mode" = profile ]; then cases=(hot_path); else cases=("${all_cases[@]}"); fi
+    if [ "$mode" = profile ] || [ "$mode" = worker ]; then cases=(hot_path); else cases=("${all_cases[@]}"); fi
 fi
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 
@@ -70,6 +72,28 @@ run_totals() { # case calls
     all=$(cat "$out".*-[0-9]* | awk '/^totals:/ { sum += $2 } END { print sum }')
     echo "$main $all"
 }
+
+if [ "$mode" = worker ]; then
+    # One run of the most calls the tool makes, after its warm-up burst of 1,024: the pipeline's thread is the
+    # busiest thread but the main one, and it writes every one of those events.
+    calls=10000
+    events=$((calls + 1024))
+    for name in "${cases[@]}"; do
+        valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$work/worker.$name.%p" \
+            "$bin" bench --only "$name" --calls $calls >/dev/null 2>"$work/worker.$name.log"
+        file=$(for f in "$work/worker.$name".*-[0-9]*; do
+            case "$f" in *-01) continue ;; esac
+            echo "$(awk '/^totals:/ { print $2; exit }' "$f") $f"
+        done | sort -n | tail -n 1 | cut -d' ' -f2)
+        total=$(awk '/^totals:/ { print $2; exit }' "$file")
+        echo "== $name: the pipeline's thread, $((total / events)) instructions per event ($events events)"
+        echo "   inclusive instructions of its top functions, per event:"
+        callgrind_annotate --inclusive=yes --threshold=99 "$file" 2>/dev/null \
+            | awk -v events=$events '/^ *[0-9,]+ +\(/ { n = $1; gsub(",", "", n); $1 = ""; printf "%10d /event  %s\n", n / events, $0; next }' \
+            | swift demangle --simplified | sed -n '1,60p'
+    done
+    exit 0
+fi
 
 declare -A per_call all_threads
 for name in "${cases[@]}"; do
