@@ -47,6 +47,9 @@ import Testing
                     "double": .double(1.5), "whole": .double(3), "huge": .double(1e20), "tiny": .double(-2.5e-8),
                     "yes": .bool(true), "no": .bool(false), "nothing": .null, "": .string("empty key"),
                     "é": .int(1), "Z": .int(2), "a.b": .int(3),
+                    // Keys that share their first eight bytes, or are a prefix of another.
+                    "attribute_b": .int(4), "attribute_a": .int(5), "attribut": .int(6), "attributes": .int(7),
+                    "attribu": .int(8), "attribu\u{0}": .int(9),
                 ]
             ),
             event(.error, "keys around the presets", ["aaa": .int(1), "env": .string("call wins"), "zzz": .int(2)]),
@@ -245,7 +248,7 @@ import Testing
         ]
         for event in notPlain {
             let bytes = chunk([event])
-            var members: [JournalRecordView.Member] = [.init(key: 0..<0, value: 0)]
+            var members: [JournalRecordView.Member] = [.init(key: 0..<0, value: 0, head: 0)]
             let view = bytes.withUnsafeBytes {
                 JournalRecordView.plain(in: $0, at: 0, maximumMessageBytes: 100, members: &members)
             }

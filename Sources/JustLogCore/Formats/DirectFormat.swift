@@ -12,6 +12,8 @@ package final class DirectFormat: Sendable {
     /// A `userInfo` member every record of a level has: a `defaultUserInfo` member, or one of JustLog's own.
     package struct Preset: Sendable {
         let key: [UInt8]
+        /// ``UTF8Order/head(of:)`` of the key.
+        let head: UInt64
         /// `"key":value`, as the aggregated form writes it.
         let member: [UInt8]
         /// The same in the flattened form; `nil` if it is not one member there (a non-empty object).
@@ -40,6 +42,7 @@ package final class DirectFormat: Sendable {
     /// The keys of ``FixedMember``, and `"key":` of each (held here: a static is checked for its initialization
     /// at every use).
     private let fixedKeys = FixedMember.keys
+    private let fixedKeyHeads = FixedMember.keys.map(UTF8Order.head(of:))
     private let fixedHeads = FixedMember.keys.map { [UInt8(ascii: "\"")] + $0 + Array("\":".utf8) }
 
     /// The direct format of what `builder` builds, or `nil` when its defaults take one of JustLog's own keys (the
@@ -79,7 +82,14 @@ package final class DirectFormat: Sendable {
         let isNested: Bool
         if case .object(let object) = value, !object.isEmpty { isNested = true } else { isNested = false }
         JSONWriter.write(flattenedValue, into: &flattened)
-        return Preset(key: Array(key.utf8), member: member, flattenedMember: isNested ? nil : flattened, isOwn: isOwn)
+        let keyBytes = Array(key.utf8)
+        return Preset(
+            key: keyBytes,
+            head: UTF8Order.head(of: keyBytes),
+            member: member,
+            flattenedMember: isNested ? nil : flattened,
+            isOwn: isOwn
+        )
     }
 
     /// The presets of each level with one more of JustLog's own members (a Logstash destination's `token`);
@@ -190,13 +200,30 @@ package final class DirectFormat: Sendable {
             if case .preset(let index) = member, presets[index].flattenedMember == nil { return false }
             // The fixed members that come before this one.
             while fixed < fixedKeys.count {
-                let order = fixedKeys[fixed].withUnsafeBytes { fixedKey in
+                let fixedHead = fixedKeyHeads[fixed]
+                let memberHead =
                     switch member {
-                    case .call(let member):
-                        UTF8Order.compare(fixedKey, UnsafeRawBufferPointer(rebasing: bytes[member.key]))
-                    case .preset(let index): presets[index].key.withUnsafeBytes { UTF8Order.compare(fixedKey, $0) }
+                    case .call(let member): member.head
+                    case .preset(let index): presets[index].head
                     }
-                }
+                let order =
+                    fixedHead != memberHead
+                    ? (fixedHead < memberHead ? -1 : 1)
+                    : fixedKeys[fixed].withUnsafeBytes { fixedKey in
+                        switch member {
+                        case .call(let member):
+                            UTF8Order.compare(
+                                fixedHead,
+                                fixedKey,
+                                memberHead,
+                                UnsafeRawBufferPointer(rebasing: bytes[member.key])
+                            )
+                        case .preset(let index):
+                            presets[index].key.withUnsafeBytes {
+                                UTF8Order.compare(fixedHead, fixedKey, memberHead, $0)
+                            }
+                        }
+                    }
                 if order == 0 { return false }
                 if order > 0 { break }
                 writeFixed(fixed, of: record, in: bytes, first: &first, times: &times, into: &out)
@@ -303,7 +330,11 @@ package final class DirectFormat: Sendable {
                 }
             }
             while preset < presets.count {
-                let order = presets[preset].key.withUnsafeBytes { UTF8Order.compare($0, key) }
+                let presetHead = presets[preset].head
+                let order =
+                    presetHead != call.head
+                    ? (presetHead < call.head ? -1 : 1)
+                    : presets[preset].key.withUnsafeBytes { UTF8Order.compare(presetHead, $0, call.head, key) }
                 if order > 0 { break }
                 if order < 0 {
                     defer { preset += 1 }

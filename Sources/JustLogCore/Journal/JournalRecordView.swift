@@ -29,6 +29,8 @@ struct JournalRecordView: Sendable {
     struct Member: Sendable {
         var key: Range<Int>
         var value: Int
+        /// ``UTF8Order/head(of:)`` of the key: most comparisons of keys are one of integers.
+        var head: UInt64
     }
 
     /// Reads the record that starts at `start` in `bytes` if it is plain (messages up to `maximumMessageBytes`),
@@ -59,12 +61,26 @@ struct JournalRecordView: Sendable {
         for index in range.lowerBound + 1..<range.upperBound {
             let member = members[index]
             var slot = index
-            while slot > range.lowerBound, UTF8Order.precedes(member.key, members[slot - 1].key, in: bytes) {
+            while slot > range.lowerBound, precedes(member, members[slot - 1], in: bytes) {
                 members[slot] = members[slot - 1]
                 slot -= 1
             }
             members[slot] = member
         }
+    }
+}
+
+extension JournalRecordView {
+    /// Whether `lhs`'s key comes before `rhs`'s in byte order.
+    @inline(__always)
+    fileprivate static func precedes(_ lhs: Member, _ rhs: Member, in bytes: UnsafeRawBufferPointer) -> Bool {
+        if lhs.head != rhs.head { return lhs.head < rhs.head }
+        return UTF8Order.compare(
+            lhs.head,
+            UnsafeRawBufferPointer(rebasing: bytes[lhs.key]),
+            rhs.head,
+            UnsafeRawBufferPointer(rebasing: bytes[rhs.key])
+        ) < 0
     }
 }
 
@@ -123,7 +139,9 @@ private struct InPlaceReader {
             guard let key = string() else { return nil }
             let value = offset
             guard scalar() else { return nil }
-            members.append(.init(key: key, value: value))
+            members.append(
+                .init(key: key, value: value, head: UTF8Order.head(of: key, in: bytes))
+            )
         }
         // No metadata, no truncations, no error.
         guard word() == 0, word() == 0, byte() == 0 else { return nil }
