@@ -268,3 +268,27 @@ import Testing
         }
     }
 }
+
+/// The buffer the direct format writes into.
+@Suite struct OutputBufferTests {
+    @Test func writesAppendAndADeclinedWriteLeavesNothing() {
+        var buffer = OutputBuffer()
+        buffer.append([])
+        #expect(buffer.count == 0)
+        buffer.append(Array("ab".utf8))
+        let declined = buffer.write(atMost: 100) { writer in
+            writer.bytes(Array("lost".utf8))
+            return false
+        }
+        #expect(!declined)
+        buffer.append(UInt8(ascii: "c"))
+        // Past the first growth, what was written stays.
+        buffer.append([UInt8](repeating: UInt8(ascii: "d"), count: 10_000))
+        #expect(buffer.bytes == Array("abc".utf8) + [UInt8](repeating: UInt8(ascii: "d"), count: 10_000))
+        buffer.removeAll()
+        #expect(buffer.bytes.isEmpty)
+        var array: [UInt8] = []
+        #expect(array.write(atMost: 0) { _ in true })
+        #expect(array.isEmpty)
+    }
+}

@@ -105,6 +105,8 @@ extension Array where Element == UInt8 {
     /// Writes at most `bound` bytes at the end of the array with `body`, in place; keeps them if `body` returns
     /// `true`, and leaves the array as it was otherwise. Returns `body`'s answer.
     package mutating func write(atMost bound: Int, _ body: (inout RawWriter) -> Bool) -> Bool {
+        // At least one byte, so that the writer's memory has an address.
+        let bound = Swift.max(bound, 1)
         let start = count
         var remaining = bound
         while remaining > 0 {
@@ -139,6 +141,8 @@ package struct OutputBuffer: Sendable {
     /// Writes at most `bound` bytes after those already written with `body`; keeps them if `body` returns `true`.
     /// Returns `body`'s answer.
     package mutating func write(atMost bound: Int, _ body: (inout RawWriter) -> Bool) -> Bool {
+        // At least one byte, so that the writer's memory has an address.
+        let bound = Swift.max(bound, 1)
         if storage.count - count < bound { grow(toAtLeast: count + bound) }
         let start = count
         var written = 0
