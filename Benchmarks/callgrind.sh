@@ -73,6 +73,14 @@ run_totals() { # case calls
     echo "$main $all"
 }
 
+# The inclusive instructions of a profile's top functions, divided by `count` (per `unit`), demangled; the first
+# `lines` lines.
+top_functions() { # file count unit lines
+    callgrind_annotate --inclusive=yes --threshold=99 "$1" 2>/dev/null \
+        | awk -v count="$2" -v unit="$3" '/^ *[0-9,]+ +\(/ { n = $1; gsub(",", "", n); $1 = ""; printf "%10d /%s  %s\n", n / count, unit, $0; next } { print }' \
+        | swift demangle --simplified | sed -n "1,$4p"
+}
+
 if [ "$mode" = worker ]; then
     # One run of the most calls the tool makes, after its warm-up burst of 1,024: the pipeline's thread is the
     # busiest thread but the main one, and it writes every one of those events.
@@ -88,9 +96,7 @@ if [ "$mode" = worker ]; then
         total=$(awk '/^totals:/ { print $2; exit }' "$file")
         echo "== $name: the pipeline's thread, $((total / events)) instructions per event ($events events)"
         echo "   inclusive instructions of its top functions, per event:"
-        callgrind_annotate --inclusive=yes --threshold=99 "$file" 2>/dev/null \
-            | awk -v events=$events '/^ *[0-9,]+ +\(/ { n = $1; gsub(",", "", n); $1 = ""; printf "%10d /event  %s\n", n / events, $0; next }' \
-            | swift demangle --simplified | sed -n '1,60p'
+        top_functions "$file" $events event 60
     done
     exit 0
 fi
@@ -112,9 +118,7 @@ if [ "$mode" = profile ]; then
         file=$(ls "$work/profile.$name".*-01 | head -n 1)
         echo "== $name: ${per_call[$name]} instructions per call on the caller's thread"
         echo "   inclusive instructions of the top functions during $calls calls (÷ $calls = per call), main thread only:"
-        callgrind_annotate --inclusive=yes --threshold=99 "$file" 2>/dev/null \
-            | awk -v calls=$calls '/^ *[0-9,]+ +\(/ { n = $1; gsub(",", "", n); $1 = ""; printf "%10d /call  %s\n", n / calls, $0; next } { print }' \
-            | swift demangle --simplified | sed -n '1,120p'
+        top_functions "$file" $calls call 120
     done
     exit 0
 fi

@@ -50,43 +50,16 @@ package struct PlainBatch {
     /// declines it (a key to rename, a line too long for a collector).
     package func record(at index: Int) -> LogRecord {
         let record = records[index]
-        func text(_ range: Range<Int>) -> String {
-            String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
-        }
-        var userInfo: [String: LogValue] = [:]
-        userInfo.reserveCapacity(record.members.count)
-        for member in members[record.members] {
-            userInfo[text(member.key)] = value(at: member.value)
-        }
-        let event = LogEvent(
-            level: record.level,
-            message: text(record.message),
-            userInfo: userInfo,
-            callSite: CallSite(file: text(record.file), function: text(record.function), line: UInt(record.line)),
-            timestamp: record.timestamp
-        )
-        return builder.record(for: event, sequence: record.sequence, eventIDPrefix: record.eventIDPrefix)
-    }
-
-    /// The scalar value whose tag byte is at `offset` (see ``JournalCodec``).
-    private func value(at offset: Int) -> LogValue {
-        func word() -> UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 1, as: UInt64.self)) }
-        switch bytes[offset] {
-        case 0:
-            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 1, as: UInt32.self)))
-            return .string(
-                String(
-                    decoding: UnsafeRawBufferPointer(rebasing: bytes[offset + 5..<offset + 5 + length]),
-                    as: UTF8.self
-                )
+        // The view read the record whole, checking what the codec checks: the codec reads it too.
+        guard let (entry, _) = try? JournalCodec.decode(UnsafeRawBufferPointer(rebasing: bytes[record.bytes])) else {
+            let event = LogEvent.report(
+                "JustLog could not read back a journal record it had read in place (level \(record.level.label))",
+                userInfo: ["event_sequence": .uint(record.sequence)],
+                timestamp: record.timestamp
             )
-        case 1: return .int(Int64(bitPattern: word()))
-        case 2: return .uint(word())
-        case 3: return .double(Double(bitPattern: word()))
-        case 4: return .bool(false)
-        case 5: return .bool(true)
-        default: return .null
+            return builder.record(for: event, sequence: record.sequence, eventIDPrefix: record.eventIDPrefix)
         }
+        return builder.record(for: entry.event, sequence: entry.sequence, eventIDPrefix: entry.eventIDPrefix)
     }
 
     /// The records of ``minimumLevel`` and above, built the general way: for a destination that does not write

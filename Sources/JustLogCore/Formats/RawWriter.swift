@@ -108,12 +108,7 @@ extension Array where Element == UInt8 {
         // At least one byte, so that the writer's memory has an address.
         let bound = Swift.max(bound, 1)
         let start = count
-        var remaining = bound
-        while remaining > 0 {
-            let chunk = Swift.min(remaining, zeros.count)
-            zeros.withUnsafeBufferPointer { append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<chunk])) }
-            remaining -= chunk
-        }
+        appendZeros(bound)
         var written = 0
         let kept = withUnsafeMutableBufferPointer { buffer in
             var writer = RawWriter(UnsafeMutableBufferPointer(rebasing: buffer[start..<start + bound]))
@@ -122,6 +117,16 @@ extension Array where Element == UInt8 {
         }
         removeLast(kept ? bound - written : bound)
         return kept
+    }
+
+    /// Lengthens the array by `count` zeros, copied a chunk at a time.
+    fileprivate mutating func appendZeros(_ count: Int) {
+        var remaining = count
+        while remaining > 0 {
+            let chunk = Swift.min(remaining, zeros.count)
+            zeros.withUnsafeBufferPointer { append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<chunk])) }
+            remaining -= chunk
+        }
     }
 }
 
@@ -184,11 +189,6 @@ package struct OutputBuffer: Sendable {
     package var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
     private mutating func grow(toAtLeast minimum: Int) {
-        var missing = Swift.max(minimum, 2 * storage.count, 4096) - storage.count
-        while missing > 0 {
-            let chunk = Swift.min(missing, zeros.count)
-            zeros.withUnsafeBufferPointer { storage.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<chunk])) }
-            missing -= chunk
-        }
+        storage.appendZeros(Swift.max(minimum, 2 * storage.count, 4096) - storage.count)
     }
 }

@@ -17,8 +17,7 @@ struct JournalRecordView: Sendable {
     var line: UInt64
     /// Where the record starts, and where it ends (its `\n` separator is not part of it).
     var bytes: Range<Int>
-    /// The call site's file (its path, and its name: the last component), function and message, as UTF-8.
-    var file: Range<Int>
+    /// The call site's file name (the last component of its path), function and message, as UTF-8.
     var fileName: Range<Int>
     var function: Range<Int>
     var message: Range<Int>
@@ -154,7 +153,6 @@ private struct InPlaceReader {
             timestamp: LogTimestamp(nanosecondsSinceEpoch: Int64(bitPattern: timestamp)),
             line: line,
             bytes: 0..<0,
-            file: file,
             fileName: nameStart..<file.upperBound,
             function: function,
             message: message,
