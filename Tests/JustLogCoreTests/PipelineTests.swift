@@ -72,6 +72,19 @@ import Testing
         #expect(capture.flushCount == 1)
     }
 
+    /// A shutdown waits while the destinations make progress: its timeout is how long they may go without any, not
+    /// how long they may take (a slow machine, a journal's recovery under ThreadSanitizer). Events that take longer
+    /// than the timeout in all, but keep moving, all arrive.
+    @Test func shutdownWaitsWhileTheDestinationsMakeProgress() async throws {
+        let slow = SlowDestination(secondsPerRecord: 0.002)
+        let logger = logger([.init(slow)])
+        for index in 0..<400 { logger.info("event \(index)") }
+        // 400 × 2 ms = 0.8 s of writing, progress every 64 events (0.13 s): more than the timeout in all.
+        let failure = await logger.pipeline.shutdown(timeout: 0.5)
+        #expect(failure == nil, "\(String(describing: failure))")
+        #expect(slow.count == 400)
+    }
+
     @Test func eachDestinationReceivesOnlyItsMinimumLevelAndAbove() async throws {
         let console = CapturingDestination()
         let file = CapturingDestination()
@@ -294,5 +307,24 @@ import Testing
         blocking.release()
         try await logger.flush()
         #expect(inline.records.contains { $0.message.hasPrefix("JustLog dropped") }, "and the drop report")
+    }
+}
+
+/// Takes `secondsPerRecord` per record: a destination that keeps moving, slowly.
+private final class SlowDestination: LogDestination {
+    private let secondsPerRecord: Double
+    private let written = LockedValue(0)
+
+    init(secondsPerRecord: Double) {
+        self.secondsPerRecord = secondsPerRecord
+    }
+
+    var count: Int { written.withLock { $0 } }
+
+    func write(_ batch: LogBatch) {
+        for _ in batch.records {
+            Thread.sleep(forTimeInterval: secondsPerRecord)
+            written.withLock { $0 += 1 }
+        }
     }
 }

@@ -342,7 +342,8 @@ public final class LogPipeline: Sendable {
         }
     }
 
-    /// Flushes (waiting at most `timeout` seconds), shuts every destination down and ends the worker thread.
+    /// Flushes (waiting while the destinations make progress, until they make none for `timeout` seconds), shuts
+    /// every destination down and ends the worker thread.
     /// Events logged afterwards are dropped and counted. Calling it again does nothing. Returns the flush's
     /// error, a timeout, or the first destination's ``LogDestination/shutdownFailure``.
     @discardableResult

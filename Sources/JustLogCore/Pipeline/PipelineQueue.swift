@@ -478,9 +478,12 @@ final class PipelineQueue: @unchecked Sendable {
             return true
         }
         guard first else { return nil }
+        // Like the exit handler: small batches, so that progress shows as writes complete, and a flush that waits
+        // while the destinations make progress (`timeout` is how long they may go without any). A pipeline still
+        // waiting for its first configuration has nothing to flush (the worker reports what it held).
+        prepareForExit()
+        var error = isHolding ? nil : requestFlush().wait(timeout: timeout, restartingOnProgress: true)
         let deadline = Date().addingTimeInterval(timeout)
-        // A pipeline still waiting for its first configuration has nothing to flush (the worker reports what it held).
-        var error = isHolding ? nil : flush(timeout: timeout)
         let (finished, failure) = lock.withLock { () -> (Bool, (any Error)?) in
             state = .stopped
             lock.broadcast()
@@ -609,7 +612,7 @@ final class PipelineQueue: @unchecked Sendable {
             sinceProgress += item.eventCount
             if sinceProgress >= Self.exitBatchLimit {
                 sinceProgress = 0
-                // Callers are waiting for room: what is built so far goes out now, in smaller batches.
+                // Callers wait for room, or an exit or a shutdown waits: what is built so far goes out now.
                 if showProgress() { deliver() }
             }
             switch item {
@@ -647,14 +650,14 @@ final class PipelineQueue: @unchecked Sendable {
         deliver()
     }
 
-    /// Counts progress within a batch (see ``progress``): a caller waiting for room, and the exit handler, wait
-    /// on while it moves. Returns whether callers are waiting for room.
+    /// Counts progress within a batch (see ``progress``): a caller waiting for room, and the exit handler or a
+    /// shutdown, wait on while it moves. Returns whether what was built should go out now: callers are waiting for
+    /// room, or the pipeline is exiting or shutting down (whoever waits sees progress only as writes complete).
     private func showProgress() -> Bool {
         lock.withLock {
             batchesTaken += 1
-            guard producersWaiting > 0 else { return false }
-            lock.broadcast()
-            return true
+            if producersWaiting > 0 { lock.broadcast() }
+            return producersWaiting > 0 || exiting
         }
     }
 
