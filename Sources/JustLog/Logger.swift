@@ -416,7 +416,8 @@ public final class Logger: @unchecked Sendable {
         try await structured.flush()
     }
 
-    /// Flushes (at most `timeout` seconds) and closes every destination. Later logs are dropped and counted.
+    /// Flushes (waiting while the destinations make progress, until they make none for `timeout` seconds) and
+    /// closes every destination. Later logs are dropped and counted.
     @discardableResult
     public func shutdown(timeout: TimeInterval = 5) -> (any Error)? {
         pipeline.shutdown(timeout: timeout)

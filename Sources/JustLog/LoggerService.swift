@@ -11,7 +11,8 @@ public import ServiceLifecycle
 /// ```
 public struct LoggerService: Service {
     public let logger: Logger
-    /// The longest the final flush may take. Default 10 s. Closing the Logstash connection afterwards can
+    /// The longest the final flush may go without progress (while the destinations keep writing, it waits).
+    /// Default 10 s. Closing the Logstash connection afterwards can
     /// take up to that client's own `shutdownTimeout` (default 5 s) more; what is not sent stays spooled.
     public var shutdownTimeout: Double
 
