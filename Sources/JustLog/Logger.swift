@@ -423,7 +423,8 @@ public final class Logger: @unchecked Sendable {
         pipeline.shutdown(timeout: timeout)
     }
 
-    /// ``shutdown(timeout:)`` for async code: waits on a dispatch queue, not on a concurrency-pool thread.
+    /// ``shutdown(timeout:)`` for async code: waits on a thread of its own, not on a thread of the concurrency pool
+    /// or Dispatch's shared threads.
     @discardableResult
     public func shutdown(timeout: TimeInterval = 5) async -> (any Error)? {
         await pipeline.shutdown(timeout: timeout)

@@ -76,13 +76,44 @@ import Testing
     /// how long they may take (a slow machine, a journal's recovery under ThreadSanitizer). Events that take longer
     /// than the timeout in all, but keep moving, all arrive.
     @Test func shutdownWaitsWhileTheDestinationsMakeProgress() async throws {
-        let slow = SlowDestination(secondsPerRecord: 0.002)
+        // Each write takes 0.2 s, whatever its size: progress shows once per write, so a loaded machine delays it
+        // by one wake-up, not one per event. The first write waits until the shutdown has begun, so that the other
+        // 639 events go out in exit-sized writes of 64: ten writes, 2 s in all, twice the timeout.
+        let slow = SlowDestination(secondsPerWrite: 0.2)
         let logger = logger([.init(slow)])
-        for index in 0..<400 { logger.info("event \(index)") }
-        // 400 × 2 ms = 0.8 s of writing, progress every 64 events (0.13 s): more than the timeout in all.
-        let failure = await logger.pipeline.shutdown(timeout: 0.5)
+        for index in 0..<640 { logger.info("event \(index)") }
+        // On a thread, not a task: the test pool's two threads may be busy for seconds.
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.3)
+            slow.open()
+        }
+        let failure = await logger.pipeline.shutdown(timeout: 1)
         #expect(failure == nil, "\(String(describing: failure))")
-        #expect(slow.count == 400)
+        #expect(slow.count == 640)
+        // The first write, then at most ten of 64 (exit-sized batches went out as 63 and 1: twenty writes).
+        #expect(slow.writes <= 11, "\(slow.writes) writes")
+    }
+
+    /// `flush(timeout:) async` and `shutdown(timeout:) async` wait on threads of their own. (They waited on
+    /// Dispatch's shared threads, one per core on Linux: a few flushes of a stalled destination held them all, and
+    /// work queued there, the program's or a destination's own timer, waited until the flushes timed out.)
+    @Test func awaitedFlushesLeaveDispatchsSharedThreadsFree() async throws {
+        let held = FlushHoldingDestination()
+        let logger = logger([.init(held)])
+        // Dispatch adds a thread about once a second while its threads are blocked: 32 waits held them for
+        // longer than the flushes' 10 s.
+        let waiters = 32
+        async let failures = withTaskGroup(of: (any Error)?.self) { group in
+            for _ in 0..<waiters { group.addTask { await logger.pipeline.flush(timeout: 10) } }
+            return await group.reduce(into: [String]()) { failures, error in
+                if let error { failures.append("\(error)") }
+            }
+        }
+        #expect(await eventually(timeout: .seconds(30)) { held.heldCount == waiters })
+        // The destination finishes its flushes on Dispatch, as Logstash's flush timer does.
+        DispatchQueue.global().async { held.release() }
+        #expect(await failures == [])
+        await logger.pipeline.shutdown()
     }
 
     @Test func eachDestinationReceivesOnlyItsMinimumLevelAndAbove() async throws {
@@ -311,20 +342,54 @@ import Testing
 }
 
 /// Takes `secondsPerRecord` per record: a destination that keeps moving, slowly.
+/// Each write takes `secondsPerWrite`; the first waits until ``open()``.
 private final class SlowDestination: LogDestination {
-    private let secondsPerRecord: Double
+    private let secondsPerWrite: Double
     private let written = LockedValue(0)
+    private let writeCount = LockedValue(0)
+    private let gate = DispatchSemaphore(value: 0)
 
-    init(secondsPerRecord: Double) {
-        self.secondsPerRecord = secondsPerRecord
+    init(secondsPerWrite: Double) {
+        self.secondsPerWrite = secondsPerWrite
     }
 
     var count: Int { written.withLock { $0 } }
+    var writes: Int { writeCount.withLock { $0 } }
+
+    func open() { gate.signal() }
 
     func write(_ batch: LogBatch) {
-        for _ in batch.records {
-            Thread.sleep(forTimeInterval: secondsPerRecord)
-            written.withLock { $0 += 1 }
+        if count == 0 {
+            gate.wait()
+            gate.signal()
         }
+        Thread.sleep(forTimeInterval: secondsPerWrite)
+        written.withLock { $0 += batch.records.count }
+        writeCount.withLock { $0 += 1 }
+    }
+}
+
+/// Holds every flush until ``release()``; completes later ones at once.
+private final class FlushHoldingDestination: LogDestination {
+    private let held = LockedValue<[@Sendable ((any Error)?) -> Void]?>([])
+
+    var heldCount: Int { held.withLock { $0?.count ?? 0 } }
+
+    func write(_ batch: LogBatch) {}
+
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        let holding = held.withLock { held -> Bool in
+            held?.append(completion)
+            return held != nil
+        }
+        if !holding { completion(nil) }
+    }
+
+    func release() {
+        let completions = held.withLock { held in
+            defer { held = nil }
+            return held ?? []
+        }
+        for completion in completions { completion(nil) }
     }
 }

@@ -256,7 +256,11 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         try LogstashSpool(configuration: .init(directory: directory.path)).close()
         let holder = open(directory.file("spool.lock"), O_RDWR | O_CLOEXEC)
         #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { close(holder) }
+        // On a thread of its own: Dispatch's shared threads may all be busy with other tests' work.
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.1)
+            close(holder)
+        }
         let spool = try LogstashSpool(configuration: .init(directory: directory.path))
         spool.close()
     }

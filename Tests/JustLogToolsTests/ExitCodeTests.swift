@@ -1,4 +1,5 @@
 import Foundation
+import JustLogCore
 import JustLogTestSupport
 import Testing
 
@@ -14,16 +15,11 @@ import Testing
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let data = await offThePoolRead(errors.fileHandleForReading)
+        let reader = errors.fileHandleForReading
+        let data = await offThePool { reader.readDataToEndOfFile() }
         #expect(await eventually(timeout: .seconds(30)) { !process.isRunning })
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
-
-    func offThePoolRead(_ handle: FileHandle) async -> Data {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: handle.readDataToEndOfFile()) }
-        }
     }
 
     @Test(arguments: [

@@ -351,8 +351,8 @@ public final class LogPipeline: Sendable {
         queue.shutdown(timeout: timeout)
     }
 
-    /// ``shutdown(timeout:)`` for async code: the waiting happens on a dispatch queue, not on a thread of
-    /// the concurrency pool (which has one thread per core, and which a blocking wait would starve).
+    /// ``shutdown(timeout:)`` for async code: the waiting happens on a thread of its own, not on one of the
+    /// concurrency pool's or Dispatch's shared threads (one per core, which a blocking wait would starve).
     @discardableResult
     public func shutdown(timeout: Double = 5) async -> (any Error)? {
         await offThePool { [queue] in queue.shutdown(timeout: timeout) }
@@ -552,10 +552,14 @@ final class FlushBarrier: @unchecked Sendable {
     }
 }
 
-/// Runs blocking `work` on a dispatch queue and resumes with its result, so that async callers never block a
-/// thread of Swift's concurrency pool.
+/// Runs blocking `work` on a thread of its own and resumes with its result, so that async callers never block a
+/// thread of Swift's concurrency pool, nor one of Dispatch's shared threads: on Linux those are one per core, and a
+/// few waits on a stalled destination would hold them all, delaying the program's work and the destinations' own
+/// timers until the waits time out. A wait is rare and long; a thread's start (tens of microseconds) is not felt.
 package func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: work()) }
+        let thread = Thread { continuation.resume(returning: work()) }
+        thread.name = "JustLog wait"
+        thread.start()
     }
 }

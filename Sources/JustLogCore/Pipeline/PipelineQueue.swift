@@ -609,11 +609,14 @@ final class PipelineQueue: @unchecked Sendable {
         /// machine (ThreadSanitizer, two cores shared), and callers waiting for room must see that the worker moves.
         var sinceProgress = 0
         for item in batch {
-            sinceProgress += item.eventCount
-            if sinceProgress >= Self.exitBatchLimit {
-                sinceProgress = 0
-                // Callers wait for room, or an exit or a shutdown waits: what is built so far goes out now.
-                if showProgress() { deliver() }
+            defer {
+                // After the item, so that an exit-sized batch (64 events) goes out in one write, not 63 and 1.
+                sinceProgress += item.eventCount
+                if sinceProgress >= Self.exitBatchLimit {
+                    sinceProgress = 0
+                    // Callers wait for room, or an exit or a shutdown waits: what is built so far goes out now.
+                    if showProgress() { deliver() }
+                }
             }
             switch item {
             case .event(let event, let sequence, _, let inline, let journaled):
