@@ -838,6 +838,10 @@ final class PipelineQueue: @unchecked Sendable {
         guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }
         let failure = holding ? nil : reconfiguration.waitForOldDestinations()
         let (replacement, configuration, intake) = build()
+        // The worker first, then the callers: once the reconfiguration ends for them, a caller waiting in a full
+        // queue has only `fullQueueWait` of patience, and the worker must not be still waiting for this handover
+        // (a caller's thread descheduled between the two, on a loaded machine, cost that long).
+        if !holding { reconfiguration.provide(replacement) }
         let (heldDrops, heldCapacity): (UInt64, Int) = lock.withLock {
             dispatcher = replacement
             limits = configuration
@@ -848,7 +852,6 @@ final class PipelineQueue: @unchecked Sendable {
             holdCapacity = nil
             return (self.heldDrops, capacity)
         }
-        if !holding { reconfiguration.provide(replacement) }
         lock.broadcast()
         if heldDrops > 0 {
             submit(
