@@ -292,3 +292,54 @@ import Testing
         #expect(array.isEmpty)
     }
 }
+
+/// The writer's copies: loads and stores that overlap for short runs, `memcpy` past 32 bytes.
+@Suite struct RawWriterTests {
+    @Test func copiesEveryLengthExactlyAfterAnyOffset() {
+        let source = (0..<80).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for offset in 0..<3 {
+            for length in 0...source.count {
+                var out: [UInt8] = Array(repeating: 0xEE, count: offset)
+                let copied = source[..<length]
+                _ = out.write(atMost: length + 8) { writer in
+                    copied.withUnsafeBytes { writer.bytes($0) }
+                    writer.byte(0x7F)
+                    return true
+                }
+                #expect(
+                    out == Array(repeating: 0xEE, count: offset) + copied + [0x7F],
+                    "length \(length) after \(offset)"
+                )
+            }
+        }
+    }
+}
+
+/// Times written from the per-second cache match what `LogTimestamp` writes, for every millisecond digit.
+@Suite struct TimeTextCacheTests {
+    @Test(arguments: ["UTC", "Asia/Kolkata", "America/St_Johns"])
+    func writesWhatTheTimestampWrites(zoneName: String) throws {
+        let zone = try #require(TimeZone(identifier: zoneName))
+        var line = TimeTextCache(.line(zone))
+        var rfc3339 = TimeTextCache(.rfc3339)
+        // Two seconds, each millisecond pattern, then back to the first second; one time far in the past.
+        let base: Int64 = 1_700_000_000_000_000_000
+        let nanoseconds =
+            (0..<1000).map { base + Int64($0) * 1_000_000 + 123 }
+            + (0..<1000).map { base + 1_000_000_000 + Int64($0) * 1_000_000 } + [
+                base + 999_999_999, 86_400_000_000_000,
+            ]
+        for nanos in nanoseconds {
+            let timestamp = LogTimestamp(nanosecondsSinceEpoch: nanos)
+            var raw: [UInt8] = []
+            _ = raw.write(atMost: TimeTextCache.maximumCount) { writer in
+                line.write(timestamp, into: &writer)
+                return true
+            }
+            var array: [UInt8] = []
+            rfc3339.write(timestamp, into: &array)
+            #expect(raw == Array(timestamp.localLineTime(in: zone).utf8), "\(nanos)")
+            #expect(array == Array(timestamp.rfc3339.utf8), "\(nanos)")
+        }
+    }
+}

@@ -110,6 +110,9 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
         self.nanosecondsSinceEpoch = seconds * 1_000_000_000 + Int64(millis) * 1_000_000
     }
 
+    /// Whole milliseconds since the epoch, rounded down.
+    var millisecondsSinceEpoch: Int64 { nanosecondsSinceEpoch.floorDiv(1_000_000) }
+
     /// Whole seconds since the epoch (rounded down) and the milliseconds past them.
     var split: (seconds: Int64, millis: Int) {
         let seconds = nanosecondsSinceEpoch.floorDiv(1_000_000_000)

@@ -28,9 +28,19 @@ package struct RawWriter {
         let length = source.count
         guard let address = source.baseAddress else { return }
         let target = UnsafeMutableRawPointer(base + count)
-        // Short runs (keys, small values, punctuation) as two loads and two stores that overlap, exactly within
-        // both buffers: a call to memcpy costs more than they do.
-        if length >= 8, length <= 16 {
+        // Short runs (keys, small values, times, punctuation) as loads and stores that overlap, exactly within
+        // both buffers: a call to memcpy costs more than they do. (A loop of byte copies would become that call.)
+        if length > 16, length <= 32 {
+            let words = (
+                address.loadUnaligned(as: UInt64.self), address.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                address.loadUnaligned(fromByteOffset: length - 16, as: UInt64.self),
+                address.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
+            )
+            target.storeBytes(of: words.0, as: UInt64.self)
+            target.storeBytes(of: words.1, toByteOffset: 8, as: UInt64.self)
+            target.storeBytes(of: words.2, toByteOffset: length - 16, as: UInt64.self)
+            target.storeBytes(of: words.3, toByteOffset: length - 8, as: UInt64.self)
+        } else if length >= 8, length <= 16 {
             let head = address.loadUnaligned(as: UInt64.self)
             let tail = address.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self)
             target.storeBytes(of: head, as: UInt64.self)
@@ -40,15 +50,17 @@ package struct RawWriter {
             let tail = address.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self)
             target.storeBytes(of: head, as: UInt32.self)
             target.storeBytes(of: tail, toByteOffset: length - 4, as: UInt32.self)
-        } else if length < 4 {
-            for offset in 0..<length {
-                target.storeBytes(
-                    of: address.load(fromByteOffset: offset, as: UInt8.self),
-                    toByteOffset: offset,
-                    as: UInt8.self
-                )
-            }
-        } else {
+        } else if length > 0, length < 4 {
+            // 1 to 3 bytes: the first, the middle one and the last (some of them the same byte).
+            let middle = length >> 1
+            let bytes = (
+                address.load(as: UInt8.self), address.load(fromByteOffset: middle, as: UInt8.self),
+                address.load(fromByteOffset: length - 1, as: UInt8.self)
+            )
+            target.storeBytes(of: bytes.0, as: UInt8.self)
+            target.storeBytes(of: bytes.1, toByteOffset: middle, as: UInt8.self)
+            target.storeBytes(of: bytes.2, toByteOffset: length - 1, as: UInt8.self)
+        } else if length > 32 {
             target.copyMemory(from: address, byteCount: length)
         }
         count += length
