@@ -32,7 +32,7 @@ for argument in "$@"; do
         *) cases+=("$argument") ;;
     esac
 done
-all_cases=(literal filtered file_only file_unjournaled message_only hot_path error_chain bridge streamloghandler)
+all_cases=(literal filtered file_only file_unjournaled message_only hot_path hot_path_fields error_chain bridge streamloghandler)
 if [ ${#cases[@]} -eq 0 ]; then
     if [ "$mode" = profile ] || [ "$mode" = worker ]; then cases=(hot_path); else cases=("${all_cases[@]}"); fi
 fi

@@ -31,6 +31,11 @@ func readmePrivateValues(userEmail: String) {
     Logger.shared.info("signed in", userInfo: ["email": Sensitive(userEmail), "plan": "gold"])
 }
 
+/// "Typed fields" (compiled, not run: it logs through `Logger.shared`).
+func readmeTypedFields(userID: Int, plan: String) {
+    Logger.shared.info("user signed in", fields: ["userID": LogValue(userID), "plan": .string(plan), "attempt": 1])
+}
+
 /// "Delivery to Logstash" (compiled, not run: it names collectors that don't exist here).
 func readmeDeliveryToLogstash() throws {
     // Logger.shared: logger.logstashTransport = .beats; an immutable configuration:

@@ -22,6 +22,9 @@ final class Fixture: @unchecked Sendable {
     let bridge: Logging.Logger
     let streamLogger: Logging.Logger
     let chainedError: NSError
+    /// The event's values for `hot_path_fields`, read at run time as at a real call site.
+    let userID = Int64(ProcessInfo.processInfo.environment["JUSTLOG_BENCH_USER_ID"] ?? "42") ?? 42
+    let plan = ProcessInfo.processInfo.environment["JUSTLOG_BENCH_PLAN"] ?? "gold"
     var calls = 0
     private lazy var fileLine: [UInt8] = []
     private lazy var wireLine: [UInt8] = []

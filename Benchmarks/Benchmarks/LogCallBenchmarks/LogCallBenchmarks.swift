@@ -43,6 +43,7 @@ var perCallMetrics: [BenchmarkMetric] { [.wallClock, .instructions, .mallocCount
 //   file_only          Logger(file only).info("user signed in", userInfo: <3 fields>)
 //   message_only       Logger.shared.info("user signed in"), file + Logstash
 //   hot_path           Logger.shared.info("user signed in", userInfo: <3 fields>), file + Logstash
+//   hot_path_fields    Logger.shared.info("user signed in", fields: <the same 3, typed, values read at run time>)
 //   error_chain        Logger.shared.error("payment failed", error: <NSError with an underlying NSError>)
 //   bridge             swift-log Logger with JustLogLogHandler on Logger.shared's pipeline, 3 metadata fields
 //   streamloghandler   baseline: swift-log StreamLogHandler writing to a file, 3 metadata fields
@@ -69,6 +70,9 @@ let benchmarks: @Sendable () -> Void = {
     }
     perCall("hot_path", drains: true) { _ in
         JustLog.Logger.shared.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
+    }
+    perCall("hot_path_fields", drains: true) { fixture in
+        JustLog.Logger.shared.info("user signed in", fields: ["userID": .int(fixture.userID), "plan": .string(fixture.plan), "attempt": 1])
     }
     perCall("error_chain", drains: true) { fixture in
         JustLog.Logger.shared.error("payment failed", error: fixture.chainedError)

@@ -36,6 +36,26 @@ extension LogValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Exp
     public init(nilLiteral: ()) { self = .null }
 }
 
+// MARK: - Typed values
+
+extension LogValue {
+    /// An integer of any type, as `userInfo` captures it: `.int` for a signed type, `.uint` for an unsigned one
+    /// (its text, for one wider than 64 bits that does not fit). For typed fields of values known at run time:
+    /// `fields: ["userID": LogValue(user.id), "plan": .string(user.plan)]`.
+    public init(_ value: some BinaryInteger) {
+        if type(of: value).isSigned {
+            self = Int64(exactly: value).map(LogValue.int) ?? .string(String(value))
+        } else {
+            self = UInt64(exactly: value).map(LogValue.uint) ?? .string(String(value))
+        }
+    }
+
+    /// A floating-point value, as `userInfo` captures it: `.double` (NaN and ±infinity are written as text).
+    public init(_ value: some BinaryFloatingPoint) {
+        self = .double(Double(value))
+    }
+}
+
 // MARK: - Reading
 
 extension LogValue {

@@ -26,6 +26,90 @@ extension JournalCodec {
         limits: CaptureLimits,
         _ body: (UnsafeMutableRawBufferPointer) -> Bool
     ) -> Bool {
+        let userInfo = userInfo ?? [:]
+        // ValueCapture keeps at most `maximumKeys` members and about `maximumBytes`: keys at their length + 4,
+        // strings at theirs + 2, other scalars at 8. Within both nothing is cut, and it keeps them as they are.
+        guard userInfo.count <= limits.maximumKeys else { return false }
+        return withCallRecord(
+            level: level,
+            message: message,
+            memberCount: userInfo.count,
+            callSite: callSite,
+            timestamp: timestamp,
+            eventIDPrefix: eventIDPrefix,
+            limits: limits,
+            members: { writer, budget in
+                // By index, keys and values apart: iterating pairs copies each `(String, Any)` through the runtime.
+                var index = userInfo.startIndex
+                while index != userInfo.endIndex {
+                    let key = userInfo.keys[index]
+                    budget -= key.utf8.count + 4
+                    writer.string(key)
+                    guard writer.plainValue(userInfo.values[index], budget: &budget), budget >= 0 else { return false }
+                    userInfo.formIndex(after: &index)
+                }
+                return true
+            },
+            body
+        )
+    }
+
+    /// Encodes a call whose typed `fields` hold only scalars within `limits`, as
+    /// ``withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)`` does a dictionary's:
+    /// the same record as for a `userInfo` of the same values. `false` when the call needs the full capture: a
+    /// nested value, a key given twice (the capture keeps the last), values past a limit.
+    static func withCallRecord(
+        level: LogLevel,
+        message: String,
+        fields: KeyValuePairs<String, LogValue>,
+        callSite: CallSite,
+        timestamp: LogTimestamp,
+        eventIDPrefix: UInt64,
+        limits: CaptureLimits,
+        _ body: (UnsafeMutableRawBufferPointer) -> Bool
+    ) -> Bool {
+        let count = fields.count
+        guard count <= limits.maximumKeys, count <= maximumTypedFields else { return false }
+        // A key given twice: the dictionary the full capture builds keeps the last (`==`, as its keys compare).
+        for later in 1..<max(count, 1) {
+            for earlier in 0..<later where fields[earlier].key == fields[later].key { return false }
+        }
+        return withCallRecord(
+            level: level,
+            message: message,
+            memberCount: count,
+            callSite: callSite,
+            timestamp: timestamp,
+            eventIDPrefix: eventIDPrefix,
+            limits: limits,
+            members: { writer, budget in
+                for (key, value) in fields {
+                    budget -= key.utf8.count + 4
+                    writer.string(key)
+                    guard writer.scalar(value, budget: &budget), budget >= 0 else { return false }
+                }
+                return true
+            },
+            body
+        )
+    }
+
+    /// More typed fields than this take the full capture: the check for a repeated key compares every pair.
+    static let maximumTypedFields = 32
+
+    /// The record around its `userInfo` members, which `members` writes (`memberCount` of them, charging
+    /// `budget`; `false`: the call needs the full capture).
+    private static func withCallRecord(
+        level: LogLevel,
+        message: String,
+        memberCount: Int,
+        callSite: CallSite,
+        timestamp: LogTimestamp,
+        eventIDPrefix: UInt64,
+        limits: CaptureLimits,
+        members: (inout RecordWriter, inout Int) -> Bool,
+        _ body: (UnsafeMutableRawBufferPointer) -> Bool
+    ) -> Bool {
         func encode(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
             var writer = RecordWriter(buffer)
             writer.byte(version)
@@ -37,21 +121,9 @@ extension JournalCodec {
             writer.string(callSite.file)
             writer.string(callSite.function)
             writer.string(message)
-            let userInfo = userInfo ?? [:]
-            // ValueCapture keeps at most `maximumKeys` members and about `maximumBytes`: keys at their length + 4,
-            // strings at theirs + 2, other scalars at 8. Within both nothing is cut, and it keeps them as they are.
-            guard userInfo.count <= limits.maximumKeys else { return nil }
             var budget = limits.maximumBytes
-            writer.word(UInt64(userInfo.count))
-            // By index, keys and values apart: iterating pairs copies each `(String, Any)` through the runtime.
-            var index = userInfo.startIndex
-            while index != userInfo.endIndex {
-                let key = userInfo.keys[index]
-                budget -= key.utf8.count + 4
-                writer.string(key)
-                guard writer.plainValue(userInfo.values[index], budget: &budget), budget >= 0 else { return nil }
-                userInfo.formIndex(after: &index)
-            }
+            writer.word(UInt64(memberCount))
+            guard members(&writer, &budget) else { return nil }
             writer.word(0)  // metadata
             writer.word(0)  // truncations
             writer.byte(0)  // no error
@@ -137,6 +209,46 @@ extension JournalCodec {
                 budget -= 8
                 byte(bool ? 5 : 4)
             case .other:
+                return false
+            }
+            return true
+        }
+
+        /// Writes a typed field's `value` as ``ValueCapture`` would capture it, charging `budget` as it does;
+        /// `false` (nothing sensible written) for an array or an object.
+        mutating func scalar(_ value: LogValue, budget: inout Int) -> Bool {
+            switch value {
+            case .string(let string):
+                budget -= string.utf8.count + 2
+                byte(0)
+                self.string(string)
+            case .int(let int):
+                budget -= 8
+                byte(1)
+                word(UInt64(bitPattern: int))
+            case .uint(let uint):
+                budget -= 8
+                byte(2)
+                word(uint)
+            case .double(let double):
+                budget -= 8
+                switch ValueCapture.finite(double) {
+                case .double(let double):
+                    byte(3)
+                    word(double.bitPattern)
+                case .string(let text):
+                    byte(0)
+                    string(text)
+                default:
+                    return false
+                }
+            case .bool(let bool):
+                budget -= 8
+                byte(bool ? 5 : 4)
+            case .null:
+                budget -= 8
+                byte(6)
+            case .array, .object:
                 return false
             }
             return true

@@ -314,6 +314,51 @@ public final class LogPipeline: Sendable {
         )
     }
 
+    /// ``submitCall(_:_:error:userInfo:callSite:intake:)`` for typed fields (see
+    /// ``JournalCodec/withCallRecord(level:message:fields:callSite:timestamp:eventIDPrefix:limits:_:)``): the same
+    /// record, and the same event, as for a `userInfo` dictionary of the same values.
+    @usableFromInline
+    func submitCall(
+        _ level: LogLevel,
+        _ message: String,
+        error: (any Error)?,
+        fields: KeyValuePairs<String, LogValue>,
+        callSite: CallSite,
+        intake: Intake
+    ) {
+        let timestamp = now()
+        if error == nil, intake.journalOnly, let journal = intake.journal {
+            let queued = JournalCodec.withCallRecord(
+                level: level,
+                message: message,
+                fields: fields,
+                callSite: callSite,
+                timestamp: timestamp,
+                eventIDPrefix: intake.eventIDPrefix,
+                limits: intake.captureLimits
+            ) { record in
+                queue.submitJournaled(record, to: journal, eventIDPrefix: intake.eventIDPrefix)
+            }
+            if queued { return }
+        }
+        // A key given twice keeps its last value, as a dictionary literal's would if it could hold both.
+        var userInfo: [String: Any] = [:]
+        userInfo.reserveCapacity(fields.count)
+        for (key, value) in fields { userInfo[key] = value }
+        queue.submit(
+            LogEvent(
+                level: level,
+                message: message,
+                error: error,
+                capturing: userInfo,
+                limits: intake.captureLimits,
+                privacy: intake.privacy,
+                callSite: callSite,
+                timestamp: timestamp
+            )
+        )
+    }
+
     /// Runs `action` on the worker thread after every event submitted before this call has been handed to the
     /// background destinations, and before any submitted after it: for changes that must take effect in log
     /// order, such as switching a destination off.

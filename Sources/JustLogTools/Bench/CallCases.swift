@@ -15,9 +15,8 @@ import Darwin
 /// Logstash on (plain TCP to the suite's loopback sink), console off.
 struct CallCases {
     static let keys = [
-        "clock", "literal", "filtered", "file_only", "file_unjournaled", "message_only", "hot_path", "error_chain",
-        "bridge",
-        "streamloghandler",
+        "clock", "literal", "filtered", "file_only", "file_unjournaled", "message_only", "hot_path", "hot_path_fields",
+        "error_chain", "bridge", "streamloghandler",
     ]
 
     let all: [CallCase]
@@ -35,6 +34,7 @@ struct CallCases {
         logger.setup()
         let pipeline = logger.pipeline
         let drainShared: @Sendable () -> Void = { _ = logger.pipeline.flush(timeout: 60) }
+        let runtime = RuntimeValues.make()
 
         // Filtered out: the only destination takes warnings and above; the call is at debug.
         let filteredFolder = folder.appendingPathComponent("filtered", isDirectory: true)
@@ -129,6 +129,22 @@ struct CallCases {
                 drain: drainShared
             ),
             CallCase(
+                key: "hot_path_fields",
+                label: "JustLog: Logger.shared info + 3 typed fields (file + Logstash)",
+                call: { _ in
+                    // Values known only at run time, as at a real call site: a literal of constants would be
+                    // built once, at compile time.
+                    logger.info(
+                        "user signed in",
+                        fields: [
+                            "userID": .int(runtime.userID), "plan": .string(runtime.plan),
+                            "attempt": .int(runtime.attempt),
+                        ]
+                    )
+                },
+                drain: drainShared
+            ),
+            CallCase(
                 key: "error_chain",
                 label: "JustLog: Logger.shared error + NSError chain (file + Logstash)",
                 call: { _ in
@@ -168,6 +184,22 @@ struct CallCases {
     }
 
     func tearDown() { cleanUp() }
+}
+
+/// The bench event's values, read at run time (see `hot_path_fields`).
+struct RuntimeValues: Sendable {
+    let userID: Int64
+    let plan: String
+    let attempt: Int64
+
+    @inline(never)
+    static func make() -> RuntimeValues {
+        RuntimeValues(
+            userID: Int64(ProcessInfo.processInfo.environment["JUSTLOG_BENCH_USER_ID"] ?? "42") ?? 42,
+            plan: ProcessInfo.processInfo.environment["JUSTLOG_BENCH_PLAN"] ?? "gold",
+            attempt: 1
+        )
+    }
 }
 
 /// Keeps a value alive past the optimizer: the baseline of building a literal must build it.

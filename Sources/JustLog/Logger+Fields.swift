@@ -1,0 +1,102 @@
+public import JustLogCore
+
+/// Typed fields: the events `userInfo` gives, for a fraction of the caller's cost.
+///
+/// `userInfo: ["userID": 42, "plan": "gold"]` builds a `[String: Any]` at the call site (hashing each key, boxing
+/// each value), which costs the caller more than the rest of the log call. `fields:` takes the same literal as
+/// `KeyValuePairs<String, LogValue>`, typed as it is written and encoded as it goes. The file line and the
+/// Logstash line are the ones `userInfo` gives for the same values; a key given twice keeps its last value.
+///
+/// ```swift
+/// Logger.shared.info("user signed in", fields: ["userID": 42, "plan": "gold", "attempt": 1])
+/// ```
+extension Logger {
+    /// Logs `message` at `level` with typed `fields`, and an optional error.
+    public func log(
+        _ level: LogLevel,
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        fields: @autoclosure () -> KeyValuePairs<String, LogValue>,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(level, message(), error: error(), fields: fields(), file: file, function: function, line: line)
+    }
+
+    /// Logs at `LogLevel/verbose` 📣 with typed `fields`.
+    public func verbose(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        fields: @autoclosure () -> KeyValuePairs<String, LogValue>,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            .verbose,
+            message(),
+            error: error(),
+            fields: fields(),
+            file: file,
+            function: function,
+            line: line
+        )
+    }
+
+    /// Logs at `LogLevel/debug` 📝 with typed `fields`.
+    public func debug(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        fields: @autoclosure () -> KeyValuePairs<String, LogValue>,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(.debug, message(), error: error(), fields: fields(), file: file, function: function, line: line)
+    }
+
+    /// Logs at `LogLevel/info` ℹ️ with typed `fields`.
+    public func info(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        fields: @autoclosure () -> KeyValuePairs<String, LogValue>,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(.info, message(), error: error(), fields: fields(), file: file, function: function, line: line)
+    }
+
+    /// Logs at `LogLevel/warning` ⚠️ with typed `fields`.
+    public func warning(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        fields: @autoclosure () -> KeyValuePairs<String, LogValue>,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(
+            .warning,
+            message(),
+            error: error(),
+            fields: fields(),
+            file: file,
+            function: function,
+            line: line
+        )
+    }
+
+    /// Logs at `LogLevel/error` ☠️ with typed `fields`.
+    public func error(
+        _ message: @autoclosure () -> String,
+        error: @autoclosure () -> (any Error)? = nil,
+        fields: @autoclosure () -> KeyValuePairs<String, LogValue>,
+        file: String = #fileID,
+        function: String = #function,
+        line: UInt = #line
+    ) {
+        structured.log(.error, message(), error: error(), fields: fields(), file: file, function: function, line: line)
+    }
+}
