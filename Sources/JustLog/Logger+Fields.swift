@@ -12,6 +12,7 @@ public import JustLogCore
 /// ```
 extension Logger {
     /// Logs `message` at `level` with typed `fields`, and an optional error.
+    @inlinable
     public func log(
         _ level: LogLevel,
         _ message: @autoclosure () -> String,
@@ -25,6 +26,7 @@ extension Logger {
     }
 
     /// Logs at `LogLevel/verbose` 📣 with typed `fields`.
+    @inlinable
     public func verbose(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -45,6 +47,7 @@ extension Logger {
     }
 
     /// Logs at `LogLevel/debug` 📝 with typed `fields`.
+    @inlinable
     public func debug(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -57,6 +60,7 @@ extension Logger {
     }
 
     /// Logs at `LogLevel/info` ℹ️ with typed `fields`.
+    @inlinable
     public func info(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -69,6 +73,7 @@ extension Logger {
     }
 
     /// Logs at `LogLevel/warning` ⚠️ with typed `fields`.
+    @inlinable
     public func warning(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -89,6 +94,7 @@ extension Logger {
     }
 
     /// Logs at `LogLevel/error` ☠️ with typed `fields`.
+    @inlinable
     public func error(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,

@@ -269,6 +269,7 @@ public final class Logger: @unchecked Sendable {
     // MARK: - Logging
 
     /// Logs `message` at `level`, with an optional error and `userInfo`.
+    @inlinable
     public func log(
         _ level: LogLevel,
         _ message: @autoclosure () -> String,
@@ -290,6 +291,7 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Logs at `LogLevel/verbose` 📣.
+    @inlinable
     public func verbose(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -310,6 +312,7 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Logs at `LogLevel/debug` 📝.
+    @inlinable
     public func debug(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -330,6 +333,7 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Logs at `LogLevel/info` ℹ️.
+    @inlinable
     public func info(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -350,6 +354,7 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Logs at `LogLevel/warning` ⚠️.
+    @inlinable
     public func warning(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
@@ -370,6 +375,7 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Logs at `LogLevel/error` ☠️.
+    @inlinable
     public func error(
         _ message: @autoclosure () -> String,
         error: @autoclosure () -> (any Error)? = nil,
