@@ -185,33 +185,12 @@ extension JournalCodec {
         /// sensible written) for anything but a `String`, `Int`, `Double` or `Bool`.
         mutating func plainValue(_ value: Any, budget: inout Int) -> Bool {
             switch PlainValue(opening: value) {
-            case .string(let string):
-                budget -= string.utf8.count + 2
-                byte(0)
-                self.string(string)
-            case .int(let int):
-                budget -= 8
-                byte(1)
-                word(UInt64(bitPattern: Int64(int)))
-            case .double(let double):
-                budget -= 8
-                switch ValueCapture.finite(double) {
-                case .double(let double):
-                    byte(3)
-                    word(double.bitPattern)
-                case .string(let text):
-                    byte(0)
-                    string(text)
-                default:
-                    return false
-                }
-            case .bool(let bool):
-                budget -= 8
-                byte(bool ? 5 : 4)
-            case .other:
-                return false
+            case .string(let string): scalar(.string(string), budget: &budget)
+            case .int(let int): scalar(.int(Int64(int)), budget: &budget)
+            case .double(let double): scalar(.double(double), budget: &budget)
+            case .bool(let bool): scalar(.bool(bool), budget: &budget)
+            case .other: false
             }
-            return true
         }
 
         /// Writes a typed field's `value` as ``ValueCapture`` would capture it, charging `budget` as it does;

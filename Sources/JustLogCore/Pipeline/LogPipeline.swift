@@ -285,7 +285,18 @@ public final class LogPipeline: Sendable {
         callSite: CallSite,
         intake: Intake
     ) {
-        let timestamp = now()
+        submitCall(level, message, error: error, userInfo: userInfo, callSite: callSite, intake: intake, at: now())
+    }
+
+    private func submitCall(
+        _ level: LogLevel,
+        _ message: String,
+        error: (any Error)?,
+        userInfo: [String: Any]?,
+        callSite: CallSite,
+        intake: Intake,
+        at timestamp: LogTimestamp
+    ) {
         if error == nil, intake.journalOnly, let journal = intake.journal {
             let queued = JournalCodec.withCallRecord(
                 level: level,
@@ -316,7 +327,8 @@ public final class LogPipeline: Sendable {
 
     /// ``submitCall(_:_:error:userInfo:callSite:intake:)`` for typed fields (see
     /// ``JournalCodec/withCallRecord(level:message:fields:callSite:timestamp:eventIDPrefix:limits:_:)``): the same
-    /// record, and the same event, as for a `userInfo` dictionary of the same values.
+    /// record, and the same event, as for a `userInfo` dictionary of the same values — which is what a call the
+    /// typed lane can't take becomes.
     @usableFromInline
     func submitCall(
         _ level: LogLevel,
@@ -345,18 +357,7 @@ public final class LogPipeline: Sendable {
         var userInfo: [String: Any] = [:]
         userInfo.reserveCapacity(fields.count)
         for (key, value) in fields { userInfo[key] = value }
-        queue.submit(
-            LogEvent(
-                level: level,
-                message: message,
-                error: error,
-                capturing: userInfo,
-                limits: intake.captureLimits,
-                privacy: intake.privacy,
-                callSite: callSite,
-                timestamp: timestamp
-            )
-        )
+        submitCall(level, message, error: error, userInfo: userInfo, callSite: callSite, intake: intake, at: timestamp)
     }
 
     /// Runs `action` on the worker thread after every event submitted before this call has been handed to the
