@@ -67,11 +67,13 @@ import Testing
     /// the event: seen as 16 drops in this suite's test above, under ThreadSanitizer on a loaded machine.)
     @Test func aCallerWaitingInAFullQueueWhenAReconfigurationBeginsDropsNothing() async throws {
         let stalled = GatedDestination()
+        // Well past a stall of the whole process (ThreadSanitizer on a loaded machine stalled it for seconds):
+        // the reconfiguration must begin within this much of "e5" beginning to wait, or "e5" is rightly dropped.
+        let fullQueueWait = 6.0
         let logger = StructuredLogger(
             configuration: .init(
                 destinations: [.init(stalled)],
-                // Long enough that the reconfiguration below begins while "e5" still waits, even on a loaded machine.
-                pipeline: .init(capacity: 4, fullQueueWait: 3),
+                pipeline: .init(capacity: 4, fullQueueWait: fullQueueWait),
                 diagnostics: DiagnosticSink { _ in }
             )
         )
@@ -80,28 +82,38 @@ import Testing
         #expect(await eventually(timeout: .seconds(30)) { logger.pipeline.currentStatistics.submitted == 1 })
         try await Task.sleep(for: .milliseconds(50))
         for index in 1...4 { logger.info("e\(index)") }
-        // On threads of their own, not tasks: a task may wait seconds for the test pool's two threads, and the
-        // reconfiguration must begin while "e5" still waits.
+        // On threads of their own, not tasks: a task may wait seconds for the test pool's two threads. The
+        // reconfiguration begins once "e5" is seen waiting (not after a guessed delay).
         let done = LockedValue(false)
+        let waitingSince = LockedValue<Date?>(nil)
         let outcome = LockedValue<String?>(nil)
         let replacement = CapturingDestination()
         Thread.detachNewThread {
-            Thread.detachNewThread {
-                logger.info("e5")  // waits for room
-                done.withLock { $0 = true }
+            logger.info("e5")  // waits for room
+            done.withLock { $0 = true }
+        }
+        Thread.detachNewThread {
+            let giveUp = Date().addingTimeInterval(30)
+            while logger.pipeline.currentStatistics.callersWaiting == 0, Date() < giveUp {
+                Thread.sleep(forTimeInterval: 0.001)
             }
-            Thread.sleep(forTimeInterval: 0.2)
+            waitingSince.withLock { $0 = Date() }
             let error = logger.pipeline.reconfigure { .init(routes: [.init(replacement)]) }
             outcome.withLock { $0 = error.map { "\($0)" } ?? "done" }
         }
+        #expect(await eventually(timeout: .seconds(40)) { waitingSince.current != nil })
+        #expect(!done.current, "e5 waits for room")
         // Longer than fullQueueWait with no progress, then the old destination moves again.
-        try await Task.sleep(for: .seconds(4))
+        let since = try #require(waitingSince.current)
+        try await Task.sleep(for: .seconds(max(0, fullQueueWait + 1 - Date().timeIntervalSince(since))))
         stalled.release()
         #expect(await eventually(timeout: .seconds(30)) { outcome.current != nil })
         #expect(outcome.current == "done", "the reconfiguration succeeded")
         #expect(await eventually(timeout: .seconds(30)) { done.current })
         try await logger.flush()
-        #expect(logger.pipeline.currentStatistics.dropped == 0)
+        let statistics = logger.pipeline.currentStatistics
+        #expect(statistics.dropped == 0)
+        #expect(statistics.callersWaiting == 0)
         let messages = (stalled.capture.records + replacement.records).map(\.message)
         #expect(messages == (0...5).map { "e\($0)" }, "each once, in order, and no drop report")
         await logger.pipeline.shutdown()

@@ -82,6 +82,9 @@ public final class LogPipeline: Sendable {
         public var dropped: UInt64 = 0
         /// Records handed to the background destinations (including JustLog's own drop reports).
         public var delivered: UInt64 = 0
+        /// Log calls waiting right now for room in the full queue: back-pressure from a slow or stalled
+        /// destination, seen from outside (each waits at most ``Configuration/fullQueueWait`` without progress).
+        public var callersWaiting = 0
     }
 
     /// What a log call needs before it captures anything: whether any destination takes its level, and how

@@ -122,7 +122,13 @@ final class PipelineQueue: @unchecked Sendable {
         thread.start()
     }
 
-    var statistics: LogPipeline.Statistics { lock.withLock { counters } }
+    var statistics: LogPipeline.Statistics {
+        lock.withLock {
+            var statistics = counters
+            statistics.callersWaiting = producersWaiting
+            return statistics
+        }
+    }
 
     // MARK: - Submitting
 
