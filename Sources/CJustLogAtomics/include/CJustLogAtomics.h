@@ -1,6 +1,7 @@
-// A relaxed atomic byte, for the one value every log call reads before anything else: the lowest level any
-// destination takes. C11 atomics, because Swift's `Synchronization.Atomic` needs macOS 15 / iOS 18 and the
-// package supports older systems; ThreadSanitizer understands both.
+// Atomics for what every log call reads without a lock: a relaxed byte (the lowest level any destination takes)
+// and a sequence lock of a few words (what a plain call needs to encode its record). C11 atomics, because Swift's
+// `Synchronization.Atomic` needs macOS 15 / iOS 18 and the package supports older systems; ThreadSanitizer
+// understands both (every word is read and written atomically, so a reader racing the writer is no data race).
 #ifndef CJUSTLOG_ATOMICS_H
 #define CJUSTLOG_ATOMICS_H
 
@@ -13,6 +14,49 @@ static inline uint8_t cjustlog_atomic_load_u8(const uint8_t *value) {
 
 static inline void cjustlog_atomic_store_u8(uint8_t *value, uint8_t newValue) {
     atomic_store_explicit((_Atomic uint8_t *)value, newValue, memory_order_relaxed);
+}
+
+
+// MARK: - A sequence lock of seven words
+
+#define CJUSTLOG_SEQLOCK_WORDS 7
+
+// words[0] is the version: odd while the one writer (which holds a lock of its own) changes the values.
+typedef struct {
+    uint64_t version;
+    uint64_t values[CJUSTLOG_SEQLOCK_WORDS];
+} cjustlog_seqlock;
+
+typedef struct {
+    // 0 when the values were being changed: read again later, or take the slow path.
+    uint64_t version;
+    uint64_t values[CJUSTLOG_SEQLOCK_WORDS];
+} cjustlog_seqlock_snapshot;
+
+// A consistent copy of the values with the (even) version they had, or version 0 if a write overlapped.
+static inline cjustlog_seqlock_snapshot cjustlog_seqlock_read(const cjustlog_seqlock *lock) {
+    cjustlog_seqlock_snapshot snapshot;
+    uint64_t before = atomic_load_explicit((const _Atomic uint64_t *)&lock->version, memory_order_acquire);
+    for (int index = 0; index < CJUSTLOG_SEQLOCK_WORDS; index++) {
+        snapshot.values[index] =
+            atomic_load_explicit((const _Atomic uint64_t *)&lock->values[index], memory_order_relaxed);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    uint64_t after = atomic_load_explicit((const _Atomic uint64_t *)&lock->version, memory_order_relaxed);
+    snapshot.version = (before == after && (before & 1) == 0) ? before : 0;
+    return snapshot;
+}
+
+// Replaces the values; returns the new (even, non-zero) version. One writer at a time.
+static inline uint64_t cjustlog_seqlock_write(cjustlog_seqlock *lock, const uint64_t *values) {
+    uint64_t version = atomic_load_explicit((_Atomic uint64_t *)&lock->version, memory_order_relaxed);
+    atomic_store_explicit((_Atomic uint64_t *)&lock->version, version + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (int index = 0; index < CJUSTLOG_SEQLOCK_WORDS; index++) {
+        atomic_store_explicit((_Atomic uint64_t *)&lock->values[index], values[index], memory_order_relaxed);
+    }
+    atomic_store_explicit((_Atomic uint64_t *)&lock->version, version + 2, memory_order_release);
+    return version + 2;
 }
 
 #endif

@@ -23,15 +23,12 @@ extension StructuredLogger {
         line: UInt = #line
     ) {
         guard pipeline.admits(level) else { return }
-        let intake = pipeline.intake
-        guard level >= intake.minimumLevel else { return }
         pipeline.submitCall(
             level,
             message(),
             error: error(),
             fields: fields(),
-            callSite: CallSite(file: file, function: function, line: line),
-            intake: intake
+            callSite: CallSite(file: file, function: function, line: line)
         )
     }
 

@@ -117,15 +117,12 @@ public struct StructuredLogger: Sendable {
         line: UInt = #line
     ) {
         guard pipeline.admits(level) else { return }
-        let intake = pipeline.intake
-        guard level >= intake.minimumLevel else { return }
         pipeline.submitCall(
             level,
             message(),
             error: error(),
             userInfo: userInfo(),
-            callSite: CallSite(file: file, function: function, line: line),
-            intake: intake
+            callSite: CallSite(file: file, function: function, line: line)
         )
     }
 

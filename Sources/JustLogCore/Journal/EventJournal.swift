@@ -89,8 +89,21 @@ public final class EventJournal: Sendable {
 
     /// Appends a record encoded in place; see ``append(_:)-([UInt8])``.
     func append(_ record: UnsafeRawBufferPointer) -> (start: SpoolPosition, end: SpoolPosition)? {
+        append(record, whileQueuedBytesBelow: .max)
+    }
+
+    /// Appends a record encoded in place while the journal ``isLessThanHalfFull`` (looked at under the spool's
+    /// lock, with the append); `nil` otherwise, or if it can't be appended.
+    func appendWhileLessThanHalfFull(_ record: UnsafeRawBufferPointer) -> (start: SpoolPosition, end: SpoolPosition)? {
+        append(record, whileQueuedBytesBelow: configuration.maxTotalBytes / 2)
+    }
+
+    private func append(
+        _ record: UnsafeRawBufferPointer,
+        whileQueuedBytesBelow limit: Int
+    ) -> (start: SpoolPosition, end: SpoolPosition)? {
         do {
-            return try spool.appendRecord(record)
+            return try spool.appendRecord(record, whileQueuedBytesBelow: limit)
         } catch {
             diagnostics.reportOnce(
                 key: "journal.append.\(configuration.directory)",

@@ -245,7 +245,7 @@ public final class LogPipeline: Sendable {
     /// atomic load, no lock; a call filtered out costs a few instructions and no allocation).
     public func admits(_ level: LogLevel) -> Bool { queue.levelGate.admits(level) }
 
-    /// What a log call reads before capturing (one lock, uncontended in the common case).
+    /// What a log call's full path reads before capturing (one lock; the fast lane reads a ``FastLaneGate`` instead).
     public var intake: Intake { queue.intake }
 
     /// The pipeline's limits and timing.
@@ -275,45 +275,85 @@ public final class LogPipeline: Sendable {
         queue.submit(event)
     }
 
-    /// Accepts a log call (its level already admitted by `intake`), stamped now. When every destination reads
-    /// the journal and the call is plain (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``),
-    /// its record is encoded straight into the journal and the queue holds only its place; otherwise — and
-    /// whenever the queue can't take it that way — its values are captured into a ``LogEvent`` for ``submit(_:)``.
+    /// Accepts a log call whose level ``admits(_:)`` let through, stamped now. When every destination reads the
+    /// journal and the call is plain (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``),
+    /// its record is encoded straight into the journal with what the ``FastLaneGate`` says, without a lock, and the
+    /// queue holds only its place; otherwise — and whenever the queue can't take it that way — its values are
+    /// captured into a ``LogEvent`` for ``submit(_:)``.
     @usableFromInline
     func submitCall(
         _ level: LogLevel,
         _ message: String,
         error: (any Error)?,
         userInfo: [String: Any]?,
-        callSite: CallSite,
-        intake: Intake
+        callSite: CallSite
     ) {
-        submitCall(level, message, error: error, userInfo: userInfo, callSite: callSite, intake: intake, at: now())
-    }
-
-    private func submitCall(
-        _ level: LogLevel,
-        _ message: String,
-        error: (any Error)?,
-        userInfo: [String: Any]?,
-        callSite: CallSite,
-        intake: Intake,
-        at timestamp: LogTimestamp
-    ) {
-        if error == nil, intake.journalOnly, let journal = intake.journal {
+        let timestamp = now()
+        if error == nil, let lane = queue.fastLane.current() {
+            guard level >= lane.minimumLevel else { return }
             let queued = JournalCodec.withCallRecord(
                 level: level,
                 message: message,
                 userInfo: userInfo,
                 callSite: callSite,
                 timestamp: timestamp,
-                eventIDPrefix: intake.eventIDPrefix,
-                limits: intake.captureLimits
+                eventIDPrefix: lane.eventIDPrefix,
+                limits: lane.captureLimits
             ) { record in
-                queue.submitJournaled(record, to: journal, eventIDPrefix: intake.eventIDPrefix)
+                queue.submitJournaled(record, lane: lane.version)
             }
             if queued { return }
         }
+        submitCaptured(level, message, error: error, userInfo: userInfo, callSite: callSite, at: timestamp)
+    }
+
+    /// ``submitCall(_:_:error:userInfo:callSite:)`` for typed fields (see
+    /// ``JournalCodec/withCallRecord(level:message:fields:callSite:timestamp:eventIDPrefix:limits:_:)``): the same
+    /// record, and the same event, as for a `userInfo` dictionary of the same values — which is what a call the
+    /// typed lane can't take becomes.
+    @usableFromInline
+    func submitCall(
+        _ level: LogLevel,
+        _ message: String,
+        error: (any Error)?,
+        fields: KeyValuePairs<String, LogValue>,
+        callSite: CallSite
+    ) {
+        let timestamp = now()
+        if error == nil, let lane = queue.fastLane.current() {
+            guard level >= lane.minimumLevel else { return }
+            let queued = JournalCodec.withCallRecord(
+                level: level,
+                message: message,
+                fields: fields,
+                callSite: callSite,
+                timestamp: timestamp,
+                eventIDPrefix: lane.eventIDPrefix,
+                limits: lane.captureLimits
+            ) { record in
+                queue.submitJournaled(record, lane: lane.version)
+            }
+            if queued { return }
+        }
+        // A key given twice keeps its last value, as a dictionary literal's would if it could hold both.
+        var userInfo: [String: Any] = [:]
+        userInfo.reserveCapacity(fields.count)
+        for (key, value) in fields { userInfo[key] = value }
+        submitCaptured(level, message, error: error, userInfo: userInfo, callSite: callSite, at: timestamp)
+    }
+
+    /// The full path of a log call: its values captured into a ``LogEvent`` with the current intake (read under the
+    /// lock), if its level is still taken.
+    private func submitCaptured(
+        _ level: LogLevel,
+        _ message: String,
+        error: (any Error)?,
+        userInfo: [String: Any]?,
+        callSite: CallSite,
+        at timestamp: LogTimestamp
+    ) {
+        let intake = queue.intake
+        guard level >= intake.minimumLevel else { return }
         queue.submit(
             LogEvent(
                 level: level,
@@ -326,41 +366,6 @@ public final class LogPipeline: Sendable {
                 timestamp: timestamp
             )
         )
-    }
-
-    /// ``submitCall(_:_:error:userInfo:callSite:intake:)`` for typed fields (see
-    /// ``JournalCodec/withCallRecord(level:message:fields:callSite:timestamp:eventIDPrefix:limits:_:)``): the same
-    /// record, and the same event, as for a `userInfo` dictionary of the same values — which is what a call the
-    /// typed lane can't take becomes.
-    @usableFromInline
-    func submitCall(
-        _ level: LogLevel,
-        _ message: String,
-        error: (any Error)?,
-        fields: KeyValuePairs<String, LogValue>,
-        callSite: CallSite,
-        intake: Intake
-    ) {
-        let timestamp = now()
-        if error == nil, intake.journalOnly, let journal = intake.journal {
-            let queued = JournalCodec.withCallRecord(
-                level: level,
-                message: message,
-                fields: fields,
-                callSite: callSite,
-                timestamp: timestamp,
-                eventIDPrefix: intake.eventIDPrefix,
-                limits: intake.captureLimits
-            ) { record in
-                queue.submitJournaled(record, to: journal, eventIDPrefix: intake.eventIDPrefix)
-            }
-            if queued { return }
-        }
-        // A key given twice keeps its last value, as a dictionary literal's would if it could hold both.
-        var userInfo: [String: Any] = [:]
-        userInfo.reserveCapacity(fields.count)
-        for (key, value) in fields { userInfo[key] = value }
-        submitCall(level, message, error: error, userInfo: userInfo, callSite: callSite, intake: intake, at: timestamp)
     }
 
     /// Runs `action` on the worker thread after every event submitted before this call has been handed to the

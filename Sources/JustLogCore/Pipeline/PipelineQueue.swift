@@ -53,41 +53,51 @@ final class PipelineQueue: @unchecked Sendable {
     let diagnostics: DiagnosticSink
     let now: @Sendable () -> LogTimestamp
 
+    /// Guards every `var` below. They are touched only under it, one access at a time: `@exclusivity(unchecked)`
+    /// spares each access the run-time exclusivity check, which a log call would pay several times.
     private let lock = ConditionLock()
     /// The destinations callers write inline to (under the lock). The worker keeps its own view, which changes
     /// at the ``Item/reconfigure(_:)`` item, in log order.
-    private var dispatcher: RecordDispatcher
-    private var limits: LogPipeline.Configuration
+    @exclusivity(unchecked) private var dispatcher: RecordDispatcher
+    @exclusivity(unchecked) private var limits: LogPipeline.Configuration
     /// What a log call reads before it captures: see ``LogPipeline/intake``.
     private var currentIntake: LogPipeline.Intake {
-        didSet { levelGate.set(currentIntake.minimumLevel) }
+        didSet { publishIntake() }
     }
     /// `currentIntake.minimumLevel`, read without the lock (see ``LogPipeline/admits(_:)``).
     let levelGate: LevelGate
+    /// What the fast lane needs of `currentIntake`, read without the lock (see ``FastLaneGate``).
+    let fastLane = FastLaneGate()
+    /// The version of `fastLane`'s values: a record encoded with another is not taken by ``submitJournaled``.
+    @exclusivity(unchecked) private var fastLaneVersion: UInt64 = 0
     /// Before the first configuration (`Logger.shared` before `setup()`): events are kept, at most this many
     /// (the oldest dropped and counted), and nothing is written. `nil` once configured.
-    private var holdCapacity: Int?
-    private var heldDrops: UInt64 = 0
+    @exclusivity(unchecked) private var holdCapacity: Int?
+    @exclusivity(unchecked) private var heldDrops: UInt64 = 0
     /// Reconfigurations asked for and not finished: while there are any, events are queued for the worker
     /// (the inline destinations are being replaced).
-    private var reconfigurationsInProgress = 0
+    @exclusivity(unchecked) private var reconfigurationsInProgress = 0
     /// `.event` items queued with `inline: true` that the worker has not written yet. Callers write inline
     /// themselves again only when it is 0, so that no event overtakes an older one at an inline destination.
-    private var inlineBacklog = 0
+    @exclusivity(unchecked) private var inlineBacklog = 0
     /// The FIFO: `items[head...]` are waiting; the worker advances `head` and compacts now and then.
-    private var items: [Item] = []
-    private var head = 0
-    private var queuedBytes = 0
-    private var nextSequence: UInt64 = 0
-    private var counters = LogPipeline.Statistics()
-    private var unreportedDrops: UInt64 = 0
-    private var workerIsWaiting = false
-    private var producersWaiting = 0
-    private var batchesTaken: UInt64 = 0
-    private var state: State = .running
-    private var workerFinished = false
-    private var exiting = false
-    private var destinationFailure: (any Error)?
+    @exclusivity(unchecked) private var items: [Item] = []
+    @exclusivity(unchecked) private var head = 0
+    /// The place of the events journaled since the last item, kept apart from `items` while it grows — extending it
+    /// is three stores, where rewriting the last item copied and destroyed an enum — and moved there (see
+    /// ``closePlace()``) before any other item is queued and before the worker takes a batch. Empty: `count` 0.
+    @exclusivity(unchecked) private var openPlace = JournalPlace()
+    @exclusivity(unchecked) private var queuedBytes = 0
+    @exclusivity(unchecked) private var nextSequence: UInt64 = 0
+    @exclusivity(unchecked) private var counters = LogPipeline.Statistics()
+    @exclusivity(unchecked) private var unreportedDrops: UInt64 = 0
+    @exclusivity(unchecked) private var workerIsWaiting = false
+    @exclusivity(unchecked) private var producersWaiting = 0
+    @exclusivity(unchecked) private var batchesTaken: UInt64 = 0
+    @exclusivity(unchecked) private var state: State = .running
+    @exclusivity(unchecked) private var workerFinished = false
+    @exclusivity(unchecked) private var exiting = false
+    @exclusivity(unchecked) private var destinationFailure: (any Error)?
 
     init(
         dispatcher: RecordDispatcher,
@@ -101,6 +111,7 @@ final class PipelineQueue: @unchecked Sendable {
         self.limits = configuration
         self.currentIntake = intake
         self.levelGate = LevelGate(intake.minimumLevel)
+        self.fastLaneVersion = fastLane.publish(intake)
         self.holdCapacity = holdCapacity.map { max(1, $0) }
         self.diagnostics = diagnostics
         self.now = now
@@ -111,6 +122,12 @@ final class PipelineQueue: @unchecked Sendable {
     var configuration: LogPipeline.Configuration { lock.withLock { limits } }
 
     var intake: LogPipeline.Intake { lock.withLock { currentIntake } }
+
+    /// Publishes the intake to the log calls' gates (lock held).
+    private func publishIntake() {
+        levelGate.set(currentIntake.minimumLevel)
+        fastLaneVersion = fastLane.publish(currentIntake)
+    }
 
     /// Whether the pipeline still waits for its first configuration.
     var isHolding: Bool { lock.withLock { holdCapacity != nil } }
@@ -192,7 +209,7 @@ final class PipelineQueue: @unchecked Sendable {
         counters.submitted += 1
         let journaled = queued ? journal(&journalRecord, of: event, sequence: sequence)?.end : nil
         if !hasInline {
-            items.append(.event(event, sequence: sequence, bytes: bytes, inline: false, journaled: journaled))
+            enqueue(.event(event, sequence: sequence, bytes: bytes, inline: false, journaled: journaled))
         } else {
             let record = dispatcher.record(event, sequence: sequence)
             dispatcher.writeInline(record)
@@ -202,7 +219,7 @@ final class PipelineQueue: @unchecked Sendable {
                 lock.unlock()
                 return
             }
-            items.append(.record(record, bytes: bytes, journaled: journaled))
+            enqueue(.record(record, bytes: bytes, journaled: journaled))
         }
         queuedBytes += bytes
         unlockWakingTheWorker()
@@ -264,53 +281,49 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// Queues (lock held) the event just journaled from `start` to `end` by its place in the journal alone, with
     /// the next sequence number (the one its record carries). Consecutive such events are consecutive journal
-    /// records (every journaled event is queued in order): one item holds them all, so the queue does not grow.
+    /// records (every journaled event is queued in order): one place holds them all, so the queue does not grow.
     private func queueJournaled(from start: SpoolPosition, to end: SpoolPosition) {
         nextSequence += 1
         counters.submitted += 1
-        Self.appendPlace(from: start, to: end, to: &items, after: head)
+        if openPlace.count == 0 { openPlace.from = start }
+        openPlace.to = end
+        openPlace.count += 1
     }
 
-    /// Appends a place to `items`, or extends the last item if it is a place still waiting (after `head`): one
-    /// access to the array (each access to a property of the queue is checked for exclusivity at run time).
-    private static func appendPlace(
-        from start: SpoolPosition,
-        to end: SpoolPosition,
-        to items: inout [Item],
-        after head: Int
-    ) {
-        let last = items.count - 1
-        if last >= head, case .journaled(let from, _, let count) = items[last] {
-            items[last] = .journaled(from: from, to: end, count: count + 1)
-        } else {
-            items.append(.journaled(from: start, to: end, count: 1))
-        }
+    /// Moves the open place, if any, to the end of `items` (lock held).
+    private func closePlace() {
+        guard openPlace.count > 0 else { return }
+        items.append(.journaled(from: openPlace.from, to: openPlace.to, count: openPlace.count))
+        openPlace.count = 0
     }
+
+    /// Queues an item (lock held), after the events journaled before it.
+    private func enqueue(_ item: Item) {
+        closePlace()
+        items.append(item)
+    }
+
+    /// Whether nothing waits: no item, no open place.
+    private var isEmpty: Bool { head == items.count && openPlace.count == 0 }
 
     /// The fast lane (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``):
     /// when every destination reads the journal, a log call's record goes there and the queue holds only its place
     /// — the lock covers the sequence number, the copy into the mapped segment and that place; the worker reads the
-    /// event back. Returns `false`, having done nothing, whenever the event needs the full path: the pipeline is
-    /// not running or not set up, destinations are being replaced or are written inline, the journal is another
-    /// (a reconfiguration since the caller read its intake) or more than half full, or it could not take the
-    /// record.
-    func submitJournaled(
-        _ record: UnsafeMutableRawBufferPointer,
-        to journal: EventJournal,
-        eventIDPrefix: UInt64
-    )
-        -> Bool
-    {
+    /// event back. `lane` is the version of the ``FastLaneGate`` values the record was encoded with. Returns
+    /// `false`, having done nothing, whenever the event needs the full path: the pipeline is not running or not set
+    /// up, destinations are being replaced or are written inline, the intake changed since the caller read the
+    /// gate, the journal is more than half full, or it could not take the record.
+    func submitJournaled(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> Bool {
         lock.lock()
-        guard state == .running, holdCapacity == nil, reconfigurationsInProgress == 0, inlineBacklog == 0,
-            dispatcher.journal === journal, dispatcher.inlineRoutes.isEmpty, !dispatcher.backgroundRoutes.isEmpty,
-            dispatcher.builder.eventIDs.prefix == eventIDPrefix, journal.isLessThanHalfFull
+        guard lane == fastLaneVersion, state == .running, holdCapacity == nil, reconfigurationsInProgress == 0,
+            inlineBacklog == 0, let journal = dispatcher.journal, dispatcher.inlineRoutes.isEmpty,
+            !dispatcher.backgroundRoutes.isEmpty
         else {
             lock.unlock()
             return false
         }
         JournalCodec.setSequence(nextSequence, in: record)
-        guard let (start, end) = journal.append(UnsafeRawBufferPointer(record)) else {
+        guard let (start, end) = journal.appendWhileLessThanHalfFull(UnsafeRawBufferPointer(record)) else {
             lock.unlock()
             return false
         }
@@ -334,7 +347,7 @@ final class PipelineQueue: @unchecked Sendable {
             }
         }
         counters.submitted += 1
-        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true, journaled: nil))
+        enqueue(.event(event, sequence: nextSequence, bytes: bytes, inline: true, journaled: nil))
         nextSequence += 1
         queuedBytes += bytes
         inlineBacklog += 1
@@ -360,7 +373,7 @@ final class PipelineQueue: @unchecked Sendable {
             return
         }
         counters.submitted += 1
-        items.append(.event(event, sequence: nextSequence, bytes: bytes, inline: true, journaled: nil))
+        enqueue(.event(event, sequence: nextSequence, bytes: bytes, inline: true, journaled: nil))
         nextSequence += 1
         queuedBytes += bytes
         inlineBacklog += 1
@@ -383,7 +396,8 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     private func hasRoom(for bytes: Int) -> Bool {
-        items.count - head < limits.capacity && (queuedBytes == 0 || queuedBytes + bytes <= limits.maximumQueuedBytes)
+        items.count - head + (openPlace.count > 0 ? 1 : 0) < limits.capacity
+            && (queuedBytes == 0 || queuedBytes + bytes <= limits.maximumQueuedBytes)
     }
 
     /// Waits (lock held) for room; `false` when the worker made no progress for `fullQueueWait`.
@@ -419,7 +433,7 @@ final class PipelineQueue: @unchecked Sendable {
             lock.unlock()
             return false
         }
-        items.append(item)
+        enqueue(item)
         unlockWakingTheWorker()
         return true
     }
@@ -471,7 +485,7 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// Events waiting in the queue (not yet taken by the worker).
     var waitingEvents: Int {
-        lock.withLock { items[head...].reduce(0) { $0 + $1.eventCount } }
+        lock.withLock { items[head...].reduce(openPlace.count) { $0 + $1.eventCount } }
     }
 
     /// Flushes (at most `timeout`), then stops the worker, which shuts the destinations down after the
@@ -520,7 +534,7 @@ final class PipelineQueue: @unchecked Sendable {
         while true {
             lock.lock()
             // Nothing to take: the queue is empty, or it holds events until the pipeline is first configured.
-            func idle() -> Bool { (head == items.count || holdCapacity != nil) && state != .stopped }
+            func idle() -> Bool { (isEmpty || holdCapacity != nil) && state != .stopped }
             if idle() {
                 while idle() {
                     workerIsWaiting = true
@@ -533,7 +547,7 @@ final class PipelineQueue: @unchecked Sendable {
                     _ = lock.wait(seconds: Self.linger)
                 }
             }
-            if state == .stopped && (head == items.count || holdCapacity != nil) {
+            if state == .stopped && (isEmpty || holdCapacity != nil) {
                 // Shut down before it was ever configured: the held events had nowhere to go.
                 let held = items.count - head
                 if holdCapacity != nil, held > 0 {
@@ -554,6 +568,7 @@ final class PipelineQueue: @unchecked Sendable {
                 }
                 return
             }
+            closePlace()
             let end = min(items.count, head + (exiting ? Self.exitBatchLimit : Self.batchLimit))
             batch.append(contentsOf: items[head..<end])
             for item in batch { queuedBytes -= item.bytes }
@@ -836,7 +851,7 @@ final class PipelineQueue: @unchecked Sendable {
             guard state == .running else { return nil }
             reconfigurationsInProgress += 1
             guard holdCapacity == nil else { return true }
-            items.append(.reconfigure(reconfiguration))
+            enqueue(.reconfigure(reconfiguration))
             // The worker, and callers waiting in a full queue: they now wait as long as a reconfiguration may take.
             if workerIsWaiting || producersWaiting > 0 { lock.broadcast() }
             return false
@@ -962,4 +977,11 @@ final class PendingFlush: @unchecked Sendable {
             }
         }
     }
+}
+
+/// Where consecutive journaled events are in the journal: their records from `from` up to `to`.
+private struct JournalPlace {
+    var from = SpoolPosition(segment: 0, offset: 0)
+    var to = SpoolPosition(segment: 0, offset: 0)
+    var count = 0
 }

@@ -193,6 +193,16 @@ public final class Spool: @unchecked Sendable {
     /// Appends one record (see ``append(_:)-(UnsafeRawBufferPointer)``) and returns its position and the position
     /// just after it: acknowledging up to `end` acknowledges this record.
     package func appendRecord(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
+        // Never nil: no spool holds `Int.max` bytes.
+        try appendRecord(record, whileQueuedBytesBelow: .max)!
+    }
+
+    /// ``appendRecord(_:)`` if the records not yet acknowledged take fewer than `limit` bytes (looked at under the
+    /// same lock as the append); `nil`, and nothing appended, otherwise.
+    package func appendRecord(
+        _ record: UnsafeRawBufferPointer,
+        whileQueuedBytesBelow limit: Int
+    ) throws -> (start: SpoolPosition, end: SpoolPosition)? {
         guard !record.isEmpty else {
             throw JustLogError(
                 code: .emptyRecord,
@@ -209,6 +219,7 @@ public final class Spool: @unchecked Sendable {
         return try lock.withLock {
             switch state {
             case .open(let storage):
+                guard storage.counters.queuedBytes < limit else { return nil }
                 return try storage.append(record)
             case .unopened:
                 throw JustLogError(

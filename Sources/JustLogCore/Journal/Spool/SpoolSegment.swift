@@ -102,11 +102,11 @@ final class SpoolSegment {
     let base: UnsafeMutableRawPointer
     private let fd: CInt
     /// The offset just past the last intact record (where the next one is appended).
-    var end: Int
+    @exclusivity(unchecked) var end: Int
     /// Intact records in this segment.
-    var recordCount: Int
+    @exclusivity(unchecked) var recordCount: Int
     /// Sum of the payload sizes of those records.
-    var payloadBytes: Int
+    @exclusivity(unchecked) var payloadBytes: Int
     /// Damaged stretches before ``end``, found when the segment was opened: where each starts → where the next
     /// intact record starts. Reading jumps over them.
     var skips: [Int: Int] = [:]

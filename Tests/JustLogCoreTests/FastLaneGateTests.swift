@@ -1,0 +1,121 @@
+import Foundation
+import JustLogTestSupport
+import Testing
+
+@testable import JustLogCore
+
+/// `FastLaneGate`: what a plain log call reads without a lock before it encodes its record.
+@Suite struct FastLaneGateTests {
+    static func intake(_ index: Int, journal: EventJournal?, journalOnly: Bool = true) -> LogPipeline.Intake {
+        var intake = LogPipeline.Intake(
+            minimumLevel: LogLevel(rawValue: index % 5)!,
+            captureLimits: .init(
+                maximumDepth: index,
+                maximumKeys: index + 1,
+                maximumElements: index + 2,
+                maximumBytes: index + 3,
+                maximumMessageBytes: index + 4
+            )
+        )
+        intake.journal = journal
+        intake.journalOnly = journalOnly
+        intake.eventIDPrefix = UInt64(index) * 0x1_0000_0001
+        return intake
+    }
+
+    /// Whether `lane` is exactly what `intake(index)` published, for some index.
+    static func isPublished(_ lane: FastLaneGate.Lane) -> Bool {
+        let index = lane.captureLimits.maximumDepth
+        let expected = intake(index, journal: nil)
+        return lane.minimumLevel == expected.minimumLevel && lane.captureLimits == expected.captureLimits
+            && lane.eventIDPrefix == expected.eventIDPrefix
+    }
+
+    @Test func anOpenLaneReadsBackWhatWasPublishedWithANewVersionEachTime() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        defer { journal.close() }
+        let gate = FastLaneGate()
+        #expect(gate.current() == nil, "closed until an intake is published")
+
+        let first = gate.publish(Self.intake(7, journal: journal))
+        let lane = try #require(gate.current())
+        #expect(lane.version == first)
+        #expect(lane.minimumLevel == .info)
+        #expect(
+            lane.captureLimits
+                == CaptureLimits(
+                    maximumDepth: 7,
+                    maximumKeys: 8,
+                    maximumElements: 9,
+                    maximumBytes: 10,
+                    maximumMessageBytes: 11
+                )
+        )
+        #expect(lane.eventIDPrefix == 7 * 0x1_0000_0001)
+
+        let second = gate.publish(Self.intake(9, journal: journal))
+        #expect(second != first, "a record encoded with the first is refused after the second")
+        #expect(gate.current()?.version == second)
+        #expect(gate.current()?.minimumLevel == .error)
+    }
+
+    @Test func theLaneClosesWhenADestinationIsWrittenInlineOrThereIsNoJournal() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        defer { journal.close() }
+        let gate = FastLaneGate()
+        _ = gate.publish(Self.intake(1, journal: journal))
+        #expect(gate.current() != nil)
+        _ = gate.publish(Self.intake(1, journal: journal, journalOnly: false))
+        #expect(gate.current() == nil, "an inline destination: every call takes the full path")
+        _ = gate.publish(Self.intake(1, journal: journal))
+        _ = gate.publish(Self.intake(1, journal: nil))
+        #expect(gate.current() == nil, "no journal")
+    }
+
+    /// Readers racing the writer never see a mix of two intakes: each lane they read is one that was published,
+    /// whole, and its version only grows.
+    @Test func readersRacingTheWriterSeeOnlyWholePublishedIntakes() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        defer { journal.close() }
+        let gate = FastLaneGate()
+        _ = gate.publish(Self.intake(0, journal: journal))
+        let writes = 20_000
+        let writing = LockedValue(true)
+        let finishedReaders = LockedValue(0)
+        let torn = LockedValue(0)
+        let reads = LockedValue(0)
+        let backwards = LockedValue(0)
+        Thread.detachNewThread {
+            for index in 1...writes { _ = gate.publish(Self.intake(index, journal: journal)) }
+            writing.withLock { $0 = false }
+        }
+        for _ in 0..<2 {
+            Thread.detachNewThread {
+                var lastVersion: UInt64 = 0
+                var count = 0
+                // Bounded: until the writer is done, and at most 10 million reads.
+                while writing.current, count < 10_000_000 {
+                    count += 1
+                    guard let lane = gate.current() else { continue }
+                    if !Self.isPublished(lane) { torn.withLock { $0 += 1 } }
+                    if lane.version < lastVersion { backwards.withLock { $0 += 1 } }
+                    lastVersion = lane.version
+                }
+                reads.withLock { $0 += count }
+                finishedReaders.withLock { $0 += 1 }
+            }
+        }
+        #expect(await eventually(timeout: .seconds(120)) { finishedReaders.current == 2 })
+        #expect(torn.current == 0)
+        #expect(backwards.current == 0)
+        #expect(reads.current > 0)
+        #expect(gate.current().map(Self.isPublished) == true)
+        #expect(gate.current()?.captureLimits.maximumDepth == writes)
+    }
+}
