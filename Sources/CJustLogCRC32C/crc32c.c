@@ -67,7 +67,21 @@ __attribute__((target("sse4.2"))) static uint32_t hardware(uint32_t crc, const v
         count -= 8;
     }
     uint32_t register32 = (uint32_t)register64;
-    while (count--) register32 = _mm_crc32_u8(register32, *p++);
+    if (count >= 4) {
+        uint32_t word;
+        memcpy(&word, p, 4);
+        register32 = _mm_crc32_u32(register32, word);
+        p += 4;
+        count -= 4;
+    }
+    if (count >= 2) {
+        uint16_t half;
+        memcpy(&half, p, 2);
+        register32 = _mm_crc32_u16(register32, half);
+        p += 2;
+        count -= 2;
+    }
+    if (count) register32 = _mm_crc32_u8(register32, *p);
     return ~register32;
 }
 
@@ -87,7 +101,21 @@ static uint32_t hardware(uint32_t crc, const void *bytes, size_t count) {
         p += 8;
         count -= 8;
     }
-    while (count--) crc = __crc32cb(crc, *p++);
+    if (count >= 4) {
+        uint32_t word;
+        memcpy(&word, p, 4);
+        crc = __crc32cw(crc, word);
+        p += 4;
+        count -= 4;
+    }
+    if (count >= 2) {
+        uint16_t half;
+        memcpy(&half, p, 2);
+        crc = __crc32ch(crc, half);
+        p += 2;
+        count -= 2;
+    }
+    if (count) crc = __crc32cb(crc, *p);
     return ~crc;
 }
 

@@ -22,7 +22,7 @@ import Testing
         let bytes = (0..<600).map { _ in UInt8.random(in: 0...255, using: &generator) }
         bytes.withUnsafeBytes { all in
             for start in 0..<9 {
-                for length in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200, 511, 591] where start + length <= all.count {
+                for length in Array(0...24) + [63, 64, 65, 200, 511, 591] where start + length <= all.count {
                     let slice = UnsafeRawBufferPointer(rebasing: all[start..<(start + length)])
                     #expect(CRC32C.checksum(slice) == CRC32C.portableChecksum(slice), "at \(start), \(length) bytes")
                 }

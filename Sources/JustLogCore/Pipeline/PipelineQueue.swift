@@ -70,6 +70,8 @@ final class PipelineQueue: @unchecked Sendable {
     let fastLane = FastLaneGate()
     /// The version of `fastLane`'s values: a record encoded with another is not taken by ``submitJournaled``.
     @exclusivity(unchecked) private var fastLaneVersion: UInt64 = 0
+    /// The journal the fast lane appends to while `fastLaneVersion` holds: `currentIntake`'s, when it is open.
+    @exclusivity(unchecked) private var fastLaneJournal: EventJournal?
     /// Before the first configuration (`Logger.shared` before `setup()`): events are kept, at most this many
     /// (the oldest dropped and counted), and nothing is written. `nil` once configured.
     @exclusivity(unchecked) private var holdCapacity: Int?
@@ -112,6 +114,7 @@ final class PipelineQueue: @unchecked Sendable {
         self.currentIntake = intake
         self.levelGate = LevelGate(intake.minimumLevel)
         self.fastLaneVersion = fastLane.publish(intake)
+        self.fastLaneJournal = intake.journalOnly ? intake.journal : nil
         self.holdCapacity = holdCapacity.map { max(1, $0) }
         self.diagnostics = diagnostics
         self.now = now
@@ -127,6 +130,7 @@ final class PipelineQueue: @unchecked Sendable {
     private func publishIntake() {
         levelGate.set(currentIntake.minimumLevel)
         fastLaneVersion = fastLane.publish(currentIntake)
+        fastLaneJournal = currentIntake.journalOnly ? currentIntake.journal : nil
     }
 
     /// Whether the pipeline still waits for its first configuration.
@@ -315,9 +319,10 @@ final class PipelineQueue: @unchecked Sendable {
     /// gate, the journal is more than half full, or it could not take the record.
     func submitJournaled(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> Bool {
         lock.lock()
-        guard lane == fastLaneVersion, state == .running, holdCapacity == nil, reconfigurationsInProgress == 0,
-            inlineBacklog == 0, let journal = dispatcher.journal, dispatcher.inlineRoutes.isEmpty,
-            !dispatcher.backgroundRoutes.isEmpty
+        // The version says the intake is the one the record was encoded with, and so that every destination reads
+        // the journal (`fastLaneJournal`, the dispatcher's).
+        guard lane == fastLaneVersion, let journal = fastLaneJournal, state == .running, holdCapacity == nil,
+            reconfigurationsInProgress == 0, inlineBacklog == 0
         else {
             lock.unlock()
             return false

@@ -91,7 +91,7 @@ public final class Spool: @unchecked Sendable {
 
     private let diagnostics: DiagnosticSink
     private let lock = SpoolLock()
-    private var state: State = .unopened
+    @exclusivity(unchecked) private var state: State = .unopened  // under `lock`
 
     private enum State {
         case unopened
