@@ -193,6 +193,9 @@ package struct OutputBuffer: Sendable {
     /// Forgets what was written, keeping the memory.
     package mutating func removeAll() { count = 0 }
 
+    /// Forgets what was written after the first `count` bytes.
+    package mutating func removeAll(after count: Int) { self.count = Swift.min(self.count, Swift.max(0, count)) }
+
     package func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }

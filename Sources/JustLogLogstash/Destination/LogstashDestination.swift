@@ -93,7 +93,9 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
         var format: DirectFormat?
         var presets: [[DirectFormat.Preset]]?
         var times = TimeTextCache(.rfc3339)
-        var line = OutputBuffer()
+        /// The batch's lines end to end, and each one's length: spooled together.
+        var lines = OutputBuffer()
+        var lengths: [Int] = []
     }
 
     /// Opens (or recovers) the spool and starts the sender. A spool that can't be opened does not make this
@@ -179,18 +181,34 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
                         Optional(batch.format.presets)
                     }
             }
-            for index in 0..<batch.count where batch.isIncluded(index) {
-                state.line.removeAll()
-                if let presets = state.presets,
-                    batch.writeFlattened(at: index, presets: presets, times: &state.times, into: &state.line),
-                    state.line.count <= limiter.maximumBytes
-                {
-                    state.line.withUnsafeBytes { spool($0, appended: &appended) }
-                } else {
-                    spool(limiter.encode(batch.record(at: index), token: configuration.token), appended: &appended)
-                }
+            // Spooled a megabyte at a time (one lock for the lot): a batch of large messages is not held whole.
+            func spoolLines() {
+                let outcome = state.lines.withUnsafeBytes { appender.append(lines: $0, lengths: state.lengths) }
+                appended += outcome.spooled
+                handle(outcome, counting: false)
+                state.lines.removeAll()
+                state.lengths.removeAll(keepingCapacity: true)
             }
-            if state.line.capacity > 1 << 20 { state.line = OutputBuffer() }
+            for index in 0..<batch.count where batch.isIncluded(index) {
+                let start = state.lines.count
+                var flattened = false
+                if let presets = state.presets {
+                    flattened = batch.writeFlattened(
+                        at: index,
+                        presets: presets,
+                        times: &state.times,
+                        into: &state.lines
+                    )
+                }
+                if !flattened || state.lines.count - start > limiter.maximumBytes {
+                    state.lines.removeAll(after: start)
+                    state.lines.append(limiter.encode(batch.record(at: index), token: configuration.token))
+                }
+                state.lengths.append(state.lines.count - start)
+                if state.lines.count >= 1 << 20 { spoolLines() }
+            }
+            if !state.lengths.isEmpty { spoolLines() }
+            if state.lines.capacity > 4 << 20 { state.lines = OutputBuffer() }
         }
         finishWriting(appended: appended)
     }

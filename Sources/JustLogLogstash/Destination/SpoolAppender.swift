@@ -111,6 +111,40 @@ final class SpoolAppender: @unchecked Sendable {
         }
     }
 
+    /// Appends records laid end to end in `lines`, `lengths` bytes each, in order — under one lock, and the spool's
+    /// once for the lot — or holds copies of them while the spool is unavailable (see ``append(_:)-(UnsafeRawBufferPointer)``).
+    func append(lines: UnsafeRawBufferPointer, lengths: [Int]) -> Outcome {
+        lock.withLock {
+            var outcome = Outcome()
+            var index = lengths.startIndex
+            var offset = 0
+            while index < lengths.endIndex {
+                if case .spooling = state {
+                    let rest = UnsafeRawBufferPointer(rebasing: lines[offset...])
+                    let (appended, failure) = spool.appendRecords(rest, lengths: lengths[index...])
+                    outcome.spooled += appended
+                    for _ in 0..<appended {
+                        offset += lengths[index]
+                        index += 1
+                    }
+                    guard let failure else { break }
+                    // The record at `index` was not appended: the spool stopped working, or refused it alone.
+                    let record = UnsafeRawBufferPointer(rebasing: lines[offset..<offset + lengths[index]])
+                    if let error = classify(failure, &outcome) {
+                        state = .holding(first: error, latest: error)
+                        outcome.becameUnavailable = error
+                        hold(Array(record), &outcome)
+                    }
+                } else {
+                    hold(Array(lines[offset..<offset + lengths[index]]), &outcome)
+                }
+                offset += lengths[index]
+                index += 1
+            }
+            return outcome
+        }
+    }
+
     /// Tries the spool again now if it is unavailable: opens it if needed, then appends the held records in
     /// order. Does nothing (no system call) while the spool works.
     func retry() -> Outcome {
@@ -164,12 +198,17 @@ final class SpoolAppender: @unchecked Sendable {
             try spool.append(record)
             outcome.spooled += 1
             return nil
-        } catch let error as LogstashError where error.code == .spoolUnavailable {
-            return error
         } catch {
-            outcome.rejected.append(Self.reason(error))
-            return nil
+            return classify(error, &outcome)
         }
+    }
+
+    /// What the spool's refusal of one record means: it stopped working (the error, returned), or it refused that
+    /// record alone (counted in `outcome.rejected`; `nil`).
+    private func classify(_ error: any Error, _ outcome: inout Outcome) -> LogstashError? {
+        if let error = error as? LogstashError, error.code == .spoolUnavailable { return error }
+        outcome.rejected.append(Self.reason(error))
+        return nil
     }
 
     private func hold(_ record: [UInt8], _ outcome: inout Outcome) {

@@ -203,19 +203,7 @@ public final class Spool: @unchecked Sendable {
         _ record: UnsafeRawBufferPointer,
         whileQueuedBytesBelow limit: Int
     ) throws -> (start: SpoolPosition, end: SpoolPosition)? {
-        guard !record.isEmpty else {
-            throw JustLogError(
-                code: .emptyRecord,
-                message: "an empty record can't be spooled (collectors drop empty lines)"
-            )
-        }
-        guard record.count <= configuration.maxRecordBytes else {
-            throw JustLogError(
-                code: .recordTooLarge,
-                message:
-                    "a record of \(record.count) bytes exceeds the \(configuration.maxRecordBytes)-byte line limit; truncate it"
-            )
-        }
+        try check(record)
         return try lock.withLock {
             switch state {
             case .open(let storage):
@@ -229,6 +217,60 @@ public final class Spool: @unchecked Sendable {
             case .closed:
                 throw JustLogError(code: .spoolClosed, message: "the spool is closed")
             }
+        }
+    }
+
+    /// Throws if `record` can't be spooled whatever the spool's state: empty, or too large.
+    private func check(_ record: UnsafeRawBufferPointer) throws {
+        guard !record.isEmpty else {
+            throw JustLogError(
+                code: .emptyRecord,
+                message: "an empty record can't be spooled (collectors drop empty lines)"
+            )
+        }
+        guard record.count <= configuration.maxRecordBytes else {
+            throw JustLogError(
+                code: .recordTooLarge,
+                message:
+                    "a record of \(record.count) bytes exceeds the \(configuration.maxRecordBytes)-byte line limit; truncate it"
+            )
+        }
+    }
+
+    /// Appends records laid end to end in `bytes`, `lengths` bytes each, in order, under one lock (see
+    /// ``append(_:)-(UnsafeRawBufferPointer)``). Stops at the first record that can't be appended: returns how
+    /// many were, and the error that stopped the next one (`nil` when every one was appended).
+    package func appendRecords(
+        _ bytes: UnsafeRawBufferPointer,
+        lengths: ArraySlice<Int>
+    ) -> (appended: Int, failure: (any Error)?) {
+        lock.withLock {
+            guard case .open(let storage) = state else {
+                let failure =
+                    if case .closed = state {
+                        JustLogError(code: .spoolClosed, message: "the spool is closed")
+                    } else {
+                        JustLogError(
+                            code: .spoolUnavailable,
+                            message: "the spool in \(configuration.directory) is not open"
+                        )
+                    }
+                return (0, lengths.isEmpty ? nil : failure)
+            }
+            var offset = 0
+            var appended = 0
+            for length in lengths {
+                let record = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
+                do {
+                    try check(record)
+                    _ = try storage.append(record)
+                } catch {
+                    return (appended, error)
+                }
+                offset += length
+                appended += 1
+            }
+            return (appended, nil)
         }
     }
 
