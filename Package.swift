@@ -11,8 +11,9 @@
 //   JustLogTestKit   for users' own tests: a capturing destination, a manual clock
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
 // Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests),
-// CJustLogZlib (the system zlib, for compressed Beats frames), CJustLogAtomics (one C11 atomic byte: the level
-// gate every log call reads) and CJustLogCRC32C (the records' checksum, by the processor's CRC instruction).
+// CJustLogZlib (the system zlib, for compressed Beats frames), CJustLogAtomics (the C11 atomics every log call
+// reads: the level gate, the fast lane's sequence lock), CJustLogCRC32C (the records' checksum, by the processor's
+// CRC instruction) and CJustLogText (JSON escaping's clean prefix, sixteen bytes at a time).
 import PackageDescription
 
 let package = Package(
@@ -38,9 +39,10 @@ let package = Package(
     ],
     targets: [
         // MARK: - Libraries
-        .target(name: "JustLogCore", dependencies: ["CJustLogAtomics", "CJustLogCRC32C"]),
+        .target(name: "JustLogCore", dependencies: ["CJustLogAtomics", "CJustLogCRC32C", "CJustLogText"]),
         .target(name: "CJustLogAtomics"),
         .target(name: "CJustLogCRC32C"),
+        .target(name: "CJustLogText"),
         .systemLibrary(name: "CJustLogZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "JustLogLogging",
