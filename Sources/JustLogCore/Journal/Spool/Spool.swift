@@ -205,18 +205,21 @@ public final class Spool: @unchecked Sendable {
     ) throws -> (start: SpoolPosition, end: SpoolPosition)? {
         try check(record)
         return try lock.withLock {
-            switch state {
-            case .open(let storage):
-                guard storage.counters.queuedBytes < limit else { return nil }
-                return try storage.append(record)
-            case .unopened:
-                throw JustLogError(
-                    code: .spoolUnavailable,
-                    message: "the spool in \(configuration.directory) is not open"
-                )
-            case .closed:
-                throw JustLogError(code: .spoolClosed, message: "the spool is closed")
-            }
+            let storage = try openStorage()
+            guard storage.counters.queuedBytes < limit else { return nil }
+            return try storage.append(record)
+        }
+    }
+
+    /// The open storage, or the error appending meets when the spool is not open or closed (lock held).
+    private func openStorage() throws -> SpoolStorage {
+        switch state {
+        case .open(let storage):
+            return storage
+        case .unopened:
+            throw JustLogError(code: .spoolUnavailable, message: "the spool in \(configuration.directory) is not open")
+        case .closed:
+            throw JustLogError(code: .spoolClosed, message: "the spool is closed")
         }
     }
 
@@ -244,18 +247,13 @@ public final class Spool: @unchecked Sendable {
         _ bytes: UnsafeRawBufferPointer,
         lengths: ArraySlice<Int>
     ) -> (appended: Int, failure: (any Error)?) {
-        lock.withLock {
-            guard case .open(let storage) = state else {
-                let failure =
-                    if case .closed = state {
-                        JustLogError(code: .spoolClosed, message: "the spool is closed")
-                    } else {
-                        JustLogError(
-                            code: .spoolUnavailable,
-                            message: "the spool in \(configuration.directory) is not open"
-                        )
-                    }
-                return (0, lengths.isEmpty ? nil : failure)
+        guard !lengths.isEmpty else { return (0, nil) }
+        return lock.withLock {
+            let storage: SpoolStorage
+            do {
+                storage = try openStorage()
+            } catch {
+                return (0, error)
             }
             var offset = 0
             var appended = 0
