@@ -76,6 +76,38 @@ import Testing
         #expect(gate.current() == nil, "no journal")
     }
 
+    /// The limits are public `var`s: one set below zero after `init` is published (as the capture path takes it,
+    /// nothing allowed), never a trap under the pipeline's lock.
+    @Test func aLimitSetBelowZeroIsPublishedNotATrap() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        defer { journal.close() }
+        var intake = Self.intake(100, journal: journal)
+        intake.captureLimits.maximumBytes = -1
+        intake.captureLimits.maximumDepth = .min
+        let gate = FastLaneGate()
+        _ = gate.publish(intake)
+        let lane = try #require(gate.current())
+        #expect(lane.captureLimits.maximumBytes == 0)
+        #expect(lane.captureLimits.maximumDepth == 0)
+        #expect(lane.captureLimits.maximumKeys == 101)
+
+        // And through a pipeline: set up, reconfigured, logged to.
+        let capture = CapturingDestination()
+        let logger = StructuredLogger(
+            configuration: .init(
+                destinations: [.init(capture)],
+                captureLimits: intake.captureLimits,
+                journal: journal
+            )
+        )
+        logger.info("still logged")
+        #expect(logger.pipeline.flush(timeout: 30) == nil)
+        #expect(capture.records.map(\.message) == ["still logged"])
+        logger.pipeline.shutdown()
+    }
+
     /// Readers racing the writer never see a mix of two intakes: each lane they read is one that was published,
     /// whole, and its version only grows.
     @Test func readersRacingTheWriterSeeOnlyWholePublishedIntakes() async throws {

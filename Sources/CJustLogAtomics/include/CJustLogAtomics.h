@@ -17,11 +17,11 @@ static inline void cjustlog_atomic_store_u8(uint8_t *value, uint8_t newValue) {
 }
 
 
-// MARK: - A sequence lock of seven words
+// MARK: - A sequence lock: a version and seven values
 
 #define CJUSTLOG_SEQLOCK_WORDS 7
 
-// words[0] is the version: odd while the one writer (which holds a lock of its own) changes the values.
+// `version` is odd while the one writer (which holds a lock of its own) changes `values`.
 typedef struct {
     uint64_t version;
     uint64_t values[CJUSTLOG_SEQLOCK_WORDS];

@@ -57,11 +57,12 @@ final class FastLaneGate: @unchecked Sendable {
         var values: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (
             open | UInt64(intake.minimumLevel.rawValue) << 8,
             intake.eventIDPrefix,
-            UInt64(limits.maximumDepth),
-            UInt64(limits.maximumKeys),
-            UInt64(limits.maximumElements),
-            UInt64(limits.maximumBytes),
-            UInt64(limits.maximumMessageBytes)
+            // Bit patterns: the limits are public `var`s, and one set below zero after `init` must not trap here.
+            UInt64(bitPattern: Int64(limits.maximumDepth)),
+            UInt64(bitPattern: Int64(limits.maximumKeys)),
+            UInt64(bitPattern: Int64(limits.maximumElements)),
+            UInt64(bitPattern: Int64(limits.maximumBytes)),
+            UInt64(bitPattern: Int64(limits.maximumMessageBytes))
         )
         return withUnsafePointer(to: &values) { pointer in
             pointer.withMemoryRebound(to: UInt64.self, capacity: 7) { cjustlog_seqlock_write(storage, $0) }

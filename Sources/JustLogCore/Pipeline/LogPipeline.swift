@@ -83,12 +83,14 @@ public final class LogPipeline: Sendable {
         /// Records handed to the background destinations (including JustLog's own drop reports).
         public var delivered: UInt64 = 0
         /// Log calls waiting right now for room in the full queue: back-pressure from a slow or stalled
-        /// destination, seen from outside (each waits at most ``Configuration/fullQueueWait`` without progress).
+        /// destination, seen from outside (each waits at most ``Configuration/fullQueueWait`` without progress, or
+        /// ``LogPipeline/reconfigurationPatience`` while the destinations are being replaced).
         public var callersWaiting = 0
     }
 
     /// What a log call needs before it captures anything: whether any destination takes its level, and how
-    /// to capture its values. One read per call; it changes when the pipeline is reconfigured.
+    /// to capture its values. Read under the pipeline's lock by the capture path (the fast lane reads what it needs
+    /// from a ``FastLaneGate`` instead); it changes when the pipeline is reconfigured.
     public struct Intake: Sendable {
         /// The lowest level any route receives: a cheaper call is filtered out before it is captured.
         public var minimumLevel: LogLevel

@@ -10,8 +10,9 @@ final class PipelineQueue: @unchecked Sendable {
         case event(LogEvent, sequence: UInt64, bytes: Int, inline: Bool, journaled: SpoolPosition?)
         /// A record the inline destinations already have, for the background ones.
         case record(LogRecord, bytes: Int, journaled: SpoolPosition?)
-        /// `count` events that are only in the journal, its records from `from` up to `to`: they were logged while
-        /// the queue was full, and the worker reads them back (see ``PipelineQueue/spill(_:of:)``).
+        /// `count` events that are only in the journal, its records from `from` up to `to`: the fast lane's (see
+        /// ``PipelineQueue/submitJournaled(_:lane:)``) and those logged while the queue was full (see
+        /// ``PipelineQueue/spill(_:of:)``); the worker reads them back. One item holds any number of them.
         case journaled(from: SpoolPosition, to: SpoolPosition, count: Int)
         case flush(FlushBarrier)
         case action(@Sendable () -> Void)
@@ -53,7 +54,8 @@ final class PipelineQueue: @unchecked Sendable {
     let diagnostics: DiagnosticSink
     let now: @Sendable () -> LogTimestamp
 
-    /// Guards every `var` below. They are touched only under it, one access at a time: `@exclusivity(unchecked)`
+    /// Guards every `var` below. They are touched only under it, one access at a time (a value needed after
+    /// `unlock()` is read before it): `@exclusivity(unchecked)`
     /// spares each access the run-time exclusivity check, which a log call would pay several times.
     private let lock = ConditionLock()
     /// The destinations callers write inline to (under the lock). The worker keeps its own view, which changes
@@ -195,8 +197,9 @@ final class PipelineQueue: @unchecked Sendable {
             counters.dropped += 1
             unreportedDrops += 1
             let stopped = state != .running
+            let waited = limits.fullQueueWait
             lock.unlock()
-            reportFullQueue()
+            reportFullQueue(after: waited)
             guard hasInline, !stopped else { return }
             lock.lock()
             guard state == .running, reconfigurationsInProgress == 0, inlineBacklog == 0,
@@ -316,7 +319,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// event back. `lane` is the version of the ``FastLaneGate`` values the record was encoded with. Returns
     /// `false`, having done nothing, whenever the event needs the full path: the pipeline is not running or not set
     /// up, destinations are being replaced or are written inline, the intake changed since the caller read the
-    /// gate, the journal is more than half full, or it could not take the record.
+    /// gate, the journal is half full or more, or it could not take the record.
     func submitJournaled(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> Bool {
         lock.lock()
         // The version says the intake is the one the record was encoded with, and so that every destination reads
@@ -368,8 +371,9 @@ final class PipelineQueue: @unchecked Sendable {
         if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
             counters.dropped += 1
             unreportedDrops += 1
+            let waited = limits.fullQueueWait
             lock.unlock()
-            reportFullQueue()
+            reportFullQueue(after: waited)
             return
         }
         guard state == .running else {
@@ -393,10 +397,12 @@ final class PipelineQueue: @unchecked Sendable {
         if wake { lock.broadcast() }
     }
 
-    private func reportFullQueue() {
+    /// Reports (lock released) that the queue made no progress for `waited` seconds (`fullQueueWait`, read under
+    /// the lock).
+    private func reportFullQueue(after waited: Double) {
         diagnostics.reportOnce(
             key: "pipeline.full",
-            "the log queue made no progress for \(limits.fullQueueWait) s (a destination is stalled); dropping events for the background destinations and counting them"
+            "the log queue made no progress for \(waited) s (a destination is stalled); dropping events for the background destinations and counting them"
         )
     }
 
@@ -864,14 +870,19 @@ final class PipelineQueue: @unchecked Sendable {
         guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }
         let failure = holding ? nil : reconfiguration.waitForOldDestinations()
         let (replacement, configuration, intake) = build()
-        // The worker first, then the callers: once the reconfiguration ends for them, a caller waiting in a full
+        // The queue's view first: the worker takes its next batch with `dispatcher`, which must not be the old,
+        // shut-down destinations once it has the new ones. Callers still queue for the worker meanwhile
+        // (`reconfigurationsInProgress`), and the fast lane stays closed.
+        lock.withLock {
+            dispatcher = replacement
+            limits = configuration
+            currentIntake = intake
+        }
+        // Then the worker, then the callers: once the reconfiguration ends for them, a caller waiting in a full
         // queue has only `fullQueueWait` of patience, and the worker must not be still waiting for this handover
         // (a caller's thread descheduled between the two, on a loaded machine, cost that long).
         if !holding { reconfiguration.provide(replacement) }
         let (heldDrops, heldCapacity): (UInt64, Int) = lock.withLock {
-            dispatcher = replacement
-            limits = configuration
-            currentIntake = intake
             reconfigurationsInProgress -= 1
             defer { self.heldDrops = 0 }
             guard let capacity = holdCapacity else { return (0, 0) }
