@@ -85,28 +85,32 @@ import Testing
         // On threads of their own, not tasks: a task may wait seconds for the test pool's two threads. The
         // reconfiguration begins once "e5" is seen waiting (not after a guessed delay).
         let done = LockedValue(false)
-        let waitingSince = LockedValue<Date?>(nil)
         let outcome = LockedValue<String?>(nil)
         let replacement = CapturingDestination()
         Thread.detachNewThread {
             logger.info("e5")  // waits for room
             done.withLock { $0 = true }
         }
+        let stillWaiting = LockedValue<Bool?>(nil)
         Thread.detachNewThread {
             let giveUp = Date().addingTimeInterval(30)
             while logger.pipeline.currentStatistics.callersWaiting == 0, Date() < giveUp {
                 Thread.sleep(forTimeInterval: 0.001)
             }
-            waitingSince.withLock { $0 = Date() }
+            let since = Date()
+            // The release on a thread too: the test's task may wake from a sleep tens of seconds late (the pool
+            // starved), past even the reconfiguration's patience. Longer than fullQueueWait with no progress,
+            // then the old destination moves again.
+            Thread.detachNewThread {
+                Thread.sleep(until: since.addingTimeInterval(fullQueueWait + 1))
+                stillWaiting.withLock { $0 = !done.current }
+                stalled.release()
+            }
             let error = logger.pipeline.reconfigure { .init(routes: [.init(replacement)]) }
             outcome.withLock { $0 = error.map { "\($0)" } ?? "done" }
         }
-        #expect(await eventually(timeout: .seconds(40)) { waitingSince.current != nil })
-        #expect(!done.current, "e5 waits for room")
-        // Longer than fullQueueWait with no progress, then the old destination moves again.
-        let since = try #require(waitingSince.current)
-        try await Task.sleep(for: .seconds(max(0, fullQueueWait + 1 - Date().timeIntervalSince(since))))
-        stalled.release()
+        #expect(await eventually(timeout: .seconds(60)) { stillWaiting.current != nil })
+        #expect(stillWaiting.current == true, "e5 waited past fullQueueWait, and was not dropped")
         #expect(await eventually(timeout: .seconds(30)) { outcome.current != nil })
         #expect(outcome.current == "done", "the reconfiguration succeeded")
         #expect(await eventually(timeout: .seconds(30)) { done.current })

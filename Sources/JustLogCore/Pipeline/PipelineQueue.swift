@@ -371,7 +371,7 @@ final class PipelineQueue: @unchecked Sendable {
         if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
             counters.dropped += 1
             unreportedDrops += 1
-            let waited = limits.fullQueueWait
+            let waited = patience
             lock.unlock()
             reportFullQueue(after: waited)
             return
