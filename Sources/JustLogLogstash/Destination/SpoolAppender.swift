@@ -95,24 +95,12 @@ final class SpoolAppender: @unchecked Sendable {
 
     /// Appends `record` to the spool, or holds a copy of it while the spool is unavailable.
     func append(_ record: UnsafeRawBufferPointer) -> Outcome {
-        lock.withLock {
-            var outcome = Outcome()
-            switch state {
-            case .spooling:
-                if let error = put(record, &outcome) {
-                    state = .holding(first: error, latest: error)
-                    outcome.becameUnavailable = error
-                    hold(Array(record), &outcome)
-                }
-            case .holding:
-                hold(Array(record), &outcome)
-            }
-            return outcome
-        }
+        append(lines: record, lengths: [record.count])
     }
 
     /// Appends records laid end to end in `lines`, `lengths` bytes each, in order — under one lock, and the spool's
-    /// once for the lot — or holds copies of them while the spool is unavailable (see ``append(_:)-(UnsafeRawBufferPointer)``).
+    /// once for the lot — or holds copies of them while the spool is unavailable, in order; a record the spool
+    /// refuses on its own (too large, empty, spool closed) is counted in ``Outcome/rejected``.
     func append(lines: UnsafeRawBufferPointer, lengths: [Int]) -> Outcome {
         lock.withLock {
             var outcome = Outcome()

@@ -247,21 +247,15 @@ public final class Spool: @unchecked Sendable {
         _ bytes: UnsafeRawBufferPointer,
         lengths: ArraySlice<Int>
     ) -> (appended: Int, failure: (any Error)?) {
-        guard !lengths.isEmpty else { return (0, nil) }
-        return lock.withLock {
-            let storage: SpoolStorage
-            do {
-                storage = try openStorage()
-            } catch {
-                return (0, error)
-            }
+        lock.withLock {
             var offset = 0
             var appended = 0
             for length in lengths {
                 let record = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
+                // In the order ``appendRecord(_:)`` looks: the record itself, then the spool's state.
                 do {
                     try check(record)
-                    _ = try storage.append(record)
+                    _ = try openStorage().append(record)
                 } catch {
                     return (appended, error)
                 }
