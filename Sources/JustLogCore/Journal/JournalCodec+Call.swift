@@ -26,7 +26,20 @@ extension JournalCodec {
         limits: CaptureLimits,
         _ body: (UnsafeMutableRawBufferPointer) -> Bool
     ) -> Bool {
-        let userInfo = userInfo ?? [:]
+        guard let userInfo, !userInfo.isEmpty else {
+            // No members: no dictionary to walk (an empty one costs its iteration's set-up all the same).
+            return withCallRecord(
+                level: level,
+                message: message,
+                memberCount: 0,
+                callSite: callSite,
+                timestamp: timestamp,
+                eventIDPrefix: eventIDPrefix,
+                limits: limits,
+                members: { _, _ in true },
+                body
+            )
+        }
         // ValueCapture keeps at most `maximumKeys` members and about `maximumBytes`: keys at their length + 4,
         // strings at theirs + 2, other scalars at 8. Within both nothing is cut, and it keeps them as they are.
         guard userInfo.count <= limits.maximumKeys else { return false }
@@ -164,21 +177,30 @@ extension JournalCodec {
             count += 8
         }
 
+        @inline(__always)
         mutating func string(_ string: String) {
-            var string = string
-            string.withUTF8 { bytes in
-                if count + 4 + bytes.count <= capacity, let base {
-                    base.storeBytes(
-                        of: UInt32(truncatingIfNeeded: bytes.count).littleEndian,
-                        toByteOffset: count,
-                        as: UInt32.self
-                    )
-                    if let source = bytes.baseAddress {
-                        (base + count + 4).copyMemory(from: source, byteCount: bytes.count)
-                    }
-                }
-                count += 4 + bytes.count
+            // A native string lends its bytes as they are; only another (a bridged one) is copied to be read.
+            let written: Void? = string.utf8.withContiguousStorageIfAvailable { bytes(UnsafeRawBufferPointer($0)) }
+            if written == nil {
+                var string = string
+                string.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
             }
+        }
+
+        /// A string's UTF-8 `bytes`, after their count.
+        @inline(__always)
+        private mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
+            if count + 4 + bytes.count <= capacity, let base {
+                base.storeBytes(
+                    of: UInt32(truncatingIfNeeded: bytes.count).littleEndian,
+                    toByteOffset: count,
+                    as: UInt32.self
+                )
+                if let source = bytes.baseAddress {
+                    (base + count + 4).copyMemory(from: source, byteCount: bytes.count)
+                }
+            }
+            count += 4 + bytes.count
         }
 
         /// Writes `value` as ``ValueCapture`` would capture it, charging `budget` as it does; `false` (nothing

@@ -45,8 +45,8 @@ final class PipelineQueue: @unchecked Sendable {
     /// handler waiting, then shows every few milliseconds even through a slow destination.
     static let exitBatchLimit = 64
 
-    /// How long the worker lingers after being woken, so a burst costs one wake-up, not one per event;
-    /// also the most a lone event waits before it is written.
+    /// How long the worker lingers after being woken, and after a batch before it sleeps, so that a burst — and a
+    /// steady stream — costs one wake-up, not one per event; also the most a lone event waits before it is written.
     static let linger = 0.001
 
     private enum State { case running, stopping, stopped }
@@ -73,7 +73,9 @@ final class PipelineQueue: @unchecked Sendable {
     /// The version of `fastLane`'s values: a record encoded with another is not taken by ``submitJournaled``.
     @exclusivity(unchecked) private var fastLaneVersion: UInt64 = 0
     /// The journal the fast lane appends to while `fastLaneVersion` holds: `currentIntake`'s, when it is open.
-    @exclusivity(unchecked) private var fastLaneJournal: EventJournal?
+    /// Unretained (a log call spares a retain and a release): `currentIntake` holds it, and both change together
+    /// under the lock.
+    @exclusivity(unchecked) private var fastLaneJournal: Unmanaged<EventJournal>?
     /// Before the first configuration (`Logger.shared` before `setup()`): events are kept, at most this many
     /// (the oldest dropped and counted), and nothing is written. `nil` once configured.
     @exclusivity(unchecked) private var holdCapacity: Int?
@@ -95,7 +97,11 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     @exclusivity(unchecked) private var counters = LogPipeline.Statistics()
     @exclusivity(unchecked) private var unreportedDrops: UInt64 = 0
+    /// The worker sleeps until an item wakes it.
     @exclusivity(unchecked) private var workerIsWaiting = false
+    /// The worker waits out ``linger``: an event does not wake it (the next batch gathers meanwhile), a control
+    /// item (a flush, an action, a reconfiguration) and a caller waiting for room do.
+    @exclusivity(unchecked) private var workerIsLingering = false
     @exclusivity(unchecked) private var producersWaiting = 0
     @exclusivity(unchecked) private var batchesTaken: UInt64 = 0
     @exclusivity(unchecked) private var state: State = .running
@@ -116,7 +122,7 @@ final class PipelineQueue: @unchecked Sendable {
         self.currentIntake = intake
         self.levelGate = LevelGate(intake.minimumLevel)
         self.fastLaneVersion = fastLane.publish(intake)
-        self.fastLaneJournal = intake.journalOnly ? intake.journal : nil
+        self.fastLaneJournal = intake.journalOnly ? intake.journal.map(Unmanaged.passUnretained) : nil
         self.holdCapacity = holdCapacity.map { max(1, $0) }
         self.diagnostics = diagnostics
         self.now = now
@@ -132,7 +138,7 @@ final class PipelineQueue: @unchecked Sendable {
     private func publishIntake() {
         levelGate.set(currentIntake.minimumLevel)
         fastLaneVersion = fastLane.publish(currentIntake)
-        fastLaneJournal = currentIntake.journalOnly ? currentIntake.journal : nil
+        fastLaneJournal = currentIntake.journalOnly ? currentIntake.journal.map(Unmanaged.passUnretained) : nil
     }
 
     /// Whether the pipeline still waits for its first configuration.
@@ -331,7 +337,10 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         JournalCodec.setSequence(nextSequence, in: record)
-        guard let (start, end) = journal.appendWhileLessThanHalfFull(UnsafeRawBufferPointer(record)) else {
+        let appended = journal._withUnsafeGuaranteedRef {
+            $0.appendWhileLessThanHalfFull(UnsafeRawBufferPointer(record))
+        }
+        guard let (start, end) = appended else {
             lock.unlock()
             return false
         }
@@ -389,10 +398,10 @@ final class PipelineQueue: @unchecked Sendable {
         unlockWakingTheWorker()
     }
 
-    /// Releases the lock after queuing an item, and wakes the worker if it waits for one (after the release, so
-    /// that it does not wake into a lock still held).
-    private func unlockWakingTheWorker() {
-        let wake = workerIsWaiting
+    /// Releases the lock after queuing an item, and wakes the worker if it waits for one — or, for a control item
+    /// (`urgent`), lingers (after the release, so that it does not wake into a lock still held).
+    private func unlockWakingTheWorker(urgent: Bool = false) {
+        let wake = workerIsWaiting || (urgent && workerIsLingering)
         lock.unlock()
         if wake { lock.broadcast() }
     }
@@ -430,7 +439,7 @@ final class PipelineQueue: @unchecked Sendable {
             }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return false }
-            if workerIsWaiting { lock.broadcast() }
+            if workerIsWaiting || workerIsLingering { lock.broadcast() }
             _ = lock.wait(seconds: remaining)
         }
         return state == .running
@@ -445,7 +454,7 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         enqueue(item)
-        unlockWakingTheWorker()
+        unlockWakingTheWorker(urgent: true)
         return true
     }
 
@@ -542,22 +551,29 @@ final class PipelineQueue: @unchecked Sendable {
         recoverJournal(with: lock.withLock { dispatcher })
         var batch: [Item] = []
         batch.reserveCapacity(min(configuration.capacity, 4096))
+        /// Whether the worker took a batch on its last pass: then it lingers before it sleeps.
+        var busy = false
         while true {
             lock.lock()
             // Nothing to take: the queue is empty, or it holds events until the pipeline is first configured.
             func idle() -> Bool { (isEmpty || holdCapacity != nil) && state != .stopped }
             if idle() {
+                // Just done with a batch: linger before sleeping, so that while events keep coming their callers
+                // queue them without waking the worker (a syscall each, and the wake-up's latency on their
+                // thread). Only a linger that finds nothing ends in sleep: an idle program is not woken.
+                if busy, state == .running { linger() }
+                var slept = false
                 while idle() {
+                    slept = true
                     workerIsWaiting = true
                     lock.wait()
                     workerIsWaiting = false
                 }
-                // Woken by the first event of a burst: linger briefly, without asking to be woken, so the
-                // rest of the burst is queued without a wake-up syscall per event.
-                if items.count - head < Self.batchLimit && state == .running {
-                    _ = lock.wait(seconds: Self.linger)
-                }
+                // Woken by the first event of a burst: linger, so the rest of the burst is queued without a
+                // wake-up per event.
+                if slept, items.count - head < Self.batchLimit, state == .running { linger() }
             }
+            busy = true
             if state == .stopped && (isEmpty || holdCapacity != nil) {
                 // Shut down before it was ever configured: the held events had nowhere to go.
                 let held = items.count - head
@@ -604,6 +620,13 @@ final class PipelineQueue: @unchecked Sendable {
             process(batch, with: current, reportingDrops: drops)
             batch.removeAll(keepingCapacity: true)
         }
+    }
+
+    /// Waits out ``linger`` (lock held) unless a control item, a caller waiting for room or a shutdown wakes it.
+    private func linger() {
+        workerIsLingering = true
+        _ = lock.wait(seconds: Self.linger)
+        workerIsLingering = false
     }
 
     private func process(_ batch: [Item], with dispatcher: RecordDispatcher, reportingDrops drops: UInt64) {
@@ -864,7 +887,7 @@ final class PipelineQueue: @unchecked Sendable {
             guard holdCapacity == nil else { return true }
             enqueue(.reconfigure(reconfiguration))
             // The worker, and callers waiting in a full queue: they now wait as long as a reconfiguration may take.
-            if workerIsWaiting || producersWaiting > 0 { lock.broadcast() }
+            if workerIsWaiting || workerIsLingering || producersWaiting > 0 { lock.broadcast() }
             return false
         }
         guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }

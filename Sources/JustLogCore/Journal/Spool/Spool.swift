@@ -91,7 +91,17 @@ public final class Spool: @unchecked Sendable {
 
     private let diagnostics: DiagnosticSink
     private let lock = SpoolLock()
-    @exclusivity(unchecked) private var state: State = .unopened  // under `lock`
+    @exclusivity(unchecked) private var state: State = .unopened {  // under `lock`
+        didSet {
+            if case .open(let storage) = state {
+                openStorageReference = .passUnretained(storage)
+            } else {
+                openStorageReference = nil
+            }
+        }
+    }
+    /// The storage of an open `state`, unretained: an append spares a retain and a release (under `lock`).
+    @exclusivity(unchecked) private var openStorageReference: Unmanaged<SpoolStorage>?
 
     private enum State {
         case unopened
@@ -205,22 +215,24 @@ public final class Spool: @unchecked Sendable {
     ) throws -> (start: SpoolPosition, end: SpoolPosition)? {
         try check(record)
         return try lock.withLock {
-            let storage = try openStorage()
-            guard storage.counters.queuedBytes < limit else { return nil }
-            return try storage.append(record)
+            guard let open = openStorageReference else { throw notOpen() }
+            return try open._withUnsafeGuaranteedRef { storage in
+                guard storage.counters.queuedBytes < limit else { return nil }
+                return try storage.append(record)
+            }
         }
     }
 
     /// The open storage, or the error appending meets when the spool is not open or closed (lock held).
     private func openStorage() throws -> SpoolStorage {
-        switch state {
-        case .open(let storage):
-            return storage
-        case .unopened:
-            throw JustLogError(code: .spoolUnavailable, message: "the spool in \(configuration.directory) is not open")
-        case .closed:
-            throw JustLogError(code: .spoolClosed, message: "the spool is closed")
-        }
+        guard case .open(let storage) = state else { throw notOpen() }
+        return storage
+    }
+
+    /// Why the spool can't append now: it is not open yet, or closed (lock held).
+    private func notOpen() -> JustLogError {
+        if case .closed = state { return JustLogError(code: .spoolClosed, message: "the spool is closed") }
+        return JustLogError(code: .spoolUnavailable, message: "the spool in \(configuration.directory) is not open")
     }
 
     /// Throws if `record` can't be spooled whatever the spool's state: empty, or too large.

@@ -213,17 +213,21 @@ final class SpoolStorage {
     /// Appends one record (already checked: not empty, not too large) and returns its position and the position
     /// just after it.
     func append(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
-        var segment = segments[segments.count - 1]
-        if !segment.fits(record.count) {
-            segment = try startSegment()
+        // Unretained (an append spares a retain and a release): `segments` holds the segment throughout.
+        var last = Unmanaged.passUnretained(segments[segments.count - 1])
+        if !last._withUnsafeGuaranteedRef({ $0.fits(record.count) }) {
+            last = .passUnretained(try startSegment())
         }
-        let position = SpoolPosition(segment: segment.sequence, offset: segment.end)
-        segment.append(record, serial: nextSerial)
+        let (position, end) = last._withUnsafeGuaranteedRef { segment in
+            let position = SpoolPosition(segment: segment.sequence, offset: segment.end)
+            segment.append(record, serial: nextSerial)
+            return (position, SpoolPosition(segment: segment.sequence, offset: segment.end))
+        }
         nextSerial += 1
         counters.queuedRecords += 1
         counters.queuedBytes += record.count + 1
         counters.appendedRecords += 1
-        return (position, SpoolPosition(segment: segment.sequence, offset: segment.end))
+        return (position, end)
     }
 
     /// Opens the next segment, first deleting the oldest if the spool is at its cap.
