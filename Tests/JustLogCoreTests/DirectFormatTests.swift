@@ -13,24 +13,26 @@ import Testing
 
     /// Events that exercise the writer: escapes, keys before, between and after the presets, every scalar type,
     /// keys that collide with JustLog's own or with the flattened metadata, times across seconds and before 1970.
+    static let site = CallSite(file: "/src/App/Checkout \"view\".swift", function: "pay(_:)", line: 1234)
+
+    static func event(
+        _ level: LogLevel,
+        _ message: String,
+        _ userInfo: [String: LogValue],
+        at nanoseconds: Int64 = 1_482_582_698_475_000_000,
+        site: CallSite = site
+    ) -> LogEvent {
+        LogEvent(
+            level: level,
+            message: message,
+            userInfo: userInfo,
+            callSite: site,
+            timestamp: LogTimestamp(nanosecondsSinceEpoch: nanoseconds)
+        )
+    }
+
     static let events: [LogEvent] = {
-        let site = CallSite(file: "/src/App/Checkout \"view\".swift", function: "pay(_:)", line: 1234)
         let bare = CallSite(file: "NoFolder.swift", function: "f", line: 0)
-        func event(
-            _ level: LogLevel,
-            _ message: String,
-            _ userInfo: [String: LogValue],
-            at nanoseconds: Int64 = 1_482_582_698_475_000_000,
-            site: CallSite = site
-        ) -> LogEvent {
-            LogEvent(
-                level: level,
-                message: message,
-                userInfo: userInfo,
-                callSite: site,
-                timestamp: LogTimestamp(nanosecondsSinceEpoch: nanoseconds)
-            )
-        }
         return [
             event(.info, "user signed in", ["userID": .int(42), "plan": .string("gold"), "attempt": .int(1)]),
             event(.verbose, "", [:], site: bare),
@@ -75,6 +77,32 @@ import Testing
             event(.info, "twinned ASCII", ["Kelvin": .int(2), "a;b": .int(3)]),
         ]
     }()
+
+    /// Records written through the templates of ``events``' layouts, or through templates in the same slot (which
+    /// tells layouts apart by level, line and lengths alone): the same call with other values and types, and
+    /// calls one key's byte, the level or the line apart.
+    static let layoutEvents: [LogEvent] = [
+        event(.info, "user signed out", ["userID": .int(7), "plan": .string("silver \"x\""), "attempt": .double(2.5)]),
+        event(.info, "a key one byte apart", ["userId": .int(42), "plan": .string("gold"), "attempt": .int(1)]),
+        event(.warning, "another level", ["userID": .int(42), "plan": .string("gold"), "attempt": .int(1)]),
+        event(
+            .info,
+            "another line",
+            ["userID": .int(42), "plan": .string("gold"), "attempt": .int(1)],
+            site: CallSite(file: site.file, function: site.function, line: 1235)
+        ),
+        event(
+            .info,
+            "another function",
+            ["userID": .int(42)],
+            site: CallSite(file: site.file, function: "paz(_:)", line: 1234)
+        ),
+        event(.info, "flattened: a string error_code stays a string", ["error_code": .string("E1")]),
+        event(.info, "flattened: error_code is a string", ["error_code": .uint(.max)]),
+    ]
+
+    /// ``events``, then ``layoutEvents``, then ``events`` again: the second time from the templates of the first.
+    static let written = events + layoutEvents + events
 
     static let defaults: [[String: LogValue]] = [
         [:],
@@ -132,10 +160,11 @@ import Testing
         let builder = builder(Self.defaults[defaultsIndex])
         let format = try #require(DirectFormat(builder: builder))
         let lineFormat = LineFormat(timeZone: Self.zone)
-        let direct = try withBatch(chunk(Self.events), count: Self.events.count, format: format, builder: builder) {
+        let direct = try withBatch(chunk(Self.written), count: Self.written.count, format: format, builder: builder) {
             batch in
             var lineTimes = TimeTextCache(.line(Self.zone))
             var timestamps = TimeTextCache(.rfc3339)
+            var templates = LineTemplates.aggregated()
             var out = OutputBuffer()
             for index in 0..<batch.count {
                 lineFormat.writeFilePrefix(
@@ -144,13 +173,13 @@ import Testing
                     times: &lineTimes,
                     into: &out
                 )
-                batch.writeAggregated(at: index, times: &timestamps, into: &out)
+                batch.writeAggregated(at: index, times: &timestamps, templates: &templates, into: &out)
                 out.append(UInt8(ascii: "\n"))
             }
             return out.bytes
         }
         var general: [UInt8] = []
-        for (index, event) in Self.events.enumerated() {
+        for (index, event) in Self.written.enumerated() {
             lineFormat.writeFileLine(for: builder.record(for: event, sequence: 41 + UInt64(index)), into: &general)
         }
         // Bytes, not `String`s: `String` equality is canonical equivalence, blind to the spelling of a key.
@@ -167,14 +196,19 @@ import Testing
         for token in [nil, "secret"] as [String?] {
             var presets = format.presets
             if let token { presets = try #require(format.presets(addingOwn: "token", .string(token))) }
-            let written = try withBatch(chunk(Self.events), count: Self.events.count, format: format, builder: builder)
-            {
+            let written = try withBatch(
+                chunk(Self.written),
+                count: Self.written.count,
+                format: format,
+                builder: builder
+            ) {
                 batch in
                 var times = TimeTextCache(.rfc3339)
+                var templates = LineTemplates.flattened(presets: presets)
                 return (0..<batch.count).map { index -> [UInt8]? in
                     var out = OutputBuffer()
                     out.append([1, 2, 3])
-                    guard batch.writeFlattened(at: index, presets: presets, times: &times, into: &out) else {
+                    guard batch.writeFlattened(at: index, times: &times, templates: &templates, into: &out) else {
                         #expect(out.bytes == [1, 2, 3], "a declined record leaves the buffer as it was")
                         return nil
                     }
@@ -182,7 +216,7 @@ import Testing
                 }
             }
             var declined = 0
-            for (index, event) in Self.events.enumerated() {
+            for (index, event) in Self.written.enumerated() {
                 var record = builder.record(for: event, sequence: 41 + UInt64(index))
                 if let token {
                     KeyCollision.insert("token", .string(token), into: &record.userInfo, displacedSuffix: "userInfo")
@@ -200,11 +234,29 @@ import Testing
             // What must be declined: a call's log_type; userInfo keys that are flattened metadata keys; a default
             // that is a non-empty object; a default `message`.
             // defaults with keys that other spellings equal decline the calls with such keys.
+            // Each of ``events`` is written twice.
             switch defaultsIndex {
-            case 2, 3: #expect(declined == Self.events.count)
-            case 4: #expect(declined == 5)
-            default: #expect(declined == 2)
+            case 2, 3: #expect(declined == Self.written.count)
+            case 4: #expect(declined == 2 * 5)
+            default: #expect(declined == 2 * 2)
             }
+        }
+    }
+
+    /// A reconfigured logger hands over batches of a new format: the templates of the old one (other defaults) must
+    /// not write its lines.
+    @Test func templatesOfAnotherFormatAreNotUsed() throws {
+        var templates = LineTemplates.aggregated()
+        for defaults in [Self.defaults[0], Self.defaults[1], Self.defaults[0]] {
+            let builder = builder(defaults)
+            let format = try #require(DirectFormat(builder: builder))
+            let line = try withBatch(chunk([Self.events[0]]), count: 1, format: format, builder: builder) { batch in
+                var times = TimeTextCache(.rfc3339)
+                var out = OutputBuffer()
+                batch.writeAggregated(at: 0, times: &times, templates: &templates, into: &out)
+                return out.bytes
+            }
+            #expect(line == AggregatedFormat.encode(builder.record(for: Self.events[0], sequence: 41)))
         }
     }
 

@@ -64,6 +64,8 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         /// The line time, and `metadata.timestamp`.
         var lineTimes: TimeTextCache
         var timestamps = TimeTextCache(.rfc3339)
+        /// The aggregated lines of the call sites met last (see ``LineTemplates``).
+        var templates = LineTemplates.aggregated()
         /// A line of the general path, before it joins ``lines``.
         var line: [UInt8] = []
 
@@ -132,7 +134,12 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
                     times: &state.lineTimes,
                     into: &state.lines.bytes
                 )
-                batch.writeAggregated(at: index, times: &state.timestamps, into: &state.lines.bytes)
+                batch.writeAggregated(
+                    at: index,
+                    times: &state.timestamps,
+                    templates: &state.templates,
+                    into: &state.lines.bytes
+                )
                 state.lines.bytes.append(UInt8(ascii: "\n"))
                 state.lines.endLine()
             }

@@ -68,21 +68,27 @@ package struct PlainBatch {
         LogBatch(records: (0..<count).filter(isIncluded).map(record(at:)))
     }
 
-    /// Appends the aggregated form of the record at `index` (SPEC §2) to `out`.
-    package func writeAggregated(at index: Int, times: inout TimeTextCache, into out: inout OutputBuffer) {
-        if !format.writeAggregated(records[index], in: self, times: &times, into: &out) {
+    /// Appends the aggregated form of the record at `index` (SPEC §2) to `out`, through `templates`
+    /// (``LineTemplates/aggregated()``, kept by the destination from batch to batch).
+    package func writeAggregated(
+        at index: Int,
+        times: inout TimeTextCache,
+        templates: inout LineTemplates,
+        into out: inout OutputBuffer
+    ) {
+        if !format.writeAggregated(records[index], in: self, times: &times, templates: &templates, into: &out) {
             out.append(AggregatedFormat.encode(record(at: index)))
         }
     }
 
-    /// Appends the flattened form of the record at `index` (SPEC §3) with `presets` (see
-    /// ``DirectFormat/presets(addingOwn:_:)``) to `out`, or returns `false` with `out` as it was.
+    /// Appends the flattened form of the record at `index` (SPEC §3) with the presets of `templates` (see
+    /// ``LineTemplates/flattened(presets:)``) to `out`, or returns `false` with `out` as it was.
     package func writeFlattened(
         at index: Int,
-        presets: [[DirectFormat.Preset]],
         times: inout TimeTextCache,
+        templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
-        format.writeFlattened(records[index], in: self, presets: presets, times: &times, into: &out)
+        format.writeFlattened(records[index], in: self, times: &times, templates: &templates, into: &out)
     }
 }

@@ -105,54 +105,63 @@ package final class DirectFormat: Sendable {
     // MARK: - The aggregated form
 
     /// Appends `{"message":…,"metadata":{…},"userInfo":{…}}` of `record`, or returns `false` (with `out` as it
-    /// was) when the record needs the general path.
+    /// was) when the record needs the general path. The line is written through the template of the record's
+    /// layout in `templates` (``LineTemplates/aggregated()``), built here the first time.
     func writeAggregated(
         _ record: JournalRecordView,
         in batch: PlainBatch,
         times: inout TimeTextCache,
+        templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
-        let presets = presets[record.level.rawValue]
-        // Every byte of the record takes at most 6 in JSON (an escaped control character; a number's 9 bytes at
-        // most 21, a `false`'s 1 byte 5); the rest is this format's own text.
-        let bound =
-            6 * record.bytes.count + metadataHead.count + metadataTail.count + Self.presetsBound(presets) + 128
-        return out.write(atMost: bound) { out in
-            let bytes = batch.bytes
-            out.bytes(#"{"message":"#)
-            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]), into: &out)
-            out.bytes(metadataHead)
-            Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
-            out.bytes(#"","file":"#)
-            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.fileName]), into: &out)
-            out.bytes(#","function":"#)
-            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.function]), into: &out)
-            out.bytes(#","line":""#)
-            JSONWriter.writeInteger(record.line, into: &out)
-            out.bytes(#"","timestamp":""#)
-            times.write(record.timestamp, into: &out)
-            out.bytes(metadataTail)
-            var members = UserInfoMerge(of: record, in: batch, presets: presets, format: self)
-            var first = true
-            while let member = members.next() {
-                if !first { out.byte(UInt8(ascii: ",")) }
-                first = false
-                switch member {
-                case .call(let member): Self.writeCallMember(member, in: bytes, flattened: false, into: &out)
-                case .preset(let index): out.bytes(presets[index].member)
-                }
-            }
-            out.byte(UInt8(ascii: "}"))
-            out.byte(UInt8(ascii: "}"))
-            return !members.declined
+        let template: LineTemplate
+        switch templates.lookUp(record, in: batch) {
+        case .template(let found): template = found
+        case .declined: return false
+        case .missing(let slot):
+            let layout = LineTemplates.layout(of: record, in: batch)
+            let built = aggregatedTemplate(record, in: batch, layout: layout)
+            templates.store(built, layout: layout, in: slot)
+            guard let built else { return false }
+            template = built
         }
+        write(template, of: record, in: batch, times: &times, into: &out)
+        return true
     }
 
-    /// The most bytes `presets` take in either form, with a separator each.
-    private static func presetsBound(_ presets: [Preset]) -> Int {
-        var count = 0
-        for preset in presets { count += max(preset.member.count, preset.flattenedMember?.count ?? 0) + 1 }
-        return count
+    /// The aggregated form's template of `record`'s layout; `nil` when its records need the general path.
+    private func aggregatedTemplate(_ record: JournalRecordView, in batch: PlainBatch, layout: [UInt8]) -> LineTemplate?
+    {
+        let presets = presets[record.level.rawValue]
+        let bytes = batch.bytes
+        var out = LineTemplateBuilder()
+        out.bytes(#"{"message":"#)
+        out.hole(.message)
+        out.bytes(metadataHead)
+        out.hole(.eventID)
+        out.bytes(#"","file":"#)
+        out.string(UnsafeRawBufferPointer(rebasing: bytes[record.fileName]))
+        out.bytes(#","function":"#)
+        out.string(UnsafeRawBufferPointer(rebasing: bytes[record.function]))
+        out.bytes(#","line":""#)
+        out.integer(record.line)
+        out.bytes(#"","timestamp":""#)
+        out.hole(.timestamp)
+        out.bytes(metadataTail)
+        var members = UserInfoMerge(of: record, in: batch, presets: presets, format: self)
+        var first = true
+        while let member = members.next() {
+            if !first { out.byte(UInt8(ascii: ",")) }
+            first = false
+            switch member {
+            case .call(let index): writeCallMember(index, of: record, in: batch, flattened: false, into: &out)
+            case .preset(let index): out.bytes(presets[index].member)
+            }
+        }
+        out.byte(UInt8(ascii: "}"))
+        out.byte(UInt8(ascii: "}"))
+        guard !members.declined else { return nil }
+        return out.finish(layout: layout)
     }
 
     // MARK: - The flattened form
@@ -166,57 +175,65 @@ package final class DirectFormat: Sendable {
         ].map { Array($0.utf8) }
     }
 
-    /// Appends the flattened JSON of `record` with the `userInfo` presets `presets` (``presets`` or what
-    /// ``presets(addingOwn:_:)`` made), or returns `false` (with `out` as it was) when the record needs the general
-    /// path: a key that two members would share.
+    /// Appends the flattened JSON of `record` with the presets of `templates` (``LineTemplates/flattened(presets:)``),
+    /// or returns `false` (with `out` as it was) when the record needs the general path: a key that two members
+    /// would share.
     func writeFlattened(
         _ record: JournalRecordView,
         in batch: PlainBatch,
-        presets: [[Preset]],
         times: inout TimeTextCache,
+        templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
-        let presets = presets[record.level.rawValue]
-        let bound =
-            6 * record.bytes.count + appVersion.count + device.count + osVersion.count + Self.presetsBound(presets)
-            + 192
-        return out.write(atMost: bound) { out in
-            writeFlattened(record, in: batch, presets: presets, times: &times, into: &out)
+        let template: LineTemplate
+        switch templates.lookUp(record, in: batch) {
+        case .template(let found): template = found
+        case .declined: return false
+        case .missing(let slot):
+            let layout = LineTemplates.layout(of: record, in: batch)
+            let presets = (templates.flattenedPresets ?? presets)[record.level.rawValue]
+            let built = flattenedTemplate(record, in: batch, presets: presets, layout: layout)
+            templates.store(built, layout: layout, in: slot)
+            guard let built else { return false }
+            template = built
         }
+        write(template, of: record, in: batch, times: &times, into: &out)
+        return true
     }
 
-    private func writeFlattened(
+    /// The flattened form's template of `record`'s layout; `nil` when its records need the general path.
+    private func flattenedTemplate(
         _ record: JournalRecordView,
         in batch: PlainBatch,
         presets: [Preset],
-        times: inout TimeTextCache,
-        into out: inout RawWriter
-    ) -> Bool {
+        layout: [UInt8]
+    ) -> LineTemplate? {
         let bytes = batch.bytes
+        var out = LineTemplateBuilder()
         var fixed = 0
         var first = true
         var members = UserInfoMerge(of: record, in: batch, presets: presets, format: self)
         while let member = members.next() {
-            if case .preset(let index) = member, presets[index].flattenedMember == nil { return false }
+            if case .preset(let index) = member, presets[index].flattenedMember == nil { return nil }
+            let memberHead =
+                switch member {
+                case .call(let index): batch.members[index].head
+                case .preset(let index): presets[index].head
+                }
             // The fixed members that come before this one.
             while fixed < fixedKeys.count {
                 let fixedHead = fixedKeyHeads[fixed]
-                let memberHead =
-                    switch member {
-                    case .call(let member): member.head
-                    case .preset(let index): presets[index].head
-                    }
                 let order =
                     fixedHead != memberHead
                     ? (fixedHead < memberHead ? -1 : 1)
                     : fixedKeys[fixed].withUnsafeBytes { fixedKey in
                         switch member {
-                        case .call(let member):
+                        case .call(let index):
                             UTF8Order.compare(
                                 fixedHead,
                                 fixedKey,
                                 memberHead,
-                                UnsafeRawBufferPointer(rebasing: bytes[member.key])
+                                UnsafeRawBufferPointer(rebasing: bytes[batch.members[index].key])
                             )
                         case .preset(let index):
                             presets[index].key.withUnsafeBytes {
@@ -224,25 +241,25 @@ package final class DirectFormat: Sendable {
                             }
                         }
                     }
-                if order == 0 { return false }
+                if order == 0 { return nil }
                 if order > 0 { break }
-                writeFixed(fixed, of: record, in: bytes, first: &first, times: &times, into: &out)
+                writeFixed(fixed, of: record, in: bytes, first: &first, into: &out)
                 fixed += 1
             }
             out.byte(UInt8(ascii: first ? "{" : ","))
             first = false
             switch member {
-            case .call(let member): Self.writeCallMember(member, in: bytes, flattened: true, into: &out)
+            case .call(let index): writeCallMember(index, of: record, in: batch, flattened: true, into: &out)
             case .preset(let index): out.bytes(presets[index].flattenedMember!)
             }
         }
-        guard !members.declined else { return false }
+        guard !members.declined else { return nil }
         while fixed < fixedKeys.count {
-            writeFixed(fixed, of: record, in: bytes, first: &first, times: &times, into: &out)
+            writeFixed(fixed, of: record, in: bytes, first: &first, into: &out)
             fixed += 1
         }
         out.byte(UInt8(ascii: "}"))
-        return true
+        return out.finish(layout: layout)
     }
 
     /// `"key":value` of the fixed member `index`, after a separator.
@@ -251,8 +268,7 @@ package final class DirectFormat: Sendable {
         of record: JournalRecordView,
         in bytes: UnsafeRawBufferPointer,
         first: inout Bool,
-        times: inout TimeTextCache,
-        into out: inout RawWriter
+        into out: inout LineTemplateBuilder
     ) {
         out.byte(UInt8(ascii: first ? "{" : ","))
         first = false
@@ -260,31 +276,78 @@ package final class DirectFormat: Sendable {
         switch FixedMember(rawValue: index) ?? .version {
         case .timestamp:
             out.byte(UInt8(ascii: "\""))
-            times.write(record.timestamp, into: &out)
+            out.hole(.timestamp)
             out.byte(UInt8(ascii: "\""))
         case .appVersion: out.bytes(appVersion)
         case .device: out.bytes(device)
         case .eventID:
             out.byte(UInt8(ascii: "\""))
-            Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
+            out.hole(.eventID)
             out.byte(UInt8(ascii: "\""))
-        case .file: JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.fileName]), into: &out)
-        case .function:
-            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.function]), into: &out)
+        case .file: out.string(UnsafeRawBufferPointer(rebasing: bytes[record.fileName]))
+        case .function: out.string(UnsafeRawBufferPointer(rebasing: bytes[record.function]))
         case .line:
             out.byte(UInt8(ascii: "\""))
-            JSONWriter.writeInteger(record.line, into: &out)
+            out.integer(record.line)
             out.byte(UInt8(ascii: "\""))
-        case .message:
-            JSONWriter.writeString(utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]), into: &out)
+        case .message: out.hole(.message)
         case .version: out.bytes(osVersion)
+        }
+    }
+
+    // MARK: - Writing a line
+
+    /// Writes `record`'s line from the template of its layout: the template's text, and the record's values in its
+    /// holes.
+    private func write(
+        _ template: LineTemplate,
+        of record: JournalRecordView,
+        in batch: PlainBatch,
+        times: inout TimeTextCache,
+        into out: inout OutputBuffer
+    ) {
+        // Every byte of the record takes at most 6 in JSON (an escaped control character; a number's 9 bytes at
+        // most 21 and its quotes, a `false`'s 1 byte 5); a time and an event id take fewer than 64 each.
+        let bound = template.text.count + 6 * record.bytes.count + 128
+        _ = out.write(atMost: bound) { out in
+            let bytes = batch.bytes
+            let firstMember = record.members.lowerBound
+            template.text.withUnsafeBytes { text in
+                var start = 0
+                for piece in template.pieces {
+                    out.bytes(UnsafeRawBufferPointer(rebasing: text[start..<piece.end]))
+                    start = piece.end
+                    switch piece.hole {
+                    case .message:
+                        JSONWriter.writeString(
+                            utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]),
+                            into: &out
+                        )
+                    case .eventID:
+                        Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
+                    case .timestamp:
+                        times.write(record.timestamp, into: &out)
+                    case .value(let index, let quotesIntegers):
+                        Self.writeValue(
+                            at: batch.members[firstMember + index].value,
+                            in: bytes,
+                            quotingIntegers: quotesIntegers,
+                            into: &out
+                        )
+                    case .end:
+                        break
+                    }
+                }
+            }
+            return true
         }
     }
 
     // MARK: - Members
 
     enum UserInfoMember {
-        case call(JournalRecordView.Member)
+        /// The index of a call's member in the batch's member list.
+        case call(Int)
         /// The index of a preset.
         case preset(Int)
     }
@@ -348,8 +411,8 @@ package final class DirectFormat: Sendable {
                 preset += 1
                 break
             }
-            member += 1
-            return .call(call)
+            defer { member += 1 }
+            return .call(member)
         }
     }
 
@@ -373,18 +436,31 @@ package final class DirectFormat: Sendable {
         byte == UInt8(ascii: "K") || byte == UInt8(ascii: ";") || byte == UInt8(ascii: "`")
     }
 
-    /// `"key":value` of a call's member. In the flattened form an integer `error_code` is a string (SPEC §3).
-    private static func writeCallMember(
-        _ member: JournalRecordView.Member,
-        in bytes: UnsafeRawBufferPointer,
+    /// `"key":` of a call's member, then its value's hole. In the flattened form an integer `error_code` is a
+    /// string (SPEC §3).
+    private func writeCallMember(
+        _ index: Int,
+        of record: JournalRecordView,
+        in batch: PlainBatch,
         flattened: Bool,
+        into out: inout LineTemplateBuilder
+    ) {
+        let key = UnsafeRawBufferPointer(rebasing: batch.bytes[batch.members[index].key])
+        out.string(key)
+        out.byte(UInt8(ascii: ":"))
+        let quotesIntegers = flattened && key.count == 10 && key.elementsEqual(UserInfoKey.errorCode.utf8)
+        out.hole(.value(index: index - record.members.lowerBound, quotesIntegers: quotesIntegers))
+    }
+
+    /// The JSON of the value whose tag byte is at `offset`; a signed integer in quotes if `quotingIntegers`.
+    private static func writeValue(
+        at offset: Int,
+        in bytes: UnsafeRawBufferPointer,
+        quotingIntegers: Bool,
         into out: inout RawWriter
     ) {
-        let key = UnsafeRawBufferPointer(rebasing: bytes[member.key])
-        JSONWriter.writeString(utf8: key, into: &out)
-        out.byte(UInt8(ascii: ":"))
-        let content = member.value + 1
-        switch bytes[member.value] {
+        let content = offset + 1
+        switch bytes[offset] {
         case 0:
             let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: content, as: UInt32.self)))
             JSONWriter.writeString(
@@ -393,10 +469,9 @@ package final class DirectFormat: Sendable {
             )
         case 1:
             let value = Int64(bitPattern: word(at: content, in: bytes))
-            let quoted = flattened && key.count == 10 && key.elementsEqual(UserInfoKey.errorCode.utf8)
-            if quoted { out.byte(UInt8(ascii: "\"")) }
+            if quotingIntegers { out.byte(UInt8(ascii: "\"")) }
             JSONWriter.writeInteger(value, into: &out)
-            if quoted { out.byte(UInt8(ascii: "\"")) }
+            if quotingIntegers { out.byte(UInt8(ascii: "\"")) }
         case 2: JSONWriter.writeInteger(word(at: content, in: bytes), into: &out)
         case 3: JSONWriter.writeDouble(Double(bitPattern: word(at: content, in: bytes)), into: &out)
         case 4: out.bytes("false")

@@ -88,10 +88,11 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
     private let direct = LockedValue(DirectState())
 
     private struct DirectState {
-        /// The format of the latest batch, and its presets with this destination's `token` (`nil` when the token
-        /// collides with a default: the general path renames).
+        /// The format of the latest batch.
         var format: DirectFormat?
-        var presets: [[DirectFormat.Preset]]?
+        /// The flattened lines of the call sites met last (see ``LineTemplates``), with the format's presets and
+        /// this destination's `token`; `nil` when the token collides with a default: the general path renames.
+        var templates: LineTemplates?
         var times = TimeTextCache(.rfc3339)
         /// The batch's lines end to end, and each one's length: spooled together.
         var lines = OutputBuffer()
@@ -174,12 +175,13 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
         direct.withLock { state in
             if state.format !== batch.format {
                 state.format = batch.format
-                state.presets =
+                let presets =
                     if let token = configuration.token {
                         batch.format.presets(addingOwn: "token", .string(token))
                     } else {
                         Optional(batch.format.presets)
                     }
+                state.templates = presets.map(LineTemplates.flattened(presets:))
             }
             // Spooled a megabyte at a time (one lock for the lot): a batch of large messages is not held whole.
             func spoolLines() {
@@ -192,11 +194,11 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
             for index in 0..<batch.count where batch.isIncluded(index) {
                 let start = state.lines.count
                 var flattened = false
-                if let presets = state.presets {
+                if state.templates != nil {
                     flattened = batch.writeFlattened(
                         at: index,
-                        presets: presets,
                         times: &state.times,
+                        templates: &state.templates!,
                         into: &state.lines
                     )
                 }

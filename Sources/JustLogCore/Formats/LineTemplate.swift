@@ -1,0 +1,216 @@
+/// A plain record's line with the text that depends only on the record's *layout* — its level, call site (file,
+/// function, line) and `userInfo` keys — rendered once, and holes for what each record has of its own: its
+/// message, event id, timestamp and values. Records from one call site share a layout, so a destination writes
+/// most of each line as one copy of the template's text (see ``LineTemplates``).
+///
+/// ``DirectFormat`` builds templates with ``LineTemplateBuilder`` and writes every line through one, so that a line
+/// written from a cached template and one from a fresh template are the same bytes by construction.
+final class LineTemplate: Sendable {
+    /// What a record puts into a hole.
+    enum Hole: Equatable, Sendable {
+        case message
+        case eventID
+        case timestamp
+        /// The value of the record's `index`-th member in key order; an integer in quotes if `quotesIntegers`
+        /// (the flattened form's `error_code`).
+        case value(index: Int, quotesIntegers: Bool)
+        /// No hole: the text ends here.
+        case end
+    }
+
+    /// The text before `hole`, from the previous piece's `end`.
+    struct Piece: Sendable {
+        var end: Int
+        var hole: Hole
+    }
+
+    let text: [UInt8]
+    let pieces: [Piece]
+    /// The layout the template is for (see ``LineTemplates/layout(of:in:)``).
+    let layout: [UInt8]
+
+    init(text: [UInt8], pieces: [Piece], layout: [UInt8]) {
+        self.text = text
+        self.pieces = pieces
+        self.layout = layout
+    }
+}
+
+/// Builds a ``LineTemplate``: the text as the format writes it, with a ``hole(_:)`` where a record's own value
+/// goes.
+struct LineTemplateBuilder {
+    private(set) var text: [UInt8] = []
+    private(set) var pieces: [LineTemplate.Piece] = []
+
+    init() {
+        text.reserveCapacity(512)
+    }
+
+    mutating func bytes(_ source: StaticString) {
+        text.append(contentsOf: UnsafeRawBufferPointer(start: source.utf8Start, count: source.utf8CodeUnitCount))
+    }
+
+    mutating func bytes(_ source: [UInt8]) { text.append(contentsOf: source) }
+
+    mutating func byte(_ value: UInt8) { text.append(value) }
+
+    /// A JSON string literal of the UTF-8 `bytes`.
+    mutating func string(_ bytes: UnsafeRawBufferPointer) { JSONWriter.writeString(utf8: bytes, into: &text) }
+
+    mutating func integer(_ value: UInt64) { JSONWriter.writeInteger(value, into: &text) }
+
+    mutating func hole(_ hole: LineTemplate.Hole) { pieces.append(LineTemplate.Piece(end: text.count, hole: hole)) }
+
+    /// The template for `layout`.
+    consuming func finish(layout: [UInt8]) -> LineTemplate {
+        hole(.end)
+        return LineTemplate(text: text, pieces: pieces, layout: layout)
+    }
+}
+
+/// A destination's templates of the layouts it met last (see ``LineTemplate``), for one form: each layout has one
+/// slot, picked from its level, line and the lengths of its file, function and keys; a layout that takes a slot
+/// another one holds replaces it. A record's layout is compared with its template's byte for byte before the
+/// template is used.
+package struct LineTemplates: Sendable {
+    /// The flattened form's presets (a destination's own members among them), by level; `nil`: the aggregated
+    /// form, with the format's presets.
+    let flattenedPresets: [[DirectFormat.Preset]]?
+    /// The format the templates were built by: a batch of another (the logger was reconfigured) empties the slots.
+    /// Held, not identified: a format freed and another made at its address would pass for it.
+    private var format: DirectFormat?
+    /// `nil` in a slot that holds nothing, or a layout the format declines (see ``declined``).
+    private var slots: [LineTemplate?]
+    /// Slots whose layout the format declines: its records take the general path without a new attempt.
+    private var declined: [[UInt8]?]
+
+    static let slotCount = 64
+
+    private init(flattenedPresets: [[DirectFormat.Preset]]?) {
+        self.flattenedPresets = flattenedPresets
+        slots = Array(repeating: nil, count: Self.slotCount)
+        declined = Array(repeating: nil, count: Self.slotCount)
+    }
+
+    /// Templates of the aggregated form (SPEC §2).
+    package static func aggregated() -> LineTemplates { LineTemplates(flattenedPresets: nil) }
+
+    /// Templates of the flattened form (SPEC §3) with `presets` (``DirectFormat/presets`` or what
+    /// ``DirectFormat/presets(addingOwn:_:)`` made).
+    package static func flattened(presets: [[DirectFormat.Preset]]) -> LineTemplates {
+        LineTemplates(flattenedPresets: presets)
+    }
+
+    /// What the slots hold for a record's layout.
+    enum Lookup {
+        case template(LineTemplate)
+        /// The format declines the layout.
+        case declined
+        /// Not there: build it, then ``store(_:layout:in:)`` it.
+        case missing(slot: Int)
+    }
+
+    /// Looks the template of `record`'s layout up.
+    mutating func lookUp(_ record: JournalRecordView, in batch: PlainBatch) -> Lookup {
+        if format !== batch.format {
+            format = batch.format
+            for index in slots.indices {
+                slots[index] = nil
+                declined[index] = nil
+            }
+        }
+        let slot = Self.slot(of: record)
+        if let template = slots[slot], Self.layout(of: record, in: batch, equals: template.layout) {
+            return .template(template)
+        }
+        if let layout = declined[slot], Self.layout(of: record, in: batch, equals: layout) { return .declined }
+        return .missing(slot: slot)
+    }
+
+    /// Keeps `template` (`nil`: the format declines `layout`) in `slot`, in place of what it held.
+    mutating func store(_ template: LineTemplate?, layout: [UInt8], in slot: Int) {
+        slots[slot] = template
+        declined[slot] = template == nil ? layout : nil
+    }
+
+    /// A slot for the record's layout, from the parts of it that take no reading of bytes.
+    private static func slot(of record: JournalRecordView) -> Int {
+        let mixed =
+            record.line ^ UInt64(record.fileName.count) << 20 ^ UInt64(record.function.count) << 32
+            ^ UInt64(record.members.count) << 44 ^ UInt64(record.level.rawValue) << 52
+        return Int(truncatingIfNeeded: (mixed &* 0x9E37_79B9_7F4A_7C15) >> 58)
+    }
+
+    /// The record's layout: its level, line, file name, function and keys in key order, each text after its
+    /// length.
+    static func layout(of record: JournalRecordView, in batch: PlainBatch) -> [UInt8] {
+        var layout: [UInt8] = []
+        func word(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { layout.append(contentsOf: $0) } }
+        func text(_ range: Range<Int>) {
+            word(UInt64(range.count))
+            layout.append(contentsOf: UnsafeRawBufferPointer(rebasing: batch.bytes[range]))
+        }
+        word(UInt64(record.level.rawValue))
+        word(record.line)
+        text(record.fileName)
+        text(record.function)
+        word(UInt64(record.members.count))
+        for index in record.members { text(batch.members[index].key) }
+        return layout
+    }
+
+    /// Whether ``layout(of:in:)`` of the record is `layout`, without building it.
+    static func layout(of record: JournalRecordView, in batch: PlainBatch, equals layout: [UInt8]) -> Bool {
+        layout.withUnsafeBytes { expected in
+            var matcher = LayoutMatcher(expected: expected, bytes: batch.bytes)
+            guard matcher.word(UInt64(record.level.rawValue)), matcher.word(record.line),
+                matcher.text(record.fileName), matcher.text(record.function),
+                matcher.word(UInt64(record.members.count))
+            else { return false }
+            for index in record.members where !matcher.text(batch.members[index].key) { return false }
+            return matcher.isAtEnd
+        }
+    }
+}
+
+/// Reads a layout (see ``LineTemplates/layout(of:in:)``) along a record's parts, comparing.
+private struct LayoutMatcher {
+    let expected: UnsafeRawBufferPointer
+    let bytes: UnsafeRawBufferPointer
+    private var offset = 0
+
+    init(expected: UnsafeRawBufferPointer, bytes: UnsafeRawBufferPointer) {
+        self.expected = expected
+        self.bytes = bytes
+    }
+
+    var isAtEnd: Bool { offset == expected.count }
+
+    /// Whether the layout has `value` next; moves past it if so.
+    mutating func word(_ value: UInt64) -> Bool {
+        guard offset + 8 <= expected.count,
+            UInt64(littleEndian: expected.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) == value
+        else { return false }
+        offset += 8
+        return true
+    }
+
+    /// Whether the layout has the text of `range` (of the record's bytes) next, after its length.
+    mutating func text(_ range: Range<Int>) -> Bool {
+        let count = range.count
+        guard word(UInt64(count)), offset + count <= expected.count else { return false }
+        let equal =
+            count == 0
+            || memcmp(expected.baseAddress! + offset, bytes.baseAddress! + range.lowerBound, count) == 0
+        offset += count
+        return equal
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
