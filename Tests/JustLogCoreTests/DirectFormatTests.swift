@@ -260,6 +260,38 @@ import Testing
         }
     }
 
+    /// The event id's prefix is part of a template's text, its sequence number a hole: records one prefix apart
+    /// take other templates, and every digit of a sequence is written.
+    @Test func eventIDsOfEveryPrefixAndSequenceAreTheGeneralPaths() throws {
+        let builder = builder([:])
+        let format = try #require(DirectFormat(builder: builder))
+        let ids: [(prefix: UInt64, sequence: UInt64)] = [
+            (Self.prefix, 0), (Self.prefix, 1), (0, 0x0123_4567_89AB_CDEF), (Self.prefix, 0xFFFF_FFFF),
+            (.max, 1 << 32), (Self.prefix, .max), (0xFEDC_BA98_7654_3210, 0xA5A5_5A5A_0F0F_F0F0),
+        ]
+        var bytes: [UInt8] = []
+        for id in ids {
+            var event = Self.events[0]
+            var record = JournalCodec.record(of: &event, eventIDPrefix: id.prefix, errorLimits: CaptureLimits())
+            JournalCodec.setSequence(id.sequence, in: &record)
+            bytes += record + [UInt8(ascii: "\n")]
+        }
+        try withBatch(bytes, count: ids.count, format: format, builder: builder) { batch in
+            var times = TimeTextCache(.rfc3339)
+            var aggregated = LineTemplates.aggregated()
+            var flattened = LineTemplates.flattened(presets: format.presets)
+            for (index, id) in ids.enumerated() {
+                let record = builder.record(for: Self.events[0], sequence: id.sequence, eventIDPrefix: id.prefix)
+                var out = OutputBuffer()
+                batch.writeAggregated(at: index, times: &times, templates: &aggregated, into: &out)
+                #expect(out.bytes == AggregatedFormat.encode(record), "\(id)")
+                out.removeAll()
+                #expect(batch.writeFlattened(at: index, times: &times, templates: &flattened, into: &out))
+                #expect(out.bytes == FlattenedFormat.encode(record), "\(id)")
+            }
+        }
+    }
+
     @Test func aDefaultLogTypeLeavesEveryRecordToTheGeneralPath() {
         #expect(DirectFormat(builder: builder(["log_type": .string("custom")])) == nil)
         let format = DirectFormat(builder: builder(["token": .string("default")]))

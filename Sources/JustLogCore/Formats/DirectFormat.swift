@@ -138,7 +138,8 @@ package final class DirectFormat: Sendable {
         out.bytes(#"{"message":"#)
         out.hole(.message)
         out.bytes(metadataHead)
-        out.hole(.eventID)
+        out.bytes(Self.eventIDPrefixText(record.eventIDPrefix))
+        out.hole(.eventSequence)
         out.bytes(#"","file":"#)
         out.string(UnsafeRawBufferPointer(rebasing: bytes[record.fileName]))
         out.bytes(#","function":"#)
@@ -282,7 +283,8 @@ package final class DirectFormat: Sendable {
         case .device: out.bytes(device)
         case .eventID:
             out.byte(UInt8(ascii: "\""))
-            out.hole(.eventID)
+            out.bytes(Self.eventIDPrefixText(record.eventIDPrefix))
+            out.hole(.eventSequence)
             out.byte(UInt8(ascii: "\""))
         case .file: out.string(UnsafeRawBufferPointer(rebasing: bytes[record.fileName]))
         case .function: out.string(UnsafeRawBufferPointer(rebasing: bytes[record.function]))
@@ -323,8 +325,8 @@ package final class DirectFormat: Sendable {
                             utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]),
                             into: &out
                         )
-                    case .eventID:
-                        Self.writeEventID(prefix: record.eventIDPrefix, sequence: record.sequence, into: &out)
+                    case .eventSequence:
+                        Self.writeEventSequence(record.sequence, into: &out)
                     case .timestamp:
                         times.write(record.timestamp, into: &out)
                     case .value(let index, let quotesIntegers):
@@ -482,6 +484,26 @@ package final class DirectFormat: Sendable {
 
     private static func word(at offset: Int, in bytes: UnsafeRawBufferPointer) -> UInt64 {
         UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    /// The first 19 characters of ``EventIDGenerator/id(for:)``, the prefix's: `3f2a9c1d-8e7b-4a60-`.
+    static func eventIDPrefixText(_ prefix: UInt64) -> [UInt8] {
+        var text: [UInt8] = []
+        _ = text.write(atMost: 40) { out in
+            writeEventID(prefix: prefix, sequence: 0, into: &out)
+            return true
+        }
+        return Array(text.prefix(19))
+    }
+
+    /// The last 17 characters of ``EventIDGenerator/id(for:)``, the sequence number's: `0000-000000000001`.
+    static func writeEventSequence(_ sequence: UInt64, into out: inout RawWriter) {
+        let high = hexDigits(UInt32(truncatingIfNeeded: sequence >> 32))
+        let low = hexDigits(UInt32(truncatingIfNeeded: sequence))
+        // high's first four digits, a dash, its last four, then low's eight.
+        out.word((high & 0xFFFF_FFFF) | UInt64(UInt8(ascii: "-")) << 32 | (high >> 32 & 0xFF_FFFF) << 40)
+        out.byte(UInt8(truncatingIfNeeded: high >> 56))
+        out.word(low)
     }
 
     /// The 36 characters of ``EventIDGenerator/id(for:)``: `3f2a9c1d-8e7b-4a60-0000-000000000001`.

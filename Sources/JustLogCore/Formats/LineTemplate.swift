@@ -9,7 +9,8 @@ final class LineTemplate: Sendable {
     /// What a record puts into a hole.
     enum Hole: Equatable, Sendable {
         case message
-        case eventID
+        /// The event id's last 17 characters, its sequence number's (the first 19, the prefix's, are text).
+        case eventSequence
         case timestamp
         /// The value of the record's `index`-th member in key order; an integer in quotes if `quotesIntegers`
         /// (the flattened form's `error_code`).
@@ -141,8 +142,8 @@ package struct LineTemplates: Sendable {
         return Int(truncatingIfNeeded: (mixed &* 0x9E37_79B9_7F4A_7C15) >> 58)
     }
 
-    /// The record's layout: its level, line, file name, function and keys in key order, each text after its
-    /// length.
+    /// The record's layout: its level, line, event id prefix, file name, function and keys in key order, each text
+    /// after its length.
     static func layout(of record: JournalRecordView, in batch: PlainBatch) -> [UInt8] {
         var layout: [UInt8] = []
         func word(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { layout.append(contentsOf: $0) } }
@@ -152,6 +153,7 @@ package struct LineTemplates: Sendable {
         }
         word(UInt64(record.level.rawValue))
         word(record.line)
+        word(record.eventIDPrefix)
         text(record.fileName)
         text(record.function)
         word(UInt64(record.members.count))
@@ -164,7 +166,7 @@ package struct LineTemplates: Sendable {
         layout.withUnsafeBytes { expected in
             var matcher = LayoutMatcher(expected: expected, bytes: batch.bytes)
             guard matcher.word(UInt64(record.level.rawValue)), matcher.word(record.line),
-                matcher.text(record.fileName), matcher.text(record.function),
+                matcher.word(record.eventIDPrefix), matcher.text(record.fileName), matcher.text(record.function),
                 matcher.word(UInt64(record.members.count))
             else { return false }
             for index in record.members where !matcher.text(batch.members[index].key) { return false }
