@@ -15,6 +15,9 @@ package struct PlainBatch {
     let bytes: UnsafeRawBufferPointer
     let records: [JournalRecordView]
     let members: [JournalRecordView.Member]
+    /// The number of each record's layout in ``format``'s ``LayoutTable``: found once for every destination that
+    /// writes the batch, which finds its templates by it (see ``LineTemplates``).
+    let layouts: [Int]
     package let format: DirectFormat
     /// Records below this level are not the destination's.
     package var minimumLevel: LogLevel
@@ -30,6 +33,7 @@ package struct PlainBatch {
     ) {
         self.bytes = bytes
         self.records = records
+        self.layouts = format.layouts.number(records, in: bytes, members: members)
         self.members = members
         self.format = format
         self.minimumLevel = .verbose
@@ -76,7 +80,14 @@ package struct PlainBatch {
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) {
-        if !format.writeAggregated(records[index], in: self, times: &times, templates: &templates, into: &out) {
+        if !format.writeAggregated(
+            records[index],
+            layout: layouts[index],
+            in: self,
+            times: &times,
+            templates: &templates,
+            into: &out
+        ) {
             out.append(AggregatedFormat.encode(record(at: index)))
         }
     }
@@ -89,6 +100,13 @@ package struct PlainBatch {
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
-        format.writeFlattened(records[index], in: self, times: &times, templates: &templates, into: &out)
+        format.writeFlattened(
+            records[index],
+            layout: layouts[index],
+            in: self,
+            times: &times,
+            templates: &templates,
+            into: &out
+        )
     }
 }

@@ -44,6 +44,8 @@ package final class DirectFormat: Sendable {
     private let fixedKeys = FixedMember.keys
     private let fixedKeyHeads = FixedMember.keys.map(UTF8Order.head(of:))
     private let fixedHeads = FixedMember.keys.map { [UInt8(ascii: "\"")] + $0 + Array("\":".utf8) }
+    /// The numbers of its records' layouts, by which destinations find their lines' templates.
+    let layouts = LayoutTable()
 
     /// The direct format of what `builder` builds, or `nil` when its defaults take one of JustLog's own keys (the
     /// renaming is the general path's).
@@ -106,22 +108,23 @@ package final class DirectFormat: Sendable {
 
     /// Appends `{"message":…,"metadata":{…},"userInfo":{…}}` of `record`, or returns `false` (with `out` as it
     /// was) when the record needs the general path. The line is written through the template of the record's
-    /// layout in `templates` (``LineTemplates/aggregated()``), built here the first time.
+    /// layout (numbered `layout`, see ``PlainBatch/layouts``) in `templates` (``LineTemplates/aggregated()``),
+    /// built here the first time.
     func writeAggregated(
         _ record: JournalRecordView,
+        layout: Int,
         in batch: PlainBatch,
         times: inout TimeTextCache,
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
         let template: LineTemplate
-        switch templates.lookUp(record, in: batch) {
+        switch templates.lookUp(layout, in: batch) {
         case .template(let found): template = found
         case .declined: return false
-        case .missing(let slot):
-            let layout = LineTemplates.layout(of: record, in: batch)
-            let built = aggregatedTemplate(record, in: batch, layout: layout)
-            templates.store(built, layout: layout, in: slot)
+        case .missing:
+            let built = aggregatedTemplate(record, layout: layout, in: batch)
+            templates.store(built, for: layout)
             guard let built else { return false }
             template = built
         }
@@ -130,8 +133,7 @@ package final class DirectFormat: Sendable {
     }
 
     /// The aggregated form's template of `record`'s layout; `nil` when its records need the general path.
-    private func aggregatedTemplate(_ record: JournalRecordView, in batch: PlainBatch, layout: [UInt8]) -> LineTemplate?
-    {
+    private func aggregatedTemplate(_ record: JournalRecordView, layout: Int, in batch: PlainBatch) -> LineTemplate? {
         let presets = presets[record.level.rawValue]
         let bytes = batch.bytes
         var out = LineTemplateBuilder()
@@ -177,24 +179,24 @@ package final class DirectFormat: Sendable {
     }
 
     /// Appends the flattened JSON of `record` with the presets of `templates` (``LineTemplates/flattened(presets:)``),
-    /// or returns `false` (with `out` as it was) when the record needs the general path: a key that two members
-    /// would share.
+    /// through the template of its layout (numbered `layout`), or returns `false` (with `out` as it was) when the
+    /// record needs the general path: a key that two members would share.
     func writeFlattened(
         _ record: JournalRecordView,
+        layout: Int,
         in batch: PlainBatch,
         times: inout TimeTextCache,
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
         let template: LineTemplate
-        switch templates.lookUp(record, in: batch) {
+        switch templates.lookUp(layout, in: batch) {
         case .template(let found): template = found
         case .declined: return false
-        case .missing(let slot):
-            let layout = LineTemplates.layout(of: record, in: batch)
+        case .missing:
             let presets = (templates.flattenedPresets ?? presets)[record.level.rawValue]
-            let built = flattenedTemplate(record, in: batch, presets: presets, layout: layout)
-            templates.store(built, layout: layout, in: slot)
+            let built = flattenedTemplate(record, layout: layout, in: batch, presets: presets)
+            templates.store(built, for: layout)
             guard let built else { return false }
             template = built
         }
@@ -205,9 +207,9 @@ package final class DirectFormat: Sendable {
     /// The flattened form's template of `record`'s layout; `nil` when its records need the general path.
     private func flattenedTemplate(
         _ record: JournalRecordView,
+        layout: Int,
         in batch: PlainBatch,
-        presets: [Preset],
-        layout: [UInt8]
+        presets: [Preset]
     ) -> LineTemplate? {
         let bytes = batch.bytes
         var out = LineTemplateBuilder()

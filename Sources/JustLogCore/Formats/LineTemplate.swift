@@ -1,6 +1,6 @@
 /// A plain record's line with the text that depends only on the record's *layout* — its level, call site (file,
-/// function, line) and `userInfo` keys — rendered once, and holes for what each record has of its own: its
-/// message, event id, timestamp and values. Records from one call site share a layout, so a destination writes
+/// function, line), event id prefix and `userInfo` keys — rendered once, and holes for what each record has of its
+/// own: its message, event sequence number, timestamp and values. Records from one call site share a layout, so a destination writes
 /// most of each line as one copy of the template's text (see ``LineTemplates``).
 ///
 /// ``DirectFormat`` builds templates with ``LineTemplateBuilder`` and writes every line through one, so that a line
@@ -27,10 +27,10 @@ final class LineTemplate: Sendable {
 
     let text: [UInt8]
     let pieces: [Piece]
-    /// The layout the template is for (see ``LineTemplates/layout(of:in:)``).
-    let layout: [UInt8]
+    /// The number of the layout the template is for (see ``LayoutTable``).
+    let layout: Int
 
-    init(text: [UInt8], pieces: [Piece], layout: [UInt8]) {
+    init(text: [UInt8], pieces: [Piece], layout: Int) {
         self.text = text
         self.pieces = pieces
         self.layout = layout
@@ -62,35 +62,34 @@ struct LineTemplateBuilder {
 
     mutating func hole(_ hole: LineTemplate.Hole) { pieces.append(LineTemplate.Piece(end: text.count, hole: hole)) }
 
-    /// The template for `layout`.
-    consuming func finish(layout: [UInt8]) -> LineTemplate {
+    /// The template for the layout numbered `layout`.
+    consuming func finish(layout: Int) -> LineTemplate {
         hole(.end)
         return LineTemplate(text: text, pieces: pieces, layout: layout)
     }
 }
 
-/// A destination's templates of the layouts it met last (see ``LineTemplate``), for one form: each layout has one
-/// slot, picked from its level, line and the lengths of its file, function and keys; a layout that takes a slot
-/// another one holds replaces it. A record's layout is compared with its template's byte for byte before the
-/// template is used.
+/// A destination's templates of the layouts it met last (see ``LineTemplate``), for one form, by the layouts'
+/// numbers (which the format's ``LayoutTable`` gives, see ``PlainBatch/layouts``): a layout takes the slot of its
+/// number, in place of an older one.
 package struct LineTemplates: Sendable {
     /// The flattened form's presets (a destination's own members among them), by level; `nil`: the aggregated
     /// form, with the format's presets.
     let flattenedPresets: [[DirectFormat.Preset]]?
-    /// The format the templates were built by: a batch of another (the logger was reconfigured) empties the slots.
-    /// Held, not identified: a format freed and another made at its address would pass for it.
+    /// The format the templates were built by, whose table numbers the layouts: a batch of another (the logger was
+    /// reconfigured) empties the slots. Held, not identified: a format freed and another made at its address
+    /// would pass for it.
     private var format: DirectFormat?
-    /// `nil` in a slot that holds nothing, or a layout the format declines (see ``declined``).
     private var slots: [LineTemplate?]
-    /// Slots whose layout the format declines: its records take the general path without a new attempt.
-    private var declined: [[UInt8]?]
+    /// The layout each slot's format declines, if any: its records take the general path without a new attempt.
+    private var declined: [Int]
 
-    static let slotCount = 64
+    static let slotCount = 128
 
     private init(flattenedPresets: [[DirectFormat.Preset]]?) {
         self.flattenedPresets = flattenedPresets
         slots = Array(repeating: nil, count: Self.slotCount)
-        declined = Array(repeating: nil, count: Self.slotCount)
+        declined = Array(repeating: 0, count: Self.slotCount)
     }
 
     /// Templates of the aggregated form (SPEC §2).
@@ -107,49 +106,94 @@ package struct LineTemplates: Sendable {
         case template(LineTemplate)
         /// The format declines the layout.
         case declined
-        /// Not there: build it, then ``store(_:layout:in:)`` it.
-        case missing(slot: Int)
+        /// Not there: build it, then ``store(_:for:)`` it.
+        case missing
     }
 
-    /// Looks the template of `record`'s layout up.
-    mutating func lookUp(_ record: JournalRecordView, in batch: PlainBatch) -> Lookup {
+    /// Looks the template of the layout numbered `layout` up.
+    mutating func lookUp(_ layout: Int, in batch: PlainBatch) -> Lookup {
         if format !== batch.format {
             format = batch.format
             for index in slots.indices {
                 slots[index] = nil
-                declined[index] = nil
+                declined[index] = 0
             }
         }
-        let slot = Self.slot(of: record)
-        if let template = slots[slot], Self.layout(of: record, in: batch, equals: template.layout) {
-            return .template(template)
-        }
-        if let layout = declined[slot], Self.layout(of: record, in: batch, equals: layout) { return .declined }
-        return .missing(slot: slot)
+        let slot = layout & (Self.slotCount - 1)
+        if let template = slots[slot], template.layout == layout { return .template(template) }
+        return declined[slot] == layout ? .declined : .missing
     }
 
-    /// Keeps `template` (`nil`: the format declines `layout`) in `slot`, in place of what it held.
-    mutating func store(_ template: LineTemplate?, layout: [UInt8], in slot: Int) {
+    /// Keeps the template of the layout numbered `layout` (`nil`: the format declines it), in place of the one its
+    /// slot held.
+    mutating func store(_ template: LineTemplate?, for layout: Int) {
+        let slot = layout & (Self.slotCount - 1)
         slots[slot] = template
-        declined[slot] = template == nil ? layout : nil
+        declined[slot] = template == nil ? layout : 0
+    }
+}
+
+/// Numbers the layouts of a format's records — a record's level, line, event id prefix, file name, function and
+/// keys — so that destinations find their templates by a number, and a record's bytes are compared with its
+/// layout's once per batch, not once per destination. Each layout keeps a slot, picked from the parts of it that
+/// take no reading of bytes; a layout that takes a slot another one holds replaces it, with a new number (numbers
+/// are never reused).
+///
+/// The pipeline's thread numbers a batch at a time, under a lock of the table's own (tests make batches on
+/// other threads).
+final class LayoutTable: @unchecked Sendable {
+    private let lock = ConditionLock()
+    /// Each slot's layout (see ``layout(of:in:members:)``) and its number; 0: none.
+    @exclusivity(unchecked) private var layouts: [[UInt8]]  // under `lock`, as the two below
+    @exclusivity(unchecked) private var numbers: [Int]
+    @exclusivity(unchecked) private var lastNumber = 0
+
+    static let slotCount = 256
+
+    init() {
+        layouts = Array(repeating: [], count: Self.slotCount)
+        numbers = Array(repeating: 0, count: Self.slotCount)
+    }
+
+    /// The number of each of `records`' layouts (never 0).
+    func number(
+        _ records: [JournalRecordView],
+        in bytes: UnsafeRawBufferPointer,
+        members: [JournalRecordView.Member]
+    ) -> [Int] {
+        lock.withLock {
+            records.map { record in
+                let slot = Self.slot(of: record)
+                if numbers[slot] == 0 || !Self.layout(of: record, in: bytes, members: members, equals: layouts[slot]) {
+                    lastNumber += 1
+                    layouts[slot] = Self.layout(of: record, in: bytes, members: members)
+                    numbers[slot] = lastNumber
+                }
+                return numbers[slot]
+            }
+        }
     }
 
     /// A slot for the record's layout, from the parts of it that take no reading of bytes.
     private static func slot(of record: JournalRecordView) -> Int {
         let mixed =
             record.line ^ UInt64(record.fileName.count) << 20 ^ UInt64(record.function.count) << 32
-            ^ UInt64(record.members.count) << 44 ^ UInt64(record.level.rawValue) << 52
-        return Int(truncatingIfNeeded: (mixed &* 0x9E37_79B9_7F4A_7C15) >> 58)
+            ^ UInt64(record.members.count) << 44 ^ UInt64(record.level.rawValue) << 52 ^ record.eventIDPrefix
+        return Int(truncatingIfNeeded: (mixed &* 0x9E37_79B9_7F4A_7C15) >> 56)
     }
 
     /// The record's layout: its level, line, event id prefix, file name, function and keys in key order, each text
     /// after its length.
-    static func layout(of record: JournalRecordView, in batch: PlainBatch) -> [UInt8] {
+    static func layout(
+        of record: JournalRecordView,
+        in bytes: UnsafeRawBufferPointer,
+        members: [JournalRecordView.Member]
+    ) -> [UInt8] {
         var layout: [UInt8] = []
         func word(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { layout.append(contentsOf: $0) } }
         func text(_ range: Range<Int>) {
             word(UInt64(range.count))
-            layout.append(contentsOf: UnsafeRawBufferPointer(rebasing: batch.bytes[range]))
+            layout.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
         }
         word(UInt64(record.level.rawValue))
         word(record.line)
@@ -157,25 +201,30 @@ package struct LineTemplates: Sendable {
         text(record.fileName)
         text(record.function)
         word(UInt64(record.members.count))
-        for index in record.members { text(batch.members[index].key) }
+        for index in record.members { text(members[index].key) }
         return layout
     }
 
-    /// Whether ``layout(of:in:)`` of the record is `layout`, without building it.
-    static func layout(of record: JournalRecordView, in batch: PlainBatch, equals layout: [UInt8]) -> Bool {
+    /// Whether ``layout(of:in:members:)`` of the record is `layout`, without building it.
+    static func layout(
+        of record: JournalRecordView,
+        in bytes: UnsafeRawBufferPointer,
+        members: [JournalRecordView.Member],
+        equals layout: [UInt8]
+    ) -> Bool {
         layout.withUnsafeBytes { expected in
-            var matcher = LayoutMatcher(expected: expected, bytes: batch.bytes)
+            var matcher = LayoutMatcher(expected: expected, bytes: bytes)
             guard matcher.word(UInt64(record.level.rawValue)), matcher.word(record.line),
                 matcher.word(record.eventIDPrefix), matcher.text(record.fileName), matcher.text(record.function),
                 matcher.word(UInt64(record.members.count))
             else { return false }
-            for index in record.members where !matcher.text(batch.members[index].key) { return false }
+            for index in record.members where !matcher.text(members[index].key) { return false }
             return matcher.isAtEnd
         }
     }
 }
 
-/// Reads a layout (see ``LineTemplates/layout(of:in:)``) along a record's parts, comparing.
+/// Reads a layout (see ``LayoutTable/layout(of:in:members:)``) along a record's parts, comparing.
 private struct LayoutMatcher {
     let expected: UnsafeRawBufferPointer
     let bytes: UnsafeRawBufferPointer
