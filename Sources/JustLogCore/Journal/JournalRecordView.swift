@@ -57,14 +57,17 @@ struct JournalRecordView: Sendable {
     /// Insertion sort by key bytes: a handful of members, already partly ordered by the dictionary's hashing.
     private static func sortByKey(_ members: inout [Member], _ range: Range<Int>, in bytes: UnsafeRawBufferPointer) {
         guard range.count > 1 else { return }
-        for index in range.lowerBound + 1..<range.upperBound {
-            let member = members[index]
-            var slot = index
-            while slot > range.lowerBound, precedes(member, members[slot - 1], in: bytes) {
-                members[slot] = members[slot - 1]
-                slot -= 1
+        // In the buffer: one uniqueness check, not one per store.
+        members.withUnsafeMutableBufferPointer { members in
+            for index in range.lowerBound + 1..<range.upperBound {
+                let member = members[index]
+                var slot = index
+                while slot > range.lowerBound, precedes(member, members[slot - 1], in: bytes) {
+                    members[slot] = members[slot - 1]
+                    slot -= 1
+                }
+                members[slot] = member
             }
-            members[slot] = member
         }
     }
 }
