@@ -52,14 +52,14 @@ extension JournalCodec {
             eventIDPrefix: eventIDPrefix,
             limits: limits,
             members: { writer, budget in
-                // By index, keys and values apart: iterating pairs copies each `(String, Any)` through the runtime.
-                var index = userInfo.startIndex
-                while index != userInfo.endIndex {
-                    let key = userInfo.keys[index]
+                // Keys and values apart, each view in its order (the same): iterating pairs copies each
+                // `(String, Any)` through the runtime, and subscripting by index checks every index.
+                var keys = userInfo.keys.makeIterator()
+                var values = userInfo.values.makeIterator()
+                while let key = keys.next(), let value = values.next() {
                     budget -= key.utf8.count + 4
                     writer.string(key)
-                    guard writer.plainValue(userInfo.values[index], budget: &budget), budget >= 0 else { return false }
-                    userInfo.formIndex(after: &index)
+                    guard writer.plainValue(value, budget: &budget), budget >= 0 else { return false }
                 }
                 return true
             },
