@@ -98,7 +98,7 @@ import Testing
             site: CallSite(file: site.file, function: "paz(_:)", line: 1234)
         ),
         event(.info, "flattened: a string error_code stays a string", ["error_code": .string("E1")]),
-        event(.info, "flattened: error_code is a string", ["error_code": .uint(.max)]),
+        event(.info, "flattened: an unsigned error_code stays a number", ["error_code": .uint(.max)]),
     ]
 
     /// ``events``, then ``layoutEvents``, then ``events`` again: the second time from the templates of the first.
@@ -288,6 +288,52 @@ import Testing
                 out.removeAll()
                 #expect(batch.writeFlattened(at: index, times: &times, templates: &flattened, into: &out))
                 #expect(out.bytes == FlattenedFormat.encode(record), "\(id)")
+            }
+        }
+    }
+
+    /// A layout longer than the table keeps (kilobytes of keys) gets a number of its own for each record, and its
+    /// lines are still the general path's; a short one keeps its number.
+    @Test func aLayoutTooLongToKeepIsNumberedAnewAndWrittenAllTheSame() throws {
+        let builder = builder([:])
+        let format = try #require(DirectFormat(builder: builder))
+        let key = String(repeating: "k", count: LayoutTable.maximumKeptBytes)
+        let events = [
+            Self.event(.info, "long key", [key: .int(1)]), Self.event(.info, "long key", [key: .int(2)]),
+            Self.events[0], Self.events[0],
+        ]
+        try withBatch(chunk(events), count: events.count, format: format, builder: builder) { batch in
+            #expect(batch.layouts[0] != batch.layouts[1], "not kept: a number of its own")
+            #expect(batch.layouts[2] == batch.layouts[3], "kept")
+            var times = TimeTextCache(.rfc3339)
+            var aggregated = LineTemplates.aggregated()
+            var flattened = LineTemplates.flattened(presets: format.presets)
+            for (index, event) in events.enumerated() {
+                let record = builder.record(for: event, sequence: 41 + UInt64(index))
+                var out = OutputBuffer()
+                batch.writeAggregated(at: index, times: &times, templates: &aggregated, into: &out)
+                #expect(out.bytes == AggregatedFormat.encode(record), "event \(index)")
+                out.removeAll()
+                #expect(batch.writeFlattened(at: index, times: &times, templates: &flattened, into: &out))
+                #expect(out.bytes == FlattenedFormat.encode(record), "event \(index)")
+            }
+        }
+    }
+
+    /// Flattened templates carry their format's presets (its defaults): with a batch of another format they
+    /// decline every record, so the general path writes it with the right defaults.
+    @Test func flattenedTemplatesOfAnotherFormatDeclineEveryRecord() throws {
+        var templates: LineTemplates?
+        for (round, defaults) in [Self.defaults[0], Self.defaults[1]].enumerated() {
+            let builder = builder(defaults)
+            let format = try #require(DirectFormat(builder: builder))
+            if templates == nil { templates = LineTemplates.flattened(presets: format.presets) }
+            try withBatch(chunk([Self.events[0]]), count: 1, format: format, builder: builder) { batch in
+                var times = TimeTextCache(.rfc3339)
+                var out = OutputBuffer()
+                let written = batch.writeFlattened(at: 0, times: &times, templates: &templates!, into: &out)
+                #expect(written == (round == 0))
+                #expect(written || out.count == 0)
             }
         }
     }

@@ -242,7 +242,8 @@ struct LogstashDeliveryTests {
         // appending) the journal passes half full and calls wait in the queue, which grows to its bound (4 MiB in
         // the child), and the destination's buffers to theirs, in whichever rounds the race puts it — up to the
         // fourth, on a loaded machine. Beyond those bounds nothing may grow: over rounds 2 to 4 (120,000 events of
-        // ~1 KB) the heap grows less than 16 MiB, which a leak of 140 bytes an event would exceed. (The segments'
+        // ~1 KB) the heap grows less than 16 MiB, which a leak of 140 bytes an event would exceed on its own (with
+        // the few MiB the bounded buffers add on a loaded machine, less). (The segments'
         // mapped pages, in the resident total, rise and fall by a segment as the oldest is dropped at the cap: their
         // bound is the cap, which the spool's own tests check.)
         let growth = rounds[3].anonymous - rounds[0].anonymous

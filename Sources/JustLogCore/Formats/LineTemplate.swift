@@ -70,8 +70,8 @@ struct LineTemplateBuilder {
 }
 
 /// A destination's templates of the layouts it met last (see ``LineTemplate``), for one form, by the layouts'
-/// numbers (which the format's ``LayoutTable`` gives, see ``PlainBatch/layouts``): a layout takes the slot of its
-/// number, in place of an older one.
+/// numbers (which the format's ``LayoutTable`` gives, see ``PlainBatch/layouts``): a layout's template takes its
+/// table slot's place, so a new layout replaces only the template of the layout it replaced in the table.
 package struct LineTemplates: Sendable {
     /// The flattened form's presets (a destination's own members among them), by level; `nil`: the aggregated
     /// form, with the format's presets.
@@ -80,11 +80,16 @@ package struct LineTemplates: Sendable {
     /// reconfigured) empties the slots. Held, not identified: a format freed and another made at its address
     /// would pass for it.
     private var format: DirectFormat?
+    /// The flattened presets came from another format than the batch's (a destination keeps one `LineTemplates`
+    /// per format, and makes a new one when it changes): every record is declined, so the general path writes
+    /// it, never a line with another format's defaults.
+    private var presetsOfAnotherFormat = false
     private var slots: [LineTemplate?]
     /// The layout each slot's format declines, if any: its records take the general path without a new attempt.
     private var declined: [Int]
 
-    static let slotCount = 128
+    /// One per slot of the ``LayoutTable``, and one for the layouts it does not keep.
+    static let slotCount = LayoutTable.slotCount + 1
 
     private init(flattenedPresets: [[DirectFormat.Preset]]?) {
         self.flattenedPresets = flattenedPresets
@@ -113,13 +118,15 @@ package struct LineTemplates: Sendable {
     /// Looks the template of the layout numbered `layout` up.
     mutating func lookUp(_ layout: Int, in batch: PlainBatch) -> Lookup {
         if format !== batch.format {
+            if format != nil, flattenedPresets != nil { presetsOfAnotherFormat = true }
             format = batch.format
             for index in slots.indices {
                 slots[index] = nil
                 declined[index] = 0
             }
         }
-        let slot = layout & (Self.slotCount - 1)
+        if presetsOfAnotherFormat { return .declined }
+        let slot = LayoutTable.slot(ofNumber: layout)
         if let template = slots[slot], template.layout == layout { return .template(template) }
         return declined[slot] == layout ? .declined : .missing
     }
@@ -127,7 +134,9 @@ package struct LineTemplates: Sendable {
     /// Keeps the template of the layout numbered `layout` (`nil`: the format declines it), in place of the one its
     /// slot held.
     mutating func store(_ template: LineTemplate?, for layout: Int) {
-        let slot = layout & (Self.slotCount - 1)
+        let slot = LayoutTable.slot(ofNumber: layout)
+        // A layout the table does not keep (kilobytes of keys) is another one each time: its template is not kept.
+        guard slot < LayoutTable.slotCount else { return }
         slots[slot] = template
         declined[slot] = template == nil ? layout : 0
     }
@@ -137,7 +146,8 @@ package struct LineTemplates: Sendable {
 /// keys — so that destinations find their templates by a number, and a record's bytes are compared with its
 /// layout's once per batch, not once per destination. Each layout keeps a slot, picked from the parts of it that
 /// take no reading of bytes; a layout that takes a slot another one holds replaces it, with a new number (numbers
-/// are never reused).
+/// are never reused; a number's low bits are its slot, see ``slot(ofNumber:)``). A layout longer than
+/// ``maximumKeptBytes`` is not kept: each of its records gets a number of its own.
 ///
 /// The pipeline's thread numbers a batch at a time, under a lock of the table's own (tests make batches on
 /// other threads).
@@ -146,9 +156,15 @@ final class LayoutTable: @unchecked Sendable {
     /// Each slot's layout (see ``layout(of:in:members:)``) and its number; 0: none.
     @exclusivity(unchecked) private var layouts: [[UInt8]]  // under `lock`, as the two below
     @exclusivity(unchecked) private var numbers: [Int]
-    @exclusivity(unchecked) private var lastNumber = 0
+    @exclusivity(unchecked) private var generation = 0
 
     static let slotCount = 256
+    static let maximumKeptBytes = 4096
+    /// The bits of a number that say its slot: 0 ..< ``slotCount``, or ``slotCount`` for a layout not kept.
+    private static let slotBits = 9
+
+    /// The slot a layout's number says: where destinations keep its template.
+    static func slot(ofNumber number: Int) -> Int { number & ((1 << slotBits) - 1) }
 
     init() {
         layouts = Array(repeating: [], count: Self.slotCount)
@@ -164,11 +180,14 @@ final class LayoutTable: @unchecked Sendable {
         lock.withLock {
             records.map { record in
                 let slot = Self.slot(of: record)
-                if numbers[slot] == 0 || !Self.layout(of: record, in: bytes, members: members, equals: layouts[slot]) {
-                    lastNumber += 1
-                    layouts[slot] = Self.layout(of: record, in: bytes, members: members)
-                    numbers[slot] = lastNumber
+                if numbers[slot] != 0, Self.layout(of: record, in: bytes, members: members, equals: layouts[slot]) {
+                    return numbers[slot]
                 }
+                generation += 1
+                let layout = Self.layout(of: record, in: bytes, members: members)
+                guard layout.count <= Self.maximumKeptBytes else { return generation << Self.slotBits | Self.slotCount }
+                layouts[slot] = layout
+                numbers[slot] = generation << Self.slotBits | slot
                 return numbers[slot]
             }
         }

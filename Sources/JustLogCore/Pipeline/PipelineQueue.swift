@@ -102,6 +102,8 @@ final class PipelineQueue: @unchecked Sendable {
     /// The worker waits out ``linger``: an event does not wake it (the next batch gathers meanwhile), a control
     /// item (a flush, an action, a reconfiguration) and a caller waiting for room do.
     @exclusivity(unchecked) private var workerIsLingering = false
+    /// A control item is queued that the worker has not taken yet: it does not linger (see ``linger()``).
+    @exclusivity(unchecked) private var controlPending = false
     @exclusivity(unchecked) private var producersWaiting = 0
     @exclusivity(unchecked) private var batchesTaken: UInt64 = 0
     @exclusivity(unchecked) private var state: State = .running
@@ -454,6 +456,7 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         enqueue(item)
+        controlPending = true
         unlockWakingTheWorker(urgent: true)
         return true
     }
@@ -551,7 +554,7 @@ final class PipelineQueue: @unchecked Sendable {
         recoverJournal(with: lock.withLock { dispatcher })
         var batch: [Item] = []
         batch.reserveCapacity(min(configuration.capacity, 4096))
-        /// Whether the worker took a batch on its last pass: then it lingers before it sleeps.
+        /// Whether the worker has taken a batch since it last slept: then it lingers before it sleeps again.
         var busy = false
         while true {
             lock.lock()
@@ -565,6 +568,7 @@ final class PipelineQueue: @unchecked Sendable {
                 var slept = false
                 while idle() {
                     slept = true
+                    busy = false
                     workerIsWaiting = true
                     lock.wait()
                     workerIsWaiting = false
@@ -604,6 +608,8 @@ final class PipelineQueue: @unchecked Sendable {
                 items.removeAll(keepingCapacity: true)
                 head = 0
                 queuedBytes = 0
+                // Every control item queued is in this batch.
+                controlPending = false
             } else if head >= 4 * Self.batchLimit {
                 items.removeFirst(head)
                 head = 0
@@ -622,8 +628,11 @@ final class PipelineQueue: @unchecked Sendable {
         }
     }
 
-    /// Waits out ``linger`` (lock held) unless a control item, a caller waiting for room or a shutdown wakes it.
+    /// Waits out ``linger`` (lock held) unless a control item, a caller waiting for room or a shutdown wakes it —
+    /// or a control item is queued already (it woke the worker from its sleep): a flush does not wait for a batch
+    /// to gather.
     private func linger() {
+        guard !controlPending else { return }
         workerIsLingering = true
         _ = lock.wait(seconds: Self.linger)
         workerIsLingering = false
@@ -886,6 +895,7 @@ final class PipelineQueue: @unchecked Sendable {
             reconfigurationsInProgress += 1
             guard holdCapacity == nil else { return true }
             enqueue(.reconfigure(reconfiguration))
+            controlPending = true
             // The worker, and callers waiting in a full queue: they now wait as long as a reconfiguration may take.
             if workerIsWaiting || workerIsLingering || producersWaiting > 0 { lock.broadcast() }
             return false

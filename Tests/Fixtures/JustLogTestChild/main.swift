@@ -82,7 +82,7 @@ case "spool-cap":
     logger.logstashUseTLS = false
     // Past the journal's half, calls queue in memory while the pipeline's thread appends and drops at the cap: the
     // queue fills to its bound in whichever round the race puts it (a loaded machine: the fourth). A 4 MiB bound
-    // keeps that growth under the test's 8 MiB, so what the test sees growing is a leak, not the queue.
+    // keeps that growth well under the test's 16 MiB over rounds 2 to 4, so what fails the test is a leak.
     var limits = logger.pipelineConfiguration
     limits.maximumQueuedBytes = 4 << 20
     logger.pipelineConfiguration = limits
