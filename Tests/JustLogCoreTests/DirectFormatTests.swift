@@ -277,18 +277,10 @@ import Testing
             bytes += record + [UInt8(ascii: "\n")]
         }
         try withBatch(bytes, count: ids.count, format: format, builder: builder) { batch in
-            var times = TimeTextCache(.rfc3339)
-            var aggregated = LineTemplates.aggregated()
-            var flattened = LineTemplates.flattened(presets: format.presets)
-            for (index, id) in ids.enumerated() {
-                let record = builder.record(for: Self.events[0], sequence: id.sequence, eventIDPrefix: id.prefix)
-                var out = OutputBuffer()
-                batch.writeAggregated(at: index, times: &times, templates: &aggregated, into: &out)
-                #expect(out.bytes == AggregatedFormat.encode(record), "\(id)")
-                out.removeAll()
-                #expect(batch.writeFlattened(at: index, times: &times, templates: &flattened, into: &out))
-                #expect(out.bytes == FlattenedFormat.encode(record), "\(id)")
-            }
+            expectTheGeneralPathsLines(
+                batch,
+                ids.map { builder.record(for: Self.events[0], sequence: $0.sequence, eventIDPrefix: $0.prefix) }
+            )
         }
     }
 
@@ -305,18 +297,26 @@ import Testing
         try withBatch(chunk(events), count: events.count, format: format, builder: builder) { batch in
             #expect(batch.layouts[0] != batch.layouts[1], "not kept: a number of its own")
             #expect(batch.layouts[2] == batch.layouts[3], "kept")
-            var times = TimeTextCache(.rfc3339)
-            var aggregated = LineTemplates.aggregated()
-            var flattened = LineTemplates.flattened(presets: format.presets)
-            for (index, event) in events.enumerated() {
-                let record = builder.record(for: event, sequence: 41 + UInt64(index))
-                var out = OutputBuffer()
-                batch.writeAggregated(at: index, times: &times, templates: &aggregated, into: &out)
-                #expect(out.bytes == AggregatedFormat.encode(record), "event \(index)")
-                out.removeAll()
-                #expect(batch.writeFlattened(at: index, times: &times, templates: &flattened, into: &out))
-                #expect(out.bytes == FlattenedFormat.encode(record), "event \(index)")
-            }
+            expectTheGeneralPathsLines(
+                batch,
+                events.enumerated().map { builder.record(for: $1, sequence: 41 + UInt64($0)) }
+            )
+        }
+    }
+
+    /// Writes every record of `batch` in both forms through one cache of templates each, expecting the lines of
+    /// `records` (the general path's record of each).
+    private func expectTheGeneralPathsLines(_ batch: PlainBatch, _ records: [LogRecord]) {
+        var times = TimeTextCache(.rfc3339)
+        var aggregated = LineTemplates.aggregated()
+        var flattened = LineTemplates.flattened(presets: batch.format.presets)
+        for (index, record) in records.enumerated() {
+            var out = OutputBuffer()
+            batch.writeAggregated(at: index, times: &times, templates: &aggregated, into: &out)
+            #expect(out.bytes == AggregatedFormat.encode(record), "record \(index)")
+            out.removeAll()
+            #expect(batch.writeFlattened(at: index, times: &times, templates: &flattened, into: &out))
+            #expect(out.bytes == FlattenedFormat.encode(record), "record \(index)")
         }
     }
 
