@@ -80,7 +80,8 @@ package struct PlainBatch {
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) {
-        if !format.writeAggregated(
+        assert(templates.flattenedPresets == nil, "aggregated lines need LineTemplates.aggregated()")
+        if !format.write(
             records[index],
             layout: layouts[index],
             in: self,
@@ -100,7 +101,8 @@ package struct PlainBatch {
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
-        format.writeFlattened(
+        assert(templates.flattenedPresets != nil, "flattened lines need LineTemplates.flattened(presets:)")
+        return format.write(
             records[index],
             layout: layouts[index],
             in: self,

@@ -104,13 +104,14 @@ package final class DirectFormat: Sendable {
         }
     }
 
-    // MARK: - The aggregated form
+    // MARK: - Writing a line of either form
 
-    /// Appends `{"message":…,"metadata":{…},"userInfo":{…}}` of `record`, or returns `false` (with `out` as it
-    /// was) when the record needs the general path. The line is written through the template of the record's
-    /// layout (numbered `layout`, see ``PlainBatch/layouts``) in `templates` (``LineTemplates/aggregated()``),
-    /// built here the first time.
-    func writeAggregated(
+    /// Appends the line of `record` in the form of `templates` — the aggregated one
+    /// (``LineTemplates/aggregated()``: `{"message":…,"metadata":{…},"userInfo":{…}}`, SPEC §2) or the flattened
+    /// one with its presets (``LineTemplates/flattened(presets:)``, SPEC §3) — through the template of its layout
+    /// (numbered `layout`, see ``PlainBatch/layouts``), built here the first time. Returns `false` (with `out` as it
+    /// was) when the record needs the general path: a key to rename, or that two members would share.
+    func write(
         _ record: JournalRecordView,
         layout: Int,
         in batch: PlainBatch,
@@ -123,7 +124,12 @@ package final class DirectFormat: Sendable {
         case .template(let found): template = found
         case .declined: return false
         case .missing:
-            let built = aggregatedTemplate(record, layout: layout, in: batch)
+            let built =
+                if let presets = templates.flattenedPresets {
+                    flattenedTemplate(record, layout: layout, in: batch, presets: presets[record.level.rawValue])
+                } else {
+                    aggregatedTemplate(record, layout: layout, in: batch)
+                }
             templates.store(built, for: layout)
             guard let built else { return false }
             template = built
@@ -131,6 +137,8 @@ package final class DirectFormat: Sendable {
         write(template, of: record, in: batch, times: &times, into: &out)
         return true
     }
+
+    // MARK: - The aggregated form
 
     /// The aggregated form's template of `record`'s layout; `nil` when its records need the general path.
     private func aggregatedTemplate(_ record: JournalRecordView, layout: Int, in batch: PlainBatch) -> LineTemplate? {
@@ -176,32 +184,6 @@ package final class DirectFormat: Sendable {
         static let keys: [[UInt8]] = [
             "@timestamp", "app_version", "device", "event_id", "file", "function", "line", "message", "version",
         ].map { Array($0.utf8) }
-    }
-
-    /// Appends the flattened JSON of `record` with the presets of `templates` (``LineTemplates/flattened(presets:)``),
-    /// through the template of its layout (numbered `layout`), or returns `false` (with `out` as it was) when the
-    /// record needs the general path: a key that two members would share.
-    func writeFlattened(
-        _ record: JournalRecordView,
-        layout: Int,
-        in batch: PlainBatch,
-        times: inout TimeTextCache,
-        templates: inout LineTemplates,
-        into out: inout OutputBuffer
-    ) -> Bool {
-        let template: LineTemplate
-        switch templates.lookUp(layout, in: batch) {
-        case .template(let found): template = found
-        case .declined: return false
-        case .missing:
-            let presets = (templates.flattenedPresets ?? presets)[record.level.rawValue]
-            let built = flattenedTemplate(record, layout: layout, in: batch, presets: presets)
-            templates.store(built, for: layout)
-            guard let built else { return false }
-            template = built
-        }
-        write(template, of: record, in: batch, times: &times, into: &out)
-        return true
     }
 
     /// The flattened form's template of `record`'s layout; `nil` when its records need the general path.
