@@ -85,6 +85,16 @@ __attribute__((target("sse4.2"))) static uint32_t hardware(uint32_t crc, const v
     return ~register32;
 }
 
+__attribute__((target("sse4.2"))) static uint32_t hardware_20(const void *bytes) {
+    uint64_t words[2];
+    uint32_t last;
+    memcpy(words, bytes, 16);
+    memcpy(&last, (const uint8_t *)bytes + 16, 4);
+    uint64_t register64 = _mm_crc32_u64(0xFFFFFFFFu, words[0]);
+    register64 = _mm_crc32_u64(register64, words[1]);
+    return ~_mm_crc32_u32((uint32_t)register64, last);
+}
+
 static int hardware_available(void) {
     unsigned int eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
@@ -119,6 +129,14 @@ static uint32_t hardware(uint32_t crc, const void *bytes, size_t count) {
     return ~crc;
 }
 
+static uint32_t hardware_20(const void *bytes) {
+    uint64_t words[2];
+    uint32_t last;
+    memcpy(words, bytes, 16);
+    memcpy(&last, (const uint8_t *)bytes + 16, 4);
+    return ~__crc32cw(__crc32cd(__crc32cd(0xFFFFFFFFu, words[0]), words[1]), last);
+}
+
 static int hardware_available(void) { return 1; }
 #endif
 
@@ -136,6 +154,13 @@ uint32_t cjustlog_crc32c(uint32_t crc, const void *bytes, size_t count) {
     if (use_hardware) return hardware(crc, bytes, count);
 #endif
     return cjustlog_crc32c_portable(crc, bytes, count);
+}
+
+uint32_t cjustlog_crc32c_20(const void *bytes) {
+#if CJUSTLOG_CRC32C_X86 || CJUSTLOG_CRC32C_ARM
+    if (use_hardware) return hardware_20(bytes);
+#endif
+    return cjustlog_crc32c_portable(0, bytes, 20);
 }
 
 int cjustlog_crc32c_is_hardware(void) { return use_hardware; }

@@ -34,6 +34,7 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     }
 
     /// The current wall-clock time.
+    @inlinable
     public static func now() -> LogTimestamp {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)

@@ -98,6 +98,7 @@ public final class EventJournal: Sendable {
         append(record, whileQueuedBytesBelow: configuration.maxTotalBytes / 2)
     }
 
+    @inline(__always)
     private func append(
         _ record: UnsafeRawBufferPointer,
         whileQueuedBytesBelow limit: Int

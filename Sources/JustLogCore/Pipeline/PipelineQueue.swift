@@ -97,7 +97,9 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     @exclusivity(unchecked) private var counters = LogPipeline.Statistics()
     @exclusivity(unchecked) private var unreportedDrops: UInt64 = 0
-    /// The worker sleeps until an item wakes it.
+    /// The worker sleeps until an item wakes it, and no caller has woken it yet: the first caller to queue an item
+    /// wakes it and clears this, so that the callers after it, until the worker runs, don't wake it again (a futex
+    /// call each).
     @exclusivity(unchecked) private var workerIsWaiting = false
     /// The worker waits out ``linger``: an event does not wake it (the next batch gathers meanwhile), a control
     /// item (a flush, an action, a reconfiguration) and a caller waiting for room do.
@@ -404,6 +406,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// (`urgent`), lingers (after the release, so that it does not wake into a lock still held).
     private func unlockWakingTheWorker(urgent: Bool = false) {
         let wake = workerIsWaiting || (urgent && workerIsLingering)
+        workerIsWaiting = false
         lock.unlock()
         if wake { lock.broadcast() }
     }

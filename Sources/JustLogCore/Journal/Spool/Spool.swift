@@ -236,6 +236,7 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// Throws if `record` can't be spooled whatever the spool's state: empty, or too large.
+    @inline(__always)
     private func check(_ record: UnsafeRawBufferPointer) throws {
         guard !record.isEmpty else {
             throw JustLogError(

@@ -1,34 +1,33 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
+#if os(Linux)
+import Synchronization
 #elseif canImport(Darwin)
-import Darwin
+import os
 #endif
 
 /// A plain mutex (no Foundation, no extra package) guarding the spool's files and counters.
 ///
+/// Every log call takes it once (its record is copied into the journal under it), so it is the cheapest lock the
+/// platform has: the standard library's `Mutex` on Linux (a compare-and-swap each way while uncontended, a
+/// futex otherwise; no availability limit there), `OSAllocatedUnfairLock` on Apple platforms (`Mutex` needs
+/// macOS 15 / iOS 18 there).
+///
 /// It is not recursive: never call back into the owner while holding it.
-package final class SpoolLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+package final class SpoolLock: Sendable {
+    #if os(Linux)
+    private let mutex = Mutex<Void>(())
+    #else
+    private let mutex = OSAllocatedUnfairLock()
+    #endif
 
-    package init() {
-        mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        let rc = pthread_mutex_init(mutex, nil)
-        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    package init() {}
 
     /// Runs `body` with the lock held.
     @inline(__always)
     package func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
+        #if os(Linux)
+        try mutex.withLock { _ in try body() }
+        #else
+        try mutex.withLockUnchecked(body)
+        #endif
     }
 }

@@ -223,7 +223,7 @@ final class SpoolSegment {
         frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
         frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
         frame.storeBytes(of: CRC32C.checksum(payload).littleEndian, toByteOffset: 16, as: UInt32.self)
-        let headerCRC = CRC32C.checksum(UnsafeRawBufferPointer(start: frame, count: 20))
+        let headerCRC = CRC32C.checksum(twentyBytesAt: frame)
         frame.storeBytes(of: headerCRC.littleEndian, toByteOffset: 20, as: UInt32.self)
         end += Self.frameHeaderSize + payload.count
         recordCount += 1

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+@testable import JustLogCore
+
+/// `ConditionLock` is a futex lock on Linux (see `CJustLogAtomics.h`): every log call takes the queue's. These
+/// tests run its contended paths on real threads (a sleeping `lock`, a woken `wait`), not only the uncontended one
+/// every other test takes.
+@Suite struct ConditionLockTests {
+    /// Runs `body(index)` on `count` threads at once; returns when every one has returned.
+    private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+        let finished = LockedValue(0)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            for index in 0..<count {
+                Thread {
+                    body(index)
+                    let finishedNow = finished.withLock { count in
+                        count += 1
+                        return count
+                    }
+                    if finishedNow == count { done.resume() }
+                }.start()
+            }
+        }
+    }
+
+    @Test func theLockExcludesEveryOtherThread() async {
+        final class Counter: @unchecked Sendable {
+            let lock = ConditionLock()
+            var value = 0  // under `lock`
+        }
+        let counter = Counter()
+        let threads = 4
+        let rounds = 20_000
+        await onThreads(threads) { _ in
+            for round in 0..<rounds {
+                counter.lock.withLock {
+                    // Read, let the others run now and then, write: without exclusion, increments are lost.
+                    let value = counter.value
+                    if round % 512 == 0 { sched_yield() }
+                    counter.value = value + 1
+                }
+            }
+        }
+        #expect(counter.lock.withLock { counter.value } == threads * rounds)
+    }
+
+    @Test func aBroadcastWakesEveryWaiter() async {
+        final class Gate: @unchecked Sendable {
+            let lock = ConditionLock()
+            var open = false  // under `lock`
+            var waiting = 0  // under `lock`
+            var timedOut = 0  // under `lock`
+        }
+        let gate = Gate()
+        let waiters = 3
+        async let woken: Void = onThreads(waiters) { _ in
+            gate.lock.lock()
+            gate.waiting += 1
+            while !gate.open {
+                // Long enough that only a lost wake-up ends it by time.
+                if !gate.lock.wait(seconds: 30), !gate.open { gate.timedOut += 1 }
+            }
+            gate.lock.unlock()
+        }
+        // Every waiter is in `wait` (it released the lock there) before the gate opens.
+        for _ in 0..<10_000 where gate.lock.withLock({ gate.waiting }) < waiters {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        try? await Task.sleep(for: .milliseconds(20))
+        gate.lock.withLock { gate.open = true }
+        gate.lock.broadcast()
+        await woken
+        #expect(gate.lock.withLock { gate.timedOut } == 0)
+    }
+
+    @Test func aWaitNobodyEndsTimesOutHoldingTheLock() {
+        let lock = ConditionLock()
+        lock.lock()
+        #expect(lock.wait(seconds: 0.02) == false)
+        #expect(lock.wait(seconds: 0) == false)
+        #expect(lock.wait(seconds: -1) == false)
+        #expect(lock.wait(seconds: .nan) == false)
+        lock.unlock()
+        // Held after each wait, released once: another thread can take it now.
+        let taken = LockedValue(false)
+        let thread = Thread { lock.withLock { taken.withLock { $0 = true } } }
+        thread.start()
+        for _ in 0..<5_000 where !taken.current { usleep(1_000) }
+        #expect(taken.current)
+    }
+}
