@@ -6,7 +6,7 @@ import Testing
 /// `ConditionLock` is a futex lock on Linux (see `CJustLogAtomics.h`): every log call takes the queue's. These
 /// tests run its contended paths on real threads (a sleeping `lock`, a woken `wait`), not only the uncontended one
 /// every other test takes.
-@Suite struct ConditionLockTests {
+@Suite(.timeLimit(.minutes(2))) struct ConditionLockTests {
     /// Runs `body(index)` on `count` threads at once; returns when every one has returned.
     private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
         let finished = LockedValue(0)
@@ -74,6 +74,34 @@ import Testing
         #expect(gate.lock.withLock { gate.timedOut } == 0)
     }
 
+    /// Two threads hand a turn back and forth 20,000 times, each waking the other just after it releases the lock
+    /// (as the pipeline's callers wake its thread): a wake-up lost between a waiter's release of the lock and its
+    /// sleep would leave it asleep until its timeout, which counts.
+    @Test func aWakeUpBetweenTheWaitersReleaseAndItsSleepIsNotLost() async {
+        final class Turn: @unchecked Sendable {
+            let lock = ConditionLock()
+            var holder = 0  // under `lock`
+            var timeouts = 0  // under `lock`
+        }
+        let turn = Turn()
+        let handoffs = 20_000
+        await onThreads(2) { player in
+            for _ in 0..<(handoffs / 2) {
+                turn.lock.lock()
+                // The first timeout ends the game (both players see it): a test that fails, not one that hangs.
+                while turn.holder != player, turn.timeouts == 0 {
+                    if !turn.lock.wait(seconds: 0.5), turn.holder != player { turn.timeouts += 1 }
+                }
+                let over = turn.timeouts > 0
+                turn.holder = 1 - player
+                turn.lock.unlock()
+                turn.lock.broadcast()
+                if over { break }
+            }
+        }
+        #expect(turn.lock.withLock { turn.timeouts } == 0)
+    }
+
     @Test func aWaitNobodyEndsTimesOutHoldingTheLock() {
         let lock = ConditionLock()
         lock.lock()
@@ -81,11 +109,13 @@ import Testing
         #expect(lock.wait(seconds: 0) == false)
         #expect(lock.wait(seconds: -1) == false)
         #expect(lock.wait(seconds: .nan) == false)
-        lock.unlock()
-        // Held after each wait, released once: another thread can take it now.
+        // Held after the waits: another thread can't take it until it is released.
         let taken = LockedValue(false)
         let thread = Thread { lock.withLock { taken.withLock { $0 = true } } }
         thread.start()
+        usleep(50_000)
+        #expect(!taken.current)
+        lock.unlock()
         for _ in 0..<5_000 where !taken.current { usleep(1_000) }
         #expect(taken.current)
     }

@@ -72,6 +72,41 @@ import Testing
         #expect(capture.flushCount == 1)
     }
 
+    /// Bursts with pauses long enough for the pipeline's thread to linger out and sleep: a burst's first event
+    /// wakes the thread and the events after it in the burst do not (the first caller did); a flush wakes it
+    /// whatever the callers did. Every other burst is waited for without a flush: a wake-up lost by the events
+    /// leaves those to wait, one lost by a flush leaves the flush to time out.
+    @Test(.timeLimit(.minutes(2))) func burstsAfterSleepsWakeTheWorkerAndEveryFlushCompletes() async throws {
+        let capture = CapturingDestination()
+        let logger = logger([.init(capture)])
+        let rounds = 300
+        let failures = LockedValue<[String]>([])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                var logged = 0
+                for round in 0..<rounds {
+                    for index in 0..<(1 + round % 7) { logger.info("round \(round) event \(index)") }
+                    logged += 1 + round % 7
+                    if round % 2 == 0 {
+                        if logger.pipeline.flush(timeout: 10) != nil {
+                            failures.withLock { $0.append("flush \(round)") }
+                        }
+                    } else {
+                        let deadline = Date().addingTimeInterval(10)
+                        while capture.records.count < logged, Date() < deadline { usleep(200) }
+                        if capture.records.count < logged { failures.withLock { $0.append("events \(round)") } }
+                    }
+                    if !failures.current.isEmpty { break }
+                    usleep(useconds_t(1_500 + (round % 3) * 1_000))  // past the 1 ms linger: the thread sleeps
+                }
+                done.resume()
+            }.start()
+        }
+        try #require(failures.current == [])
+        let expected = (0..<rounds).reduce(0) { $0 + 1 + $1 % 7 }
+        #expect(capture.records.count == expected)
+    }
+
     /// A shutdown waits while the destinations make progress: its timeout is how long they may go without any, not
     /// how long they may take (a slow machine, a journal's recovery under ThreadSanitizer). Events that take longer
     /// than the timeout in all, but keep moving, all arrive.

@@ -97,10 +97,12 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     @exclusivity(unchecked) private var counters = LogPipeline.Statistics()
     @exclusivity(unchecked) private var unreportedDrops: UInt64 = 0
-    /// The worker sleeps until an item wakes it, and no caller has woken it yet: the first caller to queue an item
-    /// wakes it and clears this, so that the callers after it, until the worker runs, don't wake it again (a futex
-    /// call each).
+    /// The worker sleeps until an item wakes it.
     @exclusivity(unchecked) private var workerIsWaiting = false
+    /// A caller that queued an event has woken the sleeping worker, which has not run yet: the callers of events
+    /// after it don't wake it again (a futex call each). Control items, callers waiting for room and
+    /// reconfigurations wake it all the same: they do not depend on that caller's thread being scheduled.
+    @exclusivity(unchecked) private var workerIsWoken = false
     /// The worker waits out ``linger``: an event does not wake it (the next batch gathers meanwhile), a control
     /// item (a flush, an action, a reconfiguration) and a caller waiting for room do.
     @exclusivity(unchecked) private var workerIsLingering = false
@@ -405,8 +407,8 @@ final class PipelineQueue: @unchecked Sendable {
     /// Releases the lock after queuing an item, and wakes the worker if it waits for one — or, for a control item
     /// (`urgent`), lingers (after the release, so that it does not wake into a lock still held).
     private func unlockWakingTheWorker(urgent: Bool = false) {
-        let wake = workerIsWaiting || (urgent && workerIsLingering)
-        workerIsWaiting = false
+        let wake = urgent ? workerIsWaiting || workerIsLingering : workerIsWaiting && !workerIsWoken
+        if workerIsWaiting { workerIsWoken = true }
         lock.unlock()
         if wake { lock.broadcast() }
     }
@@ -575,6 +577,7 @@ final class PipelineQueue: @unchecked Sendable {
                     workerIsWaiting = true
                     lock.wait()
                     workerIsWaiting = false
+                    workerIsWoken = false
                 }
                 // Woken by the first event of a burst: linger, so the rest of the burst is queued without a
                 // wake-up per event.

@@ -2,6 +2,12 @@
 import CJustLogAtomics
 #elseif canImport(Darwin)
 import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Android)
+import Android
 #endif
 
 /// A mutex with a condition variable, for the few places that own a resource (a queue, a file).
@@ -47,7 +53,16 @@ package final class ConditionLock: @unchecked Sendable {
 
     package init() {
         pthread_mutex_init(mutex, nil)
+        #if canImport(Darwin)
         pthread_cond_init(condition, nil)
+        #else
+        // Timed waits measure the monotonic clock: a wall clock set back does not stretch them.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+        #endif
     }
 
     deinit {
@@ -73,7 +88,11 @@ package final class ConditionLock: @unchecked Sendable {
     /// Waits until woken (or spuriously) or `seconds` passed; returns `false` on timeout. Call with the lock held.
     package func wait(seconds: Double) -> Bool {
         var now = timespec()
+        #if canImport(Darwin)
         clock_gettime(CLOCK_REALTIME, &now)
+        #else
+        clock_gettime(CLOCK_MONOTONIC, &now)  // the condition's clock (see `init`)
+        #endif
         // At most a year at a time (callers loop): an infinite or huge wait must not trap converting to Int.
         let bounded = seconds.isNaN ? 0 : min(max(0, seconds), 365 * 86_400)
         let total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + bounded

@@ -1,5 +1,5 @@
 #if os(Linux)
-import Synchronization
+import CJustLogAtomics
 #elseif canImport(Darwin)
 import os
 #endif
@@ -7,27 +7,44 @@ import os
 /// A plain mutex (no Foundation, no extra package) guarding the spool's files and counters.
 ///
 /// Every log call takes it once (its record is copied into the journal under it), so it is the cheapest lock the
-/// platform has: the standard library's `Mutex` on Linux (a compare-and-swap each way while uncontended, a
-/// futex otherwise; no availability limit there), `OSAllocatedUnfairLock` on Apple platforms (`Mutex` needs
-/// macOS 15 / iOS 18 there).
+/// platform has: on Linux the futex lock of ``ConditionLock`` (an atomic exchange each way while uncontended;
+/// the standard library's `Mutex` costs as little, but ThreadSanitizer does not see its ordering and reports the
+/// accesses it guards as races), `OSAllocatedUnfairLock` on Apple platforms (`Mutex` needs macOS 15 / iOS 18
+/// there), ``ConditionLock``'s pthread mutex elsewhere.
 ///
 /// It is not recursive: never call back into the owner while holding it.
-package final class SpoolLock: Sendable {
+package final class SpoolLock: @unchecked Sendable {
     #if os(Linux)
-    private let mutex = Mutex<Void>(())
-    #else
-    private let mutex = OSAllocatedUnfairLock()
-    #endif
+    private let word = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+
+    package init() {
+        word.initialize(to: 0)
+    }
+
+    deinit {
+        word.deallocate()
+    }
+    #elseif canImport(Darwin)
+    private let lock = OSAllocatedUnfairLock()
 
     package init() {}
+    #else
+    private let lock = ConditionLock()
+
+    package init() {}
+    #endif
 
     /// Runs `body` with the lock held.
     @inline(__always)
     package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         #if os(Linux)
-        try mutex.withLock { _ in try body() }
+        cjustlog_futex_lock(word)
+        defer { cjustlog_futex_unlock(word) }
+        return try body()
+        #elseif canImport(Darwin)
+        return try lock.withLockUnchecked(body)
         #else
-        try mutex.withLockUnchecked(body)
+        return try lock.withLock(body)
         #endif
     }
 }
