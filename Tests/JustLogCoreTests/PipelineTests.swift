@@ -131,6 +131,23 @@ import Testing
         #expect(slow.writes <= 25, "\(slow.writes) writes")
     }
 
+    /// A shutdown (the exit handler waits the same way) that begins while a write is under way sees progress when
+    /// that write ends, and a write is at most `writeLimit` (256) records: through a destination that needs 2 ms a
+    /// record, ~0.5 s, within a 1.5 s patience. (A whole batch of 1,024 went out in one write of 2 s: the wait
+    /// gave up, as the exit flush of `ChildProcessTests` did on a loaded machine with a smaller one.)
+    @Test func aShutdownThatBeginsDuringAWriteSeesProgressWithinItsPatience() async throws {
+        let slow = PerRecordSlowDestination(secondsPerRecord: 0.002)
+        let logger = logger([.init(slow)])
+        let count = 1_400
+        for index in 0..<count { logger.info("event \(index)") }
+        // Once the second write is under way: the worker took and built its second batch before the shutdown.
+        for _ in 0..<10_000 where slow.writesStarted < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        let failure = await logger.pipeline.shutdown(timeout: 1.5)
+        #expect(failure == nil, "\(String(describing: failure))")
+        #expect(slow.count == count)
+        #expect(slow.largestWrite <= 256)
+    }
+
     /// `flush(timeout:) async` and `shutdown(timeout:) async` wait on threads of their own. (They waited on
     /// Dispatch's shared threads, one per core on Linux: a few flushes of a stalled destination held them all, and
     /// work queued there, the program's or a destination's own timer, waited until the flushes timed out.)
@@ -408,6 +425,29 @@ private final class SlowDestination: LogDestination {
         Thread.sleep(forTimeInterval: secondsPerWrite)
         written.withLock { $0 += batch.records.count }
         writeCount.withLock { $0 += 1 }
+    }
+}
+
+/// Takes `secondsPerRecord` for each record of a write.
+private final class PerRecordSlowDestination: LogDestination {
+    private let secondsPerRecord: Double
+    private let state = LockedValue((started: 0, written: 0, largest: 0))
+
+    init(secondsPerRecord: Double) {
+        self.secondsPerRecord = secondsPerRecord
+    }
+
+    var writesStarted: Int { state.current.started }
+    var count: Int { state.current.written }
+    var largestWrite: Int { state.current.largest }
+
+    func write(_ batch: LogBatch) {
+        state.withLock { $0.started += 1 }
+        Thread.sleep(forTimeInterval: secondsPerRecord * Double(batch.records.count))
+        state.withLock { state in
+            state.written += batch.records.count
+            state.largest = max(state.largest, batch.records.count)
+        }
     }
 }
 

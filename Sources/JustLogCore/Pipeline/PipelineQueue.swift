@@ -45,6 +45,12 @@ final class PipelineQueue: @unchecked Sendable {
     /// handler waiting, then shows every few milliseconds even through a slow destination.
     static let exitBatchLimit = 64
 
+    /// The most records the worker hands the background destinations in one write (events built from the queue,
+    /// or read from the journal): an exit that begins while a write is under way waits for that write without
+    /// seeing progress, so a write of a whole batch through a slow destination (1,024 records at 0.3 ms, on a
+    /// loaded machine) could outlast the exit's patience.
+    static let writeLimit = 256
+
     /// How long the worker lingers after being woken, and after a batch before it sleeps, so that a burst — and a
     /// steady stream — costs one wake-up, not one per event; also the most a lone event waits before it is written.
     static let linger = 0.001
@@ -684,8 +690,9 @@ final class PipelineQueue: @unchecked Sendable {
                 sinceProgress += item.eventCount
                 if sinceProgress >= Self.exitBatchLimit {
                     sinceProgress = 0
-                    // Callers wait for room, or an exit or a shutdown waits: what is built so far goes out now.
-                    if showProgress() { deliver() }
+                    // Callers wait for room, or an exit or a shutdown waits: what is built so far goes out now
+                    // (and at most `writeLimit` records in any case).
+                    if showProgress() || records.count >= Self.writeLimit { deliver() }
                 }
             }
             switch item {
@@ -851,7 +858,7 @@ final class PipelineQueue: @unchecked Sendable {
         var position = start
         var remaining = count
         while remaining > 0 {
-            let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.batchLimit }
+            let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.writeLimit }
             let chunk = journal.read(from: position, before: limit, maxRecords: min(remaining, chunkLimit))
             guard chunk.recordCount > 0 else { break }
             body(chunk)
