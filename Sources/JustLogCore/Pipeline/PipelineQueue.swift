@@ -38,7 +38,8 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     /// Items the worker takes at a time: small enough that progress (which restarts a waiting caller's
-    /// patience) is seen often, large enough that a destination writes in batches.
+    /// patience) is seen often, large enough that the queue's lock is taken once for many events (their records
+    /// still go out at most ``writeLimit`` a write).
     static let batchLimit = 1024
 
     /// Items the worker takes at a time once the exit flush has started: its progress, which keeps the exit
