@@ -12,8 +12,9 @@
 //   justlog          the command-line tool (demo, receive, ship, view, bench)
 // Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests),
 // CJustLogZlib (the system zlib, for compressed Beats frames), CJustLogAtomics (the C11 atomics every log call
-// reads: the level gate, the fast lane's sequence lock), CJustLogCRC32C (the records' checksum, by the processor's
-// CRC instruction) and CJustLogText (JSON escaping's clean prefix, sixteen bytes at a time).
+// reads: the level gate, the fast lane's sequence lock; on Linux also the futex lock it takes), CJustLogCRC32C
+// (the records' checksum, by the processor's CRC instruction) and CJustLogText (JSON escaping's clean prefix,
+// sixteen bytes at a time).
 import PackageDescription
 
 let package = Package(

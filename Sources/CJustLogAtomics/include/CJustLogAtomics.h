@@ -2,6 +2,7 @@
 // and a sequence lock of a few words (what a plain call needs to encode its record). C11 atomics, because Swift's
 // `Synchronization.Atomic` needs macOS 15 / iOS 18 and the package supports older systems; ThreadSanitizer
 // understands both (every word is read and written atomically, so a reader racing the writer is no data race).
+// And, on Linux, the futex lock every log call takes (the pipeline's queue, the journal's spool): see its section.
 #ifndef CJUSTLOG_ATOMICS_H
 #define CJUSTLOG_ATOMICS_H
 
@@ -63,8 +64,8 @@ static inline uint64_t cjustlog_seqlock_write(cjustlog_seqlock *lock, const uint
 // MARK: - A futex lock and condition (Linux)
 
 // The pipeline's queue is locked by every log call; glibc's `pthread_mutex_lock`/`unlock` cost ~80 instructions a
-// pair even uncontended (type dispatch, owner and count bookkeeping). This lock costs one atomic exchange each way
-// while uncontended and sleeps in the kernel otherwise ("Futexes Are Tricky", U. Drepper, mutex 3): the word is 0
+// pair even uncontended (type dispatch, owner and count bookkeeping). This lock costs an atomic compare-and-swap to
+// take and an exchange to release while uncontended, and sleeps in the kernel otherwise ("Futexes Are Tricky", U. Drepper, mutex 3): the word is 0
 // (free), 1 (locked) or 2 (locked, someone may sleep on it). The condition is a counter that `broadcast` bumps
 // and `wait` sleeps on while it is unchanged; every predicate it guards is read and written under the lock, so a
 // bump between the waiter's unlock and its sleep makes the sleep return at once (no lost wake-up). Waits may also
