@@ -81,14 +81,7 @@ package struct PlainBatch {
         into out: inout OutputBuffer
     ) {
         assert(templates.flattenedPresets == nil, "aggregated lines need LineTemplates.aggregated()")
-        if !format.write(
-            records[index],
-            layout: layouts[index],
-            in: self,
-            times: &times,
-            templates: &templates,
-            into: &out
-        ) {
+        if !writeDirect(at: index, times: &times, templates: &templates, into: &out) {
             out.append(AggregatedFormat.encode(record(at: index)))
         }
     }
@@ -102,13 +95,18 @@ package struct PlainBatch {
         into out: inout OutputBuffer
     ) -> Bool {
         assert(templates.flattenedPresets != nil, "flattened lines need LineTemplates.flattened(presets:)")
-        return format.write(
-            records[index],
-            layout: layouts[index],
-            in: self,
-            times: &times,
-            templates: &templates,
-            into: &out
-        )
+        return writeDirect(at: index, times: &times, templates: &templates, into: &out)
+    }
+
+    /// The record at `index` written by ``DirectFormat`` through `templates`, in the form they were made for;
+    /// `false`, with `out` as it was, for a record it leaves to the general path.
+    @inline(__always)
+    private func writeDirect(
+        at index: Int,
+        times: inout TimeTextCache,
+        templates: inout LineTemplates,
+        into out: inout OutputBuffer
+    ) -> Bool {
+        format.write(records[index], layout: layouts[index], in: self, times: &times, templates: &templates, into: &out)
     }
 }

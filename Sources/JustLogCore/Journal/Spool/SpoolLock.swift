@@ -7,7 +7,7 @@ import os
 /// A plain mutex (no Foundation, no extra package) guarding the spool's files and counters.
 ///
 /// Every log call takes it once (its record is copied into the journal under it), so it is the cheapest lock the
-/// platform has: on Linux the futex lock of ``ConditionLock`` (an atomic exchange each way while uncontended;
+/// platform has: on Linux the futex lock of ``ConditionLock`` (a compare-and-swap to take, an exchange to release while uncontended;
 /// the standard library's `Mutex` costs as little, but ThreadSanitizer does not see its ordering and reports the
 /// accesses it guards as races), `OSAllocatedUnfairLock` on Apple platforms (`Mutex` needs macOS 15 / iOS 18
 /// there), ``ConditionLock``'s pthread mutex elsewhere.
