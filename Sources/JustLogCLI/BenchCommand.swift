@@ -34,7 +34,7 @@ struct BenchCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh).",
+            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh); or run only throughput_file or throughput_logstash (for a profiler).",
             visibility: .hidden
         )
     )
@@ -62,6 +62,11 @@ struct BenchCommand: ParsableCommand {
             allocationCalls: allocationCalls ?? options.allocationCalls
         )
         let suite = BenchSuite(options: options, folder: folder, allocationCounter: InterposerAllocationCounter())
+        if let only, BenchSuite.throughputKeys.contains(only) {
+            let rate = try suite.runThroughput(only)
+            TextOutput.standardOutput.write(Array("\(only): \(Int(rate)) events/s\n".utf8))
+            return
+        }
         if let only {
             try suite.runCalls(only, count: calls)
             return

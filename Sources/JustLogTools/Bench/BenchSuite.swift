@@ -129,6 +129,21 @@ package struct BenchSuite: Sendable {
         callCase.drain()
     }
 
+    /// The keys of ``runThroughput(_:)``'s cases.
+    package static let throughputKeys = ["throughput_file", "throughput_logstash"]
+
+    /// Runs one end-to-end case alone (`throughput_file` or `throughput_logstash`, with
+    /// ``Options/throughputEvents`` events) and returns its events per second: for a profiler to look at one case.
+    package func runThroughput(_ key: String) throws -> Double {
+        let cases = ThroughputCases(folder: folder, events: options.throughputEvents)
+        switch key {
+        case "throughput_file": return try cases.fileEventsPerSecond().0
+        case "throughput_logstash": return try cases.logstashEventsPerSecond().0
+        default:
+            throw ToolError("no case \(key); cases: \(Self.throughputKeys.joined(separator: ", "))", exitCode: 64)
+        }
+    }
+
     /// The calls `Benchmarks/callgrind.sh` counts; its name is what the script finds in the profile.
     @inline(never)
     func measuredCalls(_ callCase: CallCase, count: Int) {

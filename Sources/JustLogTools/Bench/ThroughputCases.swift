@@ -38,7 +38,7 @@ struct ThroughputCases {
 
     /// The documented call into a file destination with its default rotation (10 MiB, 5 files), from the first
     /// call until the pipeline has flushed the file. Returns the rate and the first line written.
-    private func fileEventsPerSecond() throws -> (Double, [UInt8]) {
+    func fileEventsPerSecond() throws -> (Double, [UInt8]) {
         let directory = try scratch("file")
         let url = directory.appendingPathComponent("bench.log")
         let logger = JustLog.Logger(configuration: .init(console: nil, file: .init(url: url)))
@@ -80,7 +80,7 @@ struct ThroughputCases {
 
     /// The documented call into a Logstash destination (plain TCP to a loopback sink, spool in a scratch
     /// folder), from the first call until the sink has read every line. Returns the rate and a line as sent.
-    private func logstashEventsPerSecond() throws -> (Double, [UInt8]) {
+    func logstashEventsPerSecond() throws -> (Double, [UInt8]) {
         let sink = try LoopbackSink()
         defer { sink.stop() }
         let directory = try scratch("logstash")
