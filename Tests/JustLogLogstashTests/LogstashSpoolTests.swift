@@ -249,6 +249,62 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect(reopened.counterSnapshot.queuedRecords == 2)
     }
 
+    @Test func aRetiredSegmentIsReusedAndNoneOfItsRecordsComeBack() throws {
+        // Segments wholly acknowledged become the spare, zeroed; the next segment reuses it. Nothing written to
+        // the spare's earlier life may be found after a restart (close only unmaps: what a killed process leaves).
+        let directory = try TemporaryDirectory(prefix: "spool-reuse")
+        let configuration = LogstashSpool.Configuration(
+            directory: directory.path,
+            segmentBytes: 16 << 10,
+            maxRecordBytes: 4 << 10
+        )
+        let spool = try LogstashSpool(configuration: configuration)
+        var next = 0
+        func appendUntilANewSegmentStarts() throws {
+            let segment = spool.endPosition.segment
+            while spool.endPosition.segment == segment {
+                try spool.append(record(next, padding: 200))
+                next += 1
+            }
+        }
+        var inodes: Set<UInt64> = []
+        for _ in 0..<6 {
+            try appendUntilANewSegmentStarts()
+            inodes.formUnion(segmentInodes(in: directory))
+            // Everything before the segment just started (its first record stays): its predecessors retire, one
+            // becomes the spare.
+            let current = SpoolPosition(segment: spool.endPosition.segment, offset: 0)
+            let batch = spool.read(from: spool.cursor, before: current, maxBytes: 1 << 20, maxRecords: 10_000)
+            spool.acknowledge(upTo: batch.end)
+            #expect(FileManager.default.fileExists(atPath: directory.file("spare.tmp")))
+        }
+        // Seven segments started, and they took no more than two files: the spare was reused each time.
+        #expect(inodes.count == 2, "segment files: \(inodes.count)")
+        let unacknowledged = spool.counterSnapshot.queuedRecords
+        #expect(unacknowledged == 1)
+        spool.close()
+        #expect(!FileManager.default.fileExists(atPath: directory.file("spare.tmp")))
+
+        let reopened = try LogstashSpool(configuration: configuration)
+        defer { reopened.close() }
+        #expect(reopened.takeLossesToReport() == 0)
+        let expected = ((next - unacknowledged)..<next).map {
+            String(decoding: record($0, padding: 200), as: UTF8.self)
+        }
+        #expect(readAll(reopened) == expected)
+    }
+
+    @Test func aSpareLeftByACrashIsDeletedWhenTheFolderOpens() throws {
+        // A process killed while zeroing a retired segment leaves its half-zeroed spare: never read, deleted.
+        let directory = try TemporaryDirectory(prefix: "spool-stale-spare")
+        try LogstashSpool(configuration: .init(directory: directory.path)).close()
+        #expect(FileManager.default.createFile(atPath: directory.file("spare.tmp"), contents: Data(record(1))))
+        let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+        defer { spool.close() }
+        #expect(!FileManager.default.fileExists(atPath: directory.file("spare.tmp")))
+        #expect(spool.counterSnapshot.queuedRecords == 0)
+    }
+
     @Test func aLockHeldForAMomentIsWaitedForNotRefused() throws {
         // A subprocess being spawned holds a copy of the lock's descriptor until it execs: a spool closed
         // a moment ago may still look locked. Stand-in: another descriptor holds the lock for 100 ms.
@@ -264,4 +320,15 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         let spool = try LogstashSpool(configuration: .init(directory: directory.path))
         spool.close()
     }
+}
+
+/// The inode numbers of the segment files in `directory` now.
+private func segmentInodes(in directory: TemporaryDirectory) -> Set<UInt64> {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    return Set(
+        names.filter { $0.hasSuffix(".seg") }.compactMap { name in
+            var info = stat()
+            return stat(directory.file(name), &info) == 0 ? UInt64(info.st_ino) : nil
+        }
+    )
 }

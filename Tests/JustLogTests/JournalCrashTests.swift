@@ -34,7 +34,47 @@ import Testing
         #expect(report?.userInfo["recovered_events"] != nil, "no line says how many events were recovered")
     }
 
-    /// The indexes of the "journal event <i>" lines of the file, in file order.
+    @Test func reusedSegmentsHoldExactlyTheUnacknowledgedRecordsAfterSIGKILL() async throws {
+        // A child appends while another of its threads acknowledges: dozens of segments retire, are zeroed as the
+        // spare and reused before the kill. After it, the spool must hold every record whose append returned and
+        // was not acknowledged, in order, once — and nothing from a reused segment's earlier life.
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["spool-reuse-kill", folder.path, "60000"])
+        #expect(await child.waitForAcknowledged(atLeast: 30_000, timeout: .seconds(120)), "\(child.errorOutput)")
+        await child.kill()
+        let appended = child.lastAcknowledged + 1
+        let acknowledged =
+            child.outputLines.compactMap { line in
+                line.hasPrefix("acked ") ? Int(line.dropFirst("acked ".count)) : nil
+            }.max() ?? 0
+
+        let spool = try Spool(
+            configuration: .init(directory: folder.path, segmentBytes: 64 << 10, maxRecordBytes: 1024)
+        )
+        defer { spool.close() }
+        #expect(spool.takeLossesToReport() == 0)
+        #expect(spool.counterSnapshot.droppedRecords == 0)
+        var indexes: [Int] = []
+        var position = spool.cursor
+        for _ in 0..<1_000 {
+            let batch = spool.read(from: position, maxBytes: 1 << 20, maxRecords: 10_000)
+            if batch.recordCount == 0 { break }
+            indexes += batch.bytes.split(separator: UInt8(ascii: "\n")).map { line in
+                Int(String(decoding: line, as: UTF8.self).split(separator: " ")[2]) ?? -1
+            }
+            position = batch.end
+        }
+        let first = indexes.first ?? appended
+        #expect(first >= acknowledged, "record \(first) is back though \(acknowledged) were acknowledged")
+        #expect(first <= appended, "records \(appended)..<\(first) are missing")
+        #expect(indexes == Array(first..<first + indexes.count), "not one run in order: \(indexes.prefix(20))…")
+        #expect(
+            first + indexes.count >= appended,
+            "\(appended) appends returned; the spool ends at \(first + indexes.count)"
+        )
+    }
+
     @Test func whatAStalledDestinationKeptFromTheFileAtExitIsWrittenAtTheNextStart() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

@@ -6,8 +6,11 @@
 //   JustLogTestChild spool-file-size-limit FOLDER PORT COUNT  the same under a 1 MiB file-size limit (below the
 //       spool's 4 MiB segment): prints the first forceSend's result, then raises the limit again and prints
 //       "after raising the limit: ok" once a forceSend succeeds (or the last error), exits 0
+//   JustLogTestChild spool-reuse-kill FOLDER COUNT  a bare spool whose segments are reused while it is appended to
+//       and acknowledged, to be killed (see spoolReuseKill)
 import Foundation
 import JustLog
+import JustLogCore
 
 #if canImport(Glibc)
 import Glibc
@@ -62,4 +65,44 @@ func spoolFileSizeLimit(_ arguments: [String]) {
         usleep(200_000)
     }
     say("after raising the limit: \(result)")
+}
+
+/// `spool-reuse-kill FOLDER COUNT`: a spool of 64 KiB segments in FOLDER. The main thread appends COUNT records
+/// "reuse record <i>" (padded to ~100 bytes), printing i after each append returns; a second thread reads and
+/// acknowledges behind it, printing "acked <n>" once records 0..<n are acknowledged — so that segments retire,
+/// become the spare and are reused all the while. Then waits to be killed.
+func spoolReuseKill(_ arguments: [String]) {
+    let configuration = Spool.Configuration(directory: arguments[2], segmentBytes: 64 << 10, maxRecordBytes: 1024)
+    let spool: Spool
+    do {
+        spool = try Spool(configuration: configuration)
+    } catch {
+        FileHandle.standardError.write(Data("can't open the spool: \(error)\n".utf8))
+        exit(1)
+    }
+    let count = Int(arguments[3]) ?? 0
+    Thread.detachNewThread {
+        var acknowledged = 0
+        while acknowledged < count {
+            let batch = spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 200)
+            if batch.recordCount == 0 {
+                usleep(100)
+                continue
+            }
+            spool.acknowledge(upTo: batch.end)
+            acknowledged += batch.recordCount
+            say("acked \(acknowledged)")
+        }
+    }
+    let padding = String(repeating: "x", count: 80)
+    for index in 0..<count {
+        do {
+            try spool.append(Array("reuse record \(index) \(padding)".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("append \(index) failed: \(error)\n".utf8))
+            exit(1)
+        }
+        say("\(index)")
+    }
+    while true { Thread.sleep(forTimeInterval: 3_600) }
 }

@@ -14,7 +14,8 @@
 //   JustLogTestChild spool-cap FOLDER PORT             with nothing listening on PORT, logs three rounds of
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
-//   spool-missing-folder, spool-file-size-limit        see SpoolModes.swift
+//   spool-missing-folder, spool-file-size-limit,       see SpoolModes.swift
+//   spool-reuse-kill
 //   journal-kill, journal-recover, journal-exit-stalled  see JournalModes.swift
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
@@ -98,6 +99,7 @@ case "spool-cap":
 
 case "spool-missing-folder": spoolMissingFolder(arguments)
 case "spool-file-size-limit": spoolFileSizeLimit(arguments)
+case "spool-reuse-kill": spoolReuseKill(arguments)
 
 case "unresolvable":
     logger.enableFileLogging = false

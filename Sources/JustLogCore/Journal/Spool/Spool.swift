@@ -91,6 +91,11 @@ public final class Spool: @unchecked Sendable {
 
     private let diagnostics: DiagnosticSink
     private let lock = SpoolLock()
+    /// Held by the reader's calls while they work outside `lock` — ``read(from:maxBytes:maxRecords:)`` copying
+    /// records, ``acknowledge(upTo:)`` writing the cursor and deleting or zeroing the segments it retired — and by
+    /// ``close()``: a segment is never retired while a read copies from it, and nothing runs after the spool closed.
+    /// Taken before `lock`.
+    private let readerLock = ConditionLock()
     @exclusivity(unchecked) private var state: State = .unopened {  // under `lock`
         didSet {
             if case .open(let storage) = state {
@@ -177,9 +182,11 @@ public final class Spool: @unchecked Sendable {
     /// Unmaps and closes the files. Records stay on disk for the next ``Spool`` opened on the folder.
     /// Later calls to ``append(_:)`` throw ``JustLogError/Code/spoolClosed``.
     public func close() {
-        lock.withLock {
-            if case .open(let storage) = state { storage.close() }
-            state = .closed
+        readerLock.withLock {
+            lock.withLock {
+                if case .open(let storage) = state { storage.close() }
+                state = .closed
+            }
         }
     }
 
@@ -321,19 +328,45 @@ public final class Spool: @unchecked Sendable {
     )
         -> SpoolBatch
     {
-        lock.withLock {
-            guard case .open(let storage) = state else {
-                return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position)
+        readerLock.withLock {
+            let plan = lock.withLock { () -> SpoolReadPlan? in
+                guard case .open(let storage) = state else { return nil }
+                return storage.readPlan(from: position)
             }
-            return storage.read(from: position, before: limit, maxBytes: maxBytes, maxRecords: maxRecords)
+            // Copied outside the lock appends take.
+            guard let plan else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
+            return plan.read(before: limit, maxBytes: maxBytes, maxRecords: maxRecords)
         }
     }
 
     /// Marks every record before `position` as delivered: advances the persisted cursor (one 32-byte
-    /// `pwrite`) and deletes segments that are wholly before it. Acknowledging backwards does nothing.
+    /// `pwrite`) and deletes segments that are wholly before it — but keeps one, zeroed, for the next segment to
+    /// reuse. The system calls and the zeroing happen outside the lock appends take (deleting or zeroing a segment
+    /// takes a millisecond or so).
+    /// Acknowledging backwards does nothing.
     public func acknowledge(upTo position: SpoolPosition) {
-        lock.withLock {
-            if case .open(let storage) = state { storage.acknowledge(upTo: position) }
+        readerLock.withLock {
+            let (storage, acknowledged, wantsSpare) = lock.withLock {
+                () -> (SpoolStorage?, (retired: [SpoolSegment], cursor: SpoolStorage.PersistedCursor?), Bool) in
+                guard case .open(let storage) = state else { return (nil, ([], nil), false) }
+                return (storage, storage.acknowledge(upTo: position), storage.wantsSpare)
+            }
+            let retired = acknowledged.retired
+            if let storage, let cursor = acknowledged.cursor { storage.write(cursor) }
+            var spare: SpoolSegment?
+            for segment in retired {
+                if wantsSpare, spare == nil, segment.retireAsSpare(directory: configuration.directory) {
+                    spare = segment
+                } else {
+                    segment.remove()
+                }
+            }
+            guard let spare else { return }
+            let kept = lock.withLock {
+                guard case .open(let storage) = state else { return false }
+                return storage.keepSpare(spare)
+            }
+            if !kept { spare.remove() }
         }
     }
 

@@ -31,7 +31,8 @@ import Darwin
 /// format 2 (`JLSPOOL2`) is this layout with CRC-32 (zlib's) checksums; format 1 (`JLSPOOL1`) has a 16-byte header
 /// and 8-byte frames `[length][CRC-32][payload]`, no serials.
 ///
-/// Not thread-safe: ``Spool`` guards every segment with its lock.
+/// Not thread-safe: ``Spool`` guards every segment with its lock (a retired one, out of its list, belongs to the thread
+/// that retired it).
 final class SpoolSegment {
     /// The layouts a segment file may have.
     enum Format: Hashable, Sendable {
@@ -92,9 +93,9 @@ final class SpoolSegment {
     static let frameHeaderSize = Format.current.frameHeaderSize
 
     /// The segment's sequence number (its file name, zero-padded).
-    let sequence: UInt64
+    private(set) var sequence: UInt64
     /// The file's path.
-    let path: String
+    private(set) var path: String
     /// The mapping's (and the file's) size.
     let capacity: Int
     /// The file's layout (a framed segment whose header magic was damaged is told by its first record).
@@ -103,6 +104,9 @@ final class SpoolSegment {
     private let fd: CInt
     /// The offset just past the last intact record (where the next one is appended).
     @exclusivity(unchecked) var end: Int
+    /// Whether the segment may become the spool's spare once acknowledged (see ``retireAsSpare(directory:)``):
+    /// made by this process, so every byte after ``end`` is still zero.
+    private(set) var isRecyclable = false
     /// Intact records in this segment.
     @exclusivity(unchecked) var recordCount: Int
     /// Sum of the payload sizes of those records.
@@ -153,9 +157,51 @@ final class SpoolSegment {
         }
         #endif
         let segment = try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: capacity, format: .current)
-        magic.withUnsafeBytes { segment.base.copyMemory(from: $0.baseAddress!, byteCount: magic.count) }
-        segment.commit(serial: 0)
+        segment.writeHeader()
+        segment.isRecyclable = true
         return segment
+    }
+
+    /// An empty segment's header: the magic, and no record yet.
+    private func writeHeader() {
+        Self.magic.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: Self.magic.count) }
+        commit(serial: 0)
+    }
+
+    // MARK: - Reusing
+
+    /// The name a retired segment's file has while it waits to be reused: not a segment's name, so recovery never
+    /// reads it; one left by a crash is deleted when the folder is opened.
+    static let spareFileName = "spare.tmp"
+
+    /// Makes this segment — acknowledged, and out of the spool's list — the spool's spare: moves its file to
+    /// ``spareFileName``, then zeroes what was written to it, so that reused it holds no record of its past (a
+    /// restart would read them again otherwise). Returns `false`, having changed nothing, if the segment was not
+    /// made by this process or its file can't be moved; then delete it.
+    ///
+    /// A spare costs neither its successor nor itself what a segment file costs the kernel: a new file's first
+    /// write to each page takes a page fault that allocates and zeroes the page (on the logging caller's thread, a
+    /// few microseconds a page), and deleting a file frees its pages.
+    func retireAsSpare(directory: String) -> Bool {
+        let sparePath = directory + "/" + Self.spareFileName
+        guard isRecyclable, rename(path, sparePath) == 0 else { return false }
+        path = sparePath
+        memset(base, 0, end)
+        end = format.headerSize
+        recordCount = 0
+        payloadBytes = 0
+        skips = [:]
+        return true
+    }
+
+    /// Makes this spare (see ``retireAsSpare(directory:)``) segment `sequence`: moves its file to that segment's
+    /// name and writes an empty segment's header. Throws, having changed nothing, if the file can't be moved.
+    func reuse(directory: String, as sequence: UInt64) throws {
+        let target = directory + "/" + Self.fileName(sequence)
+        guard rename(path, target) == 0 else { throw spoolError("can't reuse spool segment \(path) as \(target)") }
+        path = target
+        self.sequence = sequence
+        writeHeader()
     }
 
     /// Maps an existing segment file; ``scan()`` then finds its records. Returns `nil` for a file too short to

@@ -16,6 +16,9 @@ final class SpoolStorage {
     /// Live segments, oldest first; the last one is the one being appended to. Never empty.
     @exclusivity(unchecked) private var segments: [SpoolSegment]
     @exclusivity(unchecked) private(set) var cursor: SpoolPosition
+    /// A retired segment, zeroed, that the next segment reuses instead of a new file (see
+    /// ``SpoolSegment/retireAsSpare(directory:)``); at most one.
+    @exclusivity(unchecked) private var spare: SpoolSegment?
     private let cursorFile: SpoolCursorFile
     /// Holds an exclusive `flock` on `<folder>/spool.lock` while open: one spool per folder, across
     /// processes and within one (two spools on one folder would write over each other's records).
@@ -26,7 +29,12 @@ final class SpoolStorage {
     @exclusivity(unchecked) private var nextSerial: UInt64
     private let maxSegments: Int
     private let diagnostics: DiagnosticSink
-    @exclusivity(unchecked) private var cursorSaveFailed = false
+    /// Guards the cursor file's writes, which ``Spool/acknowledge(upTo:)`` makes outside the spool's lock (see
+    /// ``write(_:)``), and the two values below.
+    private let cursorWriteLock = ConditionLock()
+    /// The cursor last written to the file (under `cursorWriteLock`): an older one is not written over it.
+    @exclusivity(unchecked) private var writtenCursor: SpoolPosition?
+    @exclusivity(unchecked) private var cursorSaveFailed = false  // under `cursorWriteLock`
 
     // MARK: - Opening
 
@@ -104,6 +112,8 @@ final class SpoolStorage {
         }
         for segment in removed { segment.remove() }
         for sequence in emptied { unlink(directory + "/" + SpoolSegment.fileName(sequence)) }
+        // A spare left by a crash may be half zeroed: not worth reusing.
+        unlink(directory + "/" + SpoolSegment.spareFileName)
 
         self.segments = segments
         self.cursor = cursor
@@ -204,6 +214,8 @@ final class SpoolStorage {
     /// Unmaps and closes the files. Records stay on disk for the next spool opened on the folder.
     func close() {
         segments.removeAll()
+        spare?.remove()
+        spare = nil
         cursorFile.close()
         closeDescriptor(lockFD)
     }
@@ -236,14 +248,40 @@ final class SpoolStorage {
             dropOldestSegment()
         }
         let sequence = segments[segments.count - 1].sequence + 1
-        let segment = try SpoolSegment.create(
-            directory: configuration.directory,
-            sequence: sequence,
-            capacity: configuration.segmentBytes
-        )
+        let segment =
+            try reusedSpare(as: sequence)
+            ?? SpoolSegment.create(
+                directory: configuration.directory,
+                sequence: sequence,
+                capacity: configuration.segmentBytes
+            )
         segments.append(segment)
         counters.segmentCount = segments.count
         return segment
+    }
+
+    /// The spare, made segment `sequence`, if there is one and its file could be moved (else it is deleted).
+    private func reusedSpare(as sequence: UInt64) -> SpoolSegment? {
+        guard let spare else { return nil }
+        self.spare = nil
+        do {
+            try spare.reuse(directory: configuration.directory, as: sequence)
+            return spare
+        } catch {
+            spare.remove()
+            return nil
+        }
+    }
+
+    /// Whether a retired segment would be kept as the spare (there is none).
+    var wantsSpare: Bool { spare == nil }
+
+    /// Keeps `segment`, made a spare by ``SpoolSegment/retireAsSpare(directory:)``, for the next segment to reuse;
+    /// `false` if there is a spare already (then delete `segment`).
+    func keepSpare(_ segment: SpoolSegment) -> Bool {
+        guard spare == nil else { return false }
+        spare = segment
+        return true
     }
 
     /// Deletes the oldest segment, counting its unacknowledged records as dropped.
@@ -274,59 +312,22 @@ final class SpoolStorage {
         return SpoolPosition(segment: last.sequence, offset: last.end)
     }
 
-    /// See ``Spool/read(from:maxBytes:maxRecords:)``.
-    func read(
-        from requested: SpoolPosition,
-        before limit: SpoolPosition?,
-        maxBytes: Int,
-        maxRecords: Int
-    )
-        -> SpoolBatch
-    {
-        var position = max(requested, cursor)
-        guard var index = segments.firstIndex(where: { $0.sequence >= position.segment }) else {
-            return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position)
+    /// What a read from `requested` (clamped to the cursor) may copy: see ``SpoolReadPlan``.
+    func readPlan(from requested: SpoolPosition) -> SpoolReadPlan {
+        let position = max(requested, cursor)
+        guard let index = segments.firstIndex(where: { $0.sequence >= position.segment }) else {
+            return SpoolReadPlan(position: position, segments: [])
         }
-        if segments[index].sequence != position.segment {
-            position = SpoolPosition(segment: segments[index].sequence, offset: segments[index].firstFrameOffset)
-        }
-        position.offset = segments[index].frameStart(position.offset)
-        let start = position
-        var bytes: [UInt8] = []
-        var count = 0
-        while count < maxRecords {
-            let segment = segments[index]
-            if position.offset >= segment.end {
-                guard index + 1 < segments.count else { break }
-                index += 1
-                position = SpoolPosition(
-                    segment: segments[index].sequence,
-                    offset: segments[index].frameStart(segments[index].firstFrameOffset)
-                )
-                continue
-            }
-            if let limit, position >= limit { break }
-            let payload = segment.payload(at: position.offset)
-            if count > 0, bytes.count + payload.count + 1 > maxBytes { break }
-            if count == 0 { bytes.reserveCapacity(min(maxBytes, segment.end - position.offset)) }
-            bytes.append(contentsOf: payload)
-            bytes.append(UInt8(ascii: "\n"))
-            count += 1
-            position.offset = segment.nextFrame(after: position.offset)
-        }
-        // Normalize a position at the end of a full segment to the start of the next one.
-        if position.offset >= segments[index].end, index + 1 < segments.count {
-            position = SpoolPosition(
-                segment: segments[index + 1].sequence,
-                offset: segments[index + 1].firstFrameOffset
-            )
-        }
-        return SpoolBatch(bytes: bytes, recordCount: count, start: start, end: position)
+        return SpoolReadPlan(position: position, segments: segments[index...].map { ($0, $0.end) })
     }
 
     /// See ``Spool/acknowledge(upTo:)``.
-    func acknowledge(upTo position: SpoolPosition) {
-        guard position > cursor else { return }
+    ///
+    /// Returns the segments wholly before the new cursor, taken out of the spool, and the cursor to persist: the
+    /// caller writes it (``write(_:)``) and deletes the segments (or keeps one as the spare) after releasing the
+    /// lock, so that appending goes on meanwhile.
+    func acknowledge(upTo position: SpoolPosition) -> (retired: [SpoolSegment], cursor: PersistedCursor?) {
+        guard position > cursor else { return ([], nil) }
         var current = cursor
         for segment in segments where segment.sequence >= current.segment && segment.sequence <= position.segment {
             let from = segment.sequence == current.segment ? current.offset : segment.firstFrameOffset
@@ -337,17 +338,38 @@ final class SpoolStorage {
             current = SpoolPosition(segment: segment.sequence, offset: to)
         }
         cursor = max(current, cursor)
+        var retired: [SpoolSegment] = []
         while segments.count > 1, segments[0].sequence < cursor.segment {
-            segments.removeFirst().remove()
+            retired.append(segments.removeFirst())
         }
         counters.segmentCount = segments.count
-        persistCursor()
+        return (retired, persistedCursor)
     }
 
-    /// Writes the cursor and the serial of the record it points at (one `pwrite`).
+    /// A cursor and the serial of the record it points at, as the cursor file holds them.
+    struct PersistedCursor {
+        var position: SpoolPosition
+        var serial: UInt64
+    }
+
+    /// The cursor as it is to be persisted now.
+    private var persistedCursor: PersistedCursor {
+        PersistedCursor(position: cursor, serial: SpoolRecovery.serial(atOrAfter: cursor, in: segments) ?? nextSerial)
+    }
+
+    /// Writes the cursor now (one `pwrite`).
     private func persistCursor() {
-        let serial = SpoolRecovery.serial(atOrAfter: cursor, in: segments) ?? nextSerial
-        if cursorFile.write(cursor, serial: serial) {
+        write(persistedCursor)
+    }
+
+    /// Writes `cursor` to the cursor file (one `pwrite`) unless a newer one was written already: safe without the
+    /// spool's lock, so that acknowledging does not hold appends up for a system call.
+    func write(_ cursor: PersistedCursor) {
+        cursorWriteLock.lock()
+        defer { cursorWriteLock.unlock() }
+        if let writtenCursor, writtenCursor >= cursor.position { return }
+        if cursorFile.write(cursor.position, serial: cursor.serial) {
+            writtenCursor = cursor.position
             cursorSaveFailed = false
         } else if !cursorSaveFailed {
             cursorSaveFailed = true
@@ -367,5 +389,56 @@ final class SpoolStorage {
     func takeLossesToReport() -> UInt64 {
         defer { lossesToReport = 0 }
         return lossesToReport
+    }
+}
+
+/// The segments a read may copy records from — from the one it starts in to the newest, each with its end when
+/// the plan was made — taken under the spool's lock and used after it is released: the records before those ends
+/// don't change until they are acknowledged (appends write after them), and the segments stay mapped while the
+/// plan holds them. Their retirement waits for the copy (``Spool``'s reader lock).
+struct SpoolReadPlan {
+    /// Where the read starts (not before the cursor).
+    var position: SpoolPosition
+    var segments: [(segment: SpoolSegment, end: Int)]
+
+    /// Copies records from ``position`` into one `\n`-framed batch: see ``Spool/read(from:maxBytes:maxRecords:)``.
+    func read(before limit: SpoolPosition?, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
+        var position = self.position
+        guard !segments.isEmpty else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
+        var index = 0
+        if segments[index].segment.sequence != position.segment {
+            position = SpoolPosition(
+                segment: segments[index].segment.sequence,
+                offset: segments[index].segment.firstFrameOffset
+            )
+        }
+        position.offset = segments[index].segment.frameStart(position.offset)
+        let start = position
+        var bytes: [UInt8] = []
+        var count = 0
+        while count < maxRecords {
+            let (segment, end) = segments[index]
+            if position.offset >= end {
+                guard index + 1 < segments.count else { break }
+                index += 1
+                let next = segments[index].segment
+                position = SpoolPosition(segment: next.sequence, offset: next.frameStart(next.firstFrameOffset))
+                continue
+            }
+            if let limit, position >= limit { break }
+            let payload = segment.payload(at: position.offset)
+            if count > 0, bytes.count + payload.count + 1 > maxBytes { break }
+            if count == 0 { bytes.reserveCapacity(min(maxBytes, end - position.offset)) }
+            bytes.append(contentsOf: payload)
+            bytes.append(UInt8(ascii: "\n"))
+            count += 1
+            position.offset = segment.nextFrame(after: position.offset)
+        }
+        // Normalize a position at the end of a full segment to the start of the next one.
+        if position.offset >= segments[index].end, index + 1 < segments.count {
+            let next = segments[index + 1].segment
+            position = SpoolPosition(segment: next.sequence, offset: next.firstFrameOffset)
+        }
+        return SpoolBatch(bytes: bytes, recordCount: count, start: start, end: position)
     }
 }
