@@ -294,6 +294,50 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect(readAll(reopened) == expected)
     }
 
+    @Test func aReaderAcknowledgingWhileAnotherThreadAppendsGetsEveryRecordOnceInOrder() throws {
+        // Reads copy outside the lock appends take, and retiring segments (zeroing the spare) happens outside it
+        // too: with 16 KiB segments, dozens are retired and reused while the appender runs. (ThreadSanitizer runs
+        // this suite in CI.)
+        let directory = try TemporaryDirectory(prefix: "spool-concurrent")
+        let spool = try LogstashSpool(
+            configuration: .init(directory: directory.path, segmentBytes: 16 << 10, maxRecordBytes: 4 << 10)
+        )
+        defer { spool.close() }
+        let count = 20_000
+        let failure = LockedValue<String?>(nil)
+        let appender = Thread {
+            for index in 0..<count {
+                do {
+                    try spool.append(record(index))
+                } catch {
+                    failure.withLock { $0 = "append \(index): \(error)" }
+                    return
+                }
+            }
+        }
+        appender.start()
+        var received: [String] = []
+        received.reserveCapacity(count)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while received.count < count, failure.current == nil, ContinuousClock.now < deadline {
+            let batch = spool.read(from: spool.cursor, maxBytes: 64 << 10, maxRecords: 300)
+            if batch.recordCount == 0 {
+                usleep(50)
+                continue
+            }
+            received += lines(batch)
+            spool.acknowledge(upTo: batch.end)
+        }
+        #expect(failure.current == nil)
+        #expect(received.count == count)
+        let firstWrong = received.enumerated().first {
+            $0.element != String(decoding: record($0.offset), as: UTF8.self)
+        }
+        #expect(firstWrong == nil, "record \(firstWrong?.offset ?? 0) reads \(firstWrong?.element ?? "")")
+        #expect(spool.counterSnapshot.queuedRecords == 0)
+        #expect(spool.counterSnapshot.segmentCount <= 2)
+    }
+
     @Test func aSpareLeftByACrashIsDeletedWhenTheFolderOpens() throws {
         // A process killed while zeroing a retired segment leaves its half-zeroed spare: never read, deleted.
         let directory = try TemporaryDirectory(prefix: "spool-stale-spare")
