@@ -49,6 +49,104 @@ import Testing
         }
     }
 
+    @Test func aBurstFasterThanTheCollectorWaitsForRoomInsteadOfDroppingAtTheCap() async throws {
+        // ~12 MB of events written as fast as the pipeline's thread can, into an 8 MiB spool, for a collector that
+        // reads ~3 MB/s: past the spool's limit the writes wait for the collector, and every event arrives.
+        let collector = try ThrottledCollector(interval: .milliseconds(5))
+        let folder = try TemporaryDirectory(prefix: "destination-burst")
+        let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
+        let total = 40_000
+        let written = writeBurst(total, to: destination)
+        #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
+        let flushed = await withCheckedContinuation { continuation in
+            destination.flush { continuation.resume(returning: $0.map { "\($0)" }) }
+        }
+        #expect(flushed == nil, "\(flushed ?? "")")
+        #expect(await eventually(timeout: .seconds(120)) { collector.messages.count >= total })
+        #expect(destination.spool.counterSnapshot.droppedRecords == 0)
+        #expect(!diagnostics.text.contains("reached its cap"), "\(diagnostics.writes)")
+        let messages = collector.messages
+        let firstWrong = messages.enumerated().first { $0.element != Self.burstMessage($0.offset) }
+        #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0): \(firstWrong?.element.prefix(40) ?? "")")
+        destination.shutdown()
+        await collector.stop()
+    }
+
+    @Test func aCollectorThatStopsReadingHoldsTheWritesBackOnlyForAWhileThenTheCapDropsCountsAndReports() async throws {
+        // The collector takes 1 MB, then reads nothing more on an open connection: the writes wait (writes to it
+        // completed) until none has for the patience, then go on; the spool drops its oldest and counts them.
+        let collector = try ThrottledCollector(interval: .milliseconds(1), stopAfterBytes: 1 << 20)
+        let folder = try TemporaryDirectory(prefix: "destination-stall")
+        let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
+        let total = 40_000
+        let written = writeBurst(total, to: destination)
+        #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
+        #expect(destination.spool.counterSnapshot.droppedRecords > 0)
+        #expect(diagnostics.text.contains("reached its cap"), "\(diagnostics.writes)")
+
+        // It reads again, on the same connection (no reconnection, so no "delivery resumed"): the next write sends
+        // the count of what was dropped.
+        let dropped = destination.spool.counterSnapshot.droppedRecords
+        collector.resume()
+        #expect(await eventually(timeout: .seconds(60)) { collector.messages.count > 3_000 })
+        destination.write(
+            LogBatch(records: [Fixtures.builder().record(for: Fixtures.event(.info, "after"), sequence: 0)])
+        )
+        #expect(
+            await eventually(timeout: .seconds(60)) { collector.messages.contains("after") },
+            "\(collector.messages.suffix(2))"
+        )
+        let reported = collector.messages.compactMap { message -> UInt64? in
+            guard message.hasPrefix("JustLog dropped ") else { return nil }
+            return UInt64(message.dropFirst("JustLog dropped ".count).prefix { $0 != " " })
+        }
+        #expect(reported.reduce(0, +) == dropped, "reports \(reported), dropped \(dropped)")
+        destination.shutdown()
+        await collector.stop()
+    }
+
+    /// A destination for plain TCP to 127.0.0.1:`port` with an 8 MiB spool in `folder` of 512 KiB segments and a 1 MiB resend
+    /// window (the connection's buffers may raise it), and its diagnostics.
+    private func burstDestination(
+        port: Int,
+        folder: TemporaryDirectory
+    ) throws -> (LogstashDestination, LineCapture) {
+        var client = LogstashClient.Configuration(host: "127.0.0.1", port: port)
+        client.useTLS = false
+        client.sendInterval = .milliseconds(50)
+        client.resendWindowBytes = 1 << 20
+        client.maxLineBytes = 16 << 10
+        client.shutdownTimeout = .seconds(1)
+        var configuration = LogstashDestination.Configuration(client: client, spoolDirectory: folder.file("spool"))
+        configuration.spool.segmentBytes = 512 << 10
+        configuration.spool.maxTotalBytes = 8 << 20
+        let diagnostics = LineCapture()
+        return (
+            try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics), diagnostics
+        )
+    }
+
+    private static func burstMessage(_ index: Int) -> String {
+        "burst \(index) " + String(repeating: "x", count: 200)
+    }
+
+    /// Writes `total` events to `destination` in batches of 256 on a thread of its own, as the pipeline's thread
+    /// does; the value turns `true` when the last write returned.
+    private func writeBurst(_ total: Int, to destination: LogstashDestination) -> LockedValue<Bool> {
+        let done = LockedValue(false)
+        let builder = Fixtures.builder()
+        Thread.detachNewThread {
+            for start in stride(from: 0, to: total, by: 256) {
+                let records = (start..<min(total, start + 256)).map { index in
+                    builder.record(for: Fixtures.event(.info, Self.burstMessage(index)), sequence: UInt64(index))
+                }
+                destination.write(LogBatch(records: records))
+            }
+            done.withLock { $0 = true }
+        }
+        return done
+    }
+
     @Test func recordsLostToADamagedSpoolAreReportedToTheCollector() async throws {
         let directory = try TemporaryDirectory(prefix: "destination-damage")
         let receiver = try await LineReceiver()

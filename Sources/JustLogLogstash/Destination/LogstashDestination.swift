@@ -82,6 +82,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
     private let lastDropCount = LockedValue<UInt64>(0)
     private let shutdownError = LockedValue<LogstashError?>(nil)
     private let reports: ReportAppender
+    private let room: SpoolRoom
     private let retryScheduled = LockedValue(false)
     private let isShutDown = LockedValue(false)
     /// What writing plain journal records straight from their bytes reuses from one batch to the next.
@@ -145,13 +146,10 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
             eventLoopGroup: eventLoopGroup,
             activity: activity,
             warning: { line in diagnostics.report(line) },
-            onDeliveryResumed: { count in
-                reports.append(
-                    "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away",
-                    userInfo: ["dropped_events": .uint(count)]
-                )
-            }
+            onDeliveryResumed: { count in reports.appendDropReport(count) }
         )
+        let client = self.client
+        self.room = SpoolRoom(spool: spool, progress: { client.completedWrites })
         reports.destination = self
         handle(appender.open(lockWait: .seconds(1)))
         client.start()
@@ -163,7 +161,9 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
     public func write(_ batch: LogBatch) {
         var appended = 0
         for record in batch.records {
-            spool(limiter.encode(record, token: configuration.token), appended: &appended)
+            let line = limiter.encode(record, token: configuration.token)
+            room.waitForRoom(line.count + 1)
+            spool(line, appended: &appended)
         }
         finishWriting(appended: appended)
     }
@@ -185,6 +185,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
             }
             // Spooled a megabyte at a time (one lock for the lot): a batch of large messages is not held whole.
             func spoolLines() {
+                room.waitForRoom(state.lines.count + state.lengths.count)
                 let outcome = state.lines.withUnsafeBytes { appender.append(lines: $0, lengths: state.lengths) }
                 appended += outcome.spooled
                 handle(outcome, counting: false)
@@ -417,7 +418,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
             metrics.dropped(total: dropped)
             diagnostics.reportOnce(
                 key: "logstash.spool.cap",
-                "the Logstash spool reached its cap (\(configuration.spool.maxTotalBytes) bytes) while the collector is away; the oldest events are dropped and counted (\(dropped) so far), and the count is sent when delivery resumes"
+                "the Logstash spool reached its cap (\(configuration.spool.maxTotalBytes) bytes) while the collector is away or takes nothing; the oldest events are dropped and counted (\(dropped) so far), and the count is sent when delivery resumes"
             )
         }
     }
@@ -454,6 +455,14 @@ final class ReportAppender: @unchecked Sendable {
         self.limiter = limiter
         self.token = token
         self.builder = builder
+    }
+
+    /// The report of `count` events the spool dropped at its cap.
+    func appendDropReport(_ count: UInt64) {
+        append(
+            "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away or took nothing",
+            userInfo: ["dropped_events": .uint(count)]
+        )
     }
 
     func append(_ message: String, userInfo: [String: LogValue]) {

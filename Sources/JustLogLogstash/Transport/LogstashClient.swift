@@ -54,6 +54,8 @@ public final class LogstashClient: @unchecked Sendable {
     // MARK: - Appender side (any thread, guarded by `appendLock`)
 
     private let appendLock = SpoolLock()
+    /// Writes to the collector that completed (see ``completedWrites``).
+    private let writesCompleted = LockedValue<UInt64>(0)
     private var appendedSinceWake = 0
     private var wakeScheduled = false
 
@@ -86,8 +88,10 @@ public final class LogstashClient: @unchecked Sendable {
     ///   - activity: receives activity lines (connect, TLS handshake, batch sent, error, reconnect) when
     ///     socket activity is shown; `nil` to show none. Lines never contain a token or a record.
     ///   - warning: receives warnings that are always shown (the untrusted-server warning); default `nil`: standard error.
-    ///   - onDeliveryResumed: called after each successful connection with the number of records the spool
-    ///     dropped since the last call (called only when it is more than zero): emit one report event.
+    ///   - onDeliveryResumed: called when delivery goes on — after each successful connection, and after each
+    ///     completed write (a collector that took nothing for a while on an open connection takes events again) —
+    ///     with the number of records the spool dropped since the last call (only when it is more than zero): emit
+    ///     one report event.
     /// - Throws: ``LogstashError`` with ``LogstashError/Code/invalidTLSConfiguration`` for an unreadable
     ///   CA file or a malformed pin.
     public convenience init(
@@ -302,6 +306,13 @@ public final class LogstashClient: @unchecked Sendable {
         }
     }
 
+    /// How many writes to the collector have completed, on every connection so far: it grows while the collector
+    /// takes events (a write completes once the kernel took its bytes; a collector that stops reading fills the
+    /// buffers, and writes stop completing). Any thread; no wait for the event loop.
+    package var completedWrites: UInt64 {
+        lanes.isEmpty ? writesCompleted.current : lanes.reduce(0) { $0 + $1.completedWrites }
+    }
+
     /// A snapshot of the counters (waits briefly for the event loop).
     public func counters() async -> Counters {
         if !lanes.isEmpty {
@@ -377,15 +388,19 @@ public final class LogstashClient: @unchecked Sendable {
             case .reportActivity(let line):
                 activity?(line)
             case .deliveryResumed:
-                let dropped = source.takeDropsToReport()
-                if dropped > 0 {
-                    activity?("\(dropped) events were dropped because the spool was full")
-                    onDeliveryResumed?(dropped)
-                }
+                reportDrops()
             case .shutdownComplete:
                 finishShutdown()
             }
         }
+    }
+
+    /// Reports the events the spool dropped at its cap since the last report, if any (event loop).
+    private func reportDrops() {
+        let dropped = source.takeDropsToReport()
+        guard dropped > 0 else { return }
+        activity?("\(dropped) events were dropped because the spool was full")
+        onDeliveryResumed?(dropped)
     }
 
     private func connect() {
@@ -555,10 +570,14 @@ public final class LogstashClient: @unchecked Sendable {
         }
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation, case .success = result else { return }
+            self.writesCompleted.withLock { $0 += 1 }
             // A failed write closes the channel: channelClosed reports it.
             self.run(
                 self.machine.writeCompleted(bufferBound: self.beats == nil ? self.measuredBufferBound(channel) : nil)
             )
+            // The collector takes events again after it took none for a while on this connection (no reconnection:
+            // no `deliveryResumed`), and the spool dropped some meanwhile.
+            self.reportDrops()
         }
     }
 

@@ -71,6 +71,9 @@ public final class Spool: @unchecked Sendable {
         /// `Logstash spool`; the journal is `log journal`.
         public var name: String
 
+        /// The most segment files the spool keeps (at least two): it drops its oldest when it needs one more.
+        package var maxSegments: Int { max(2, maxTotalBytes / segmentBytes) }
+
         public init(
             directory: String,
             segmentBytes: Int = 4 << 20,

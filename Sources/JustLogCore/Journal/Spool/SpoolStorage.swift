@@ -43,7 +43,7 @@ final class SpoolStorage {
     init(configuration: Spool.Configuration, diagnostics: DiagnosticSink, lockWait: Duration) throws {
         self.configuration = configuration
         self.diagnostics = diagnostics
-        self.maxSegments = max(2, configuration.maxTotalBytes / configuration.segmentBytes)
+        self.maxSegments = configuration.maxSegments
         let directory = configuration.directory
         try Self.createFolder(directory)
         let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
