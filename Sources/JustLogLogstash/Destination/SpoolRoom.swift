@@ -12,7 +12,8 @@ import Darwin
 /// for ``patience``: it is away, or stalled and the connection's buffers are full), writes go through, and the spool
 /// drops and counts its oldest events: its cap bounds the disk an outage may take.
 ///
-/// The destination writes on the pipeline's thread; a wait blocks only that thread.
+/// The destination writes on the pipeline's thread, and a wait blocks only that thread — or, for a logger without a
+/// journal, on the caller's: then the caller waits, at the collector's pace.
 final class SpoolRoom: Sendable {
     /// How long no write to the collector may complete before it counts as taking nothing.
     let patience: Duration
