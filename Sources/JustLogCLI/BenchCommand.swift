@@ -34,7 +34,7 @@ struct BenchCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh); or run only throughput_file or throughput_logstash (for a profiler).",
+            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh); or run only throughput_file, throughput_file_fields or throughput_logstash (for a profiler).",
             visibility: .hidden
         )
     )

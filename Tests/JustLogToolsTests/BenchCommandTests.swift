@@ -84,6 +84,14 @@ struct BenchCommandTests {
         #expect(unknown.standardError.contains("hot_path"), "the error lists the cases: \(unknown.standardError)")
     }
 
+    @Test(arguments: BenchSuite.throughputKeys)
+    func onlyRunsOneEndToEndCaseAndPrintsItsRate(key: String) async throws {
+        let output = try await runJustlog(["bench", "--only", key, "--events", "300"])
+        #expect(output.status == 0, "\(output.standardError)")
+        let rate = output.standardOutput.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0
+        #expect(output.standardOutput.hasPrefix("\(key): ") && rate > 0, "\(output.standardOutput)")
+    }
+
     /// Whether this build runs under a sanitizer that replaces malloc (as `.ci/run`'s ThreadSanitizer run does).
     static var sanitizerOwnsMalloc: Bool {
         dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
