@@ -289,7 +289,7 @@ final class DestinationSwitch: Sendable {
 }
 
 /// A destination that can be switched off and on at run time; off, it ignores what it is given.
-final class SwitchedDestination: LogDestination, PlainBatchWriting {
+final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHoldingBack {
     let base: any LogDestination
     /// `base`, if it writes plain journal records straight from their bytes.
     private let plainBase: (any PlainBatchWriting)?
@@ -330,5 +330,9 @@ final class SwitchedDestination: LogDestination, PlainBatchWriting {
 
     func journalRecovery() -> JournalRecovery {
         base.journalRecovery()
+    }
+
+    func pipelineAttached(mayWait: @escaping @Sendable () -> Bool) {
+        (base as? any PipelineHoldingBack)?.pipelineAttached(mayWait: mayWait)
     }
 }

@@ -215,6 +215,28 @@ import Testing
         #expect(next.records.isEmpty)
     }
 
+    @Test func aDestinationMayHoldThePipelineBackOnlyWhileTheJournalIsLessThanHalfFull() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let blocking = BlockingDestination()
+        let holding = HoldingBackRecorder()
+        // 256 KiB of journal: half is 128 KiB, a few hundred events.
+        let pipeline = try spillingPipeline(on: folder, [blocking, holding], journalBytes: 256 << 10)
+        let mayWait = try #require(holding.mayWait, "a pipeline with a journal tells the destination")
+        #expect(mayWait())
+        for index in 0..<1_000 { pipeline.submit(event(index)) }
+        #expect(!mayWait(), "the journal is half full: waiting would hold the calls back")
+        blocking.release()
+        try await pipeline.flush()
+        #expect(mayWait())
+        await pipeline.shutdown()
+
+        let unjournaled = HoldingBackRecorder()
+        let memoryOnly = LogPipeline(setup: .init(routes: [.init(unjournaled)]))
+        #expect(unjournaled.mayWait == nil, "without a journal, nothing would hold what is logged meanwhile")
+        await memoryOnly.shutdown()
+    }
+
     @Test func pastHalfTheJournalAFullQueueFallsBackToDroppingAndCountsEveryLoss() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
@@ -245,6 +267,18 @@ import Testing
         #expect(sequences == sequences.sorted(), "what is kept stays in order")
         await pipeline.shutdown()
     }
+}
+
+/// A background destination that records what the pipeline told it about holding it back.
+final class HoldingBackRecorder: PipelineHoldingBack, @unchecked Sendable {
+    private let told = LockedValue<(@Sendable () -> Bool)?>(nil)
+    var mayWait: (@Sendable () -> Bool)? { told.current }
+
+    func pipelineAttached(mayWait: @escaping @Sendable () -> Bool) {
+        told.withLock { $0 = mayWait }
+    }
+
+    func write(_ batch: LogBatch) {}
 }
 
 /// A destination that, like the console, does not take recovered events again.

@@ -50,12 +50,14 @@ import Testing
     }
 
     @Test func aBurstFasterThanTheCollectorWaitsForRoomInsteadOfDroppingAtTheCap() async throws {
-        // ~12 MB of events written as fast as the pipeline's thread can, into an 8 MiB spool, for a collector that
-        // reads ~3 MB/s: past the spool's limit the writes wait for the collector, and every event arrives.
+        // ~10 MB of events (2 KB each, so that even a debug build writes them faster than the collector reads)
+        // into an 8 MiB spool, for a collector that reads at most ~3 MB/s: near the spool's cap the writes wait for
+        // the collector, and every event arrives.
         let collector = try ThrottledCollector(interval: .milliseconds(5))
         let folder = try TemporaryDirectory(prefix: "destination-burst")
         let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
-        let total = 40_000
+        destination.pipelineAttached { true }  // a pipeline whose journal has room
+        let total = 5_000
         let written = writeBurst(total, to: destination)
         #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
         let flushed = await withCheckedContinuation { continuation in
@@ -78,7 +80,8 @@ import Testing
         let collector = try ThrottledCollector(interval: .milliseconds(1), stopAfterBytes: 1 << 20)
         let folder = try TemporaryDirectory(prefix: "destination-stall")
         let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
-        let total = 40_000
+        destination.pipelineAttached { true }
+        let total = 5_000
         let written = writeBurst(total, to: destination)
         #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
         #expect(destination.spool.counterSnapshot.droppedRecords > 0)
@@ -88,7 +91,7 @@ import Testing
         // the count of what was dropped.
         let dropped = destination.spool.counterSnapshot.droppedRecords
         collector.resume()
-        #expect(await eventually(timeout: .seconds(60)) { collector.messages.count > 3_000 })
+        #expect(await eventually(timeout: .seconds(60)) { collector.messages.count > 1_000 })
         destination.write(
             LogBatch(records: [Fixtures.builder().record(for: Fixtures.event(.info, "after"), sequence: 0)])
         )
@@ -101,6 +104,21 @@ import Testing
             return UInt64(message.dropFirst("JustLog dropped ".count).prefix { $0 != " " })
         }
         #expect(reported.reduce(0, +) == dropped, "reports \(reported), dropped \(dropped)")
+        destination.shutdown()
+        await collector.stop()
+    }
+
+    @Test func aBurstIsNotHeldBackWhenThePipelineMayNotWait() async throws {
+        // The same burst, the pipeline's journal past a quarter full (or no pipeline with a journal): the other
+        // destinations and the calls go first; the spool drops its oldest and counts them.
+        let collector = try ThrottledCollector(interval: .milliseconds(5))
+        let folder = try TemporaryDirectory(prefix: "destination-no-wait")
+        let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
+        destination.pipelineAttached { false }
+        let written = writeBurst(5_000, to: destination)
+        #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
+        #expect(destination.spool.counterSnapshot.droppedRecords > 0)
+        #expect(diagnostics.text.contains("reached its cap"), "\(diagnostics.writes)")
         destination.shutdown()
         await collector.stop()
     }
@@ -127,7 +145,7 @@ import Testing
     }
 
     private static func burstMessage(_ index: Int) -> String {
-        "burst \(index) " + String(repeating: "x", count: 200)
+        "burst \(index) " + String(repeating: "x", count: 2_000)
     }
 
     /// Writes `total` events to `destination` in batches of 256 on a thread of its own, as the pipeline's thread

@@ -6,6 +6,16 @@ package protocol PlainBatchWriting: LogDestination {
     func write(_ batch: PlainBatch)
 }
 
+/// A background destination that may hold the pipeline's thread back — the Logstash destination waits for room in
+/// its spool while the collector takes events — and so every other background destination with it. The pipeline
+/// tells it how long that is harmless: while its journal is less than half full (the journal holds what is logged
+/// meanwhile, crash-safe; past half, the calls' events would wait in memory, then the calls). Until told, it does
+/// not wait.
+package protocol PipelineHoldingBack: LogDestination {
+    /// `mayWait` says (on the pipeline's thread, cheaply) whether the destination may wait now.
+    func pipelineAttached(mayWait: @escaping @Sendable () -> Bool)
+}
+
 /// Plain records read from the journal, in the order they were logged, for a ``PlainBatchWriting`` destination
 /// to format with ``format`` — or, for a record the direct format declines, to write as ``record(at:)``.
 ///

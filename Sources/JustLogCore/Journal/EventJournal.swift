@@ -163,7 +163,8 @@ public final class EventJournal: Sendable {
 
     /// Whether what the destinations have not written takes less than half the journal: the bound up to which
     /// events may wait here instead of in the queue (the fast lane, a full queue's spill), so that the journal
-    /// never reaches its cap, where it would drop the oldest.
+    /// never reaches its cap, where it would drop the oldest — and up to which a destination may hold the pipeline's
+    /// thread back (``PipelineHoldingBack``).
     var isLessThanHalfFull: Bool { unacknowledgedBytes < configuration.maxTotalBytes / 2 }
 
     /// Where the records not yet acknowledged begin.

@@ -449,6 +449,11 @@ struct RecordDispatcher: Sendable {
         self.plainWriters = backgroundRoutes.map { $0.destination as? any PlainBatchWriting }
         let direct = sanitizer == nil && plainWriters.contains { $0 != nil }
         self.directFormat = direct ? DirectFormat(builder: builder) : nil
+        if let journal {
+            for route in backgroundRoutes {
+                (route.destination as? any PipelineHoldingBack)?.pipelineAttached { journal.isLessThanHalfFull }
+            }
+        }
     }
 
     func record(_ event: LogEvent, sequence: UInt64) -> LogRecord {

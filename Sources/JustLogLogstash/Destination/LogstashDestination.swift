@@ -36,7 +36,7 @@ public import NIOCore
 /// configuration.token = "<token>"
 /// let logstash = try LogstashDestination(configuration: configuration)
 /// ```
-public final class LogstashDestination: LogDestination, PlainBatchWriting {
+public final class LogstashDestination: LogDestination, PlainBatchWriting, PipelineHoldingBack {
     /// What the destination needs; defaults are documented on each member.
     public struct Configuration: Sendable {
         /// Where and how to connect: host, port, TLS, backoff, batch sizes.
@@ -166,6 +166,12 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
             spool(line, appended: &appended)
         }
         finishWriting(appended: appended)
+    }
+
+    /// Near the spool's cap, writes wait for room while the collector takes events and `mayWait` says so (see
+    /// ``SpoolRoom``); until this is called, they don't wait.
+    package func pipelineAttached(mayWait: @escaping @Sendable () -> Bool) {
+        room.allowWaiting(while: mayWait)
     }
 
     /// Writes plain journal records straight from their bytes: the same lines as ``write(_:)`` writes for their
@@ -418,7 +424,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting {
             metrics.dropped(total: dropped)
             diagnostics.reportOnce(
                 key: "logstash.spool.cap",
-                "the Logstash spool reached its cap (\(configuration.spool.maxTotalBytes) bytes) while the collector is away or takes nothing; the oldest events are dropped and counted (\(dropped) so far), and the count is sent when delivery resumes"
+                "the Logstash spool reached its cap (\(configuration.spool.maxTotalBytes) bytes) while the collector is away, stalled or slower than the program for longer than the log journal can hold; the oldest events are dropped and counted (\(dropped) so far), and the count is sent when delivery resumes"
             )
         }
     }
@@ -460,7 +466,7 @@ final class ReportAppender: @unchecked Sendable {
     /// The report of `count` events the spool dropped at its cap.
     func appendDropReport(_ count: UInt64) {
         append(
-            "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away or took nothing",
+            "JustLog dropped \(count) event(s) for Logstash: the spool reached its size cap while the collector was away, stalled or slower than the program for longer than the log journal could hold",
             userInfo: ["dropped_events": .uint(count)]
         )
     }
