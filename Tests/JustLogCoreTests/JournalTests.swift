@@ -237,6 +237,43 @@ import Testing
         await memoryOnly.shutdown()
     }
 
+    @Test func aCallerWaitingAtHalfTheJournalSpillsAgainOnceTheWorkerFreesRoomThoughADestinationHoldsItBack()
+        async throws
+    {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        // Holds every write back while it may (like a Logstash spool at its cap whose records the collector can't
+        // confirm yet): the worker moves only when the journal is half full, and a caller waiting then must spill
+        // into the room the worker freed, not wait for the queue until it gives up.
+        let holding = HoldingWhileItMay(patience: .seconds(5))
+        let journal = try EventJournal(
+            configuration: .init(
+                directory: folder.file("app.log.journal"),
+                segmentBytes: 64 << 10,
+                maxTotalBytes: 256 << 10
+            )
+        )
+        let pipeline = LogPipeline(
+            setup: .init(
+                routes: [.init(holding)],
+                configuration: .init(capacity: 8, fullQueueWait: 0.5),
+                journal: journal
+            )
+        )
+        let count = 5_000
+        for index in 0..<count {
+            pipeline.submit(event(index))
+            if index % 100 == 0 { await Task.yield() }
+        }
+        #expect(pipeline.currentStatistics.dropped == 0, "no caller waited for the queue until it gave up")
+        holding.stopHolding()
+        try await pipeline.flush()
+        let messages = holding.capture.records.map(\.message)
+        #expect(messages.count == count)
+        #expect(messages.elementsEqual((0..<count).lazy.map { "journal event \($0) ✓" }), "every event, in order")
+        await pipeline.shutdown()
+    }
+
     @Test func pastHalfTheJournalAFullQueueFallsBackToDroppingAndCountsEveryLoss() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
@@ -279,6 +316,36 @@ final class HoldingBackRecorder: PipelineHoldingBack, @unchecked Sendable {
     }
 
     func write(_ batch: LogBatch) {}
+}
+
+/// A background destination that holds each write back while the pipeline says it may (at most `patience`), then
+/// keeps what it was given.
+final class HoldingWhileItMay: PipelineHoldingBack, @unchecked Sendable {
+    let capture = CapturingDestination()
+    let patience: Duration
+    private let state = LockedValue<(mayWait: (@Sendable () -> Bool)?, holding: Bool)>((nil, true))
+
+    init(patience: Duration) {
+        self.patience = patience
+    }
+
+    func pipelineAttached(mayWait: @escaping @Sendable () -> Bool) {
+        state.withLock { $0.mayWait = mayWait }
+    }
+
+    func stopHolding() {
+        state.withLock { $0.holding = false }
+    }
+
+    func write(_ batch: LogBatch) {
+        let deadline = ContinuousClock.now + patience
+        while ContinuousClock.now < deadline {
+            let (mayWait, holding) = state.current
+            guard holding, mayWait?() == true else { break }
+            usleep(1_000)
+        }
+        capture.write(batch)
+    }
 }
 
 /// A destination that, like the console, does not take recovered events again.

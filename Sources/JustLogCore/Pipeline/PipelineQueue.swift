@@ -207,11 +207,12 @@ final class PipelineQueue: @unchecked Sendable {
             // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
             guard queued, !hasRoom(for: bytes) else { break }
             // With a journal, the event waits there instead: the caller does not wait (lock released on success).
+            let journalWasHalfFull = dispatcher.journal.map { !$0.isLessThanHalfFull } ?? false
             if spill(&journalRecord, of: event) { return }
             // The lock is released while waiting: a reconfiguration may have begun meanwhile (look again).
             // A reconfiguration that begins meanwhile ends the wait: the event then waits as the reconfiguration's
             // do (look again), not only `fullQueueWait` while the worker is busy replacing the destinations.
-            if waitForRoom(bytes: bytes, orReconfiguration: true) { continue }
+            if waitForRoom(bytes: bytes, orReconfiguration: true, orJournalRoom: journalWasHalfFull) { continue }
             queued = false
             counters.dropped += 1
             unreportedDrops += 1
@@ -439,7 +440,17 @@ final class PipelineQueue: @unchecked Sendable {
     /// The deadline restarts each time the worker shows progress (see ``progress``): a slow destination that
     /// keeps moving slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at
     /// most `fullQueueWait`, after which events are dropped and counted.
-    private func waitForRoom(bytes: Int, patience: Double? = nil, orReconfiguration: Bool = false) -> Bool {
+    ///
+    /// - Parameter orJournalRoom: also return (`true`) once the journal is less than half full again, for the
+    ///   caller to spill its event there. The worker frees journal room as it writes, and a destination may then
+    ///   hold the worker back while the journal is less than half full (``PipelineHoldingBack``): a caller that
+    ///   waited only for the queue would see no progress, and drop.
+    private func waitForRoom(
+        bytes: Int,
+        patience: Double? = nil,
+        orReconfiguration: Bool = false,
+        orJournalRoom: Bool = false
+    ) -> Bool {
         let patience = patience ?? limits.fullQueueWait
         var seenBatches = batchesTaken
         var deadline = Date().addingTimeInterval(patience)
@@ -447,6 +458,7 @@ final class PipelineQueue: @unchecked Sendable {
         defer { producersWaiting -= 1 }
         while !hasRoom(for: bytes), state == .running {
             if orReconfiguration, reconfigurationsInProgress > 0 { return true }
+            if orJournalRoom, let journal = dispatcher.journal, journal.isLessThanHalfFull { return true }
             if batchesTaken != seenBatches {
                 seenBatches = batchesTaken
                 deadline = Date().addingTimeInterval(patience)
@@ -678,6 +690,8 @@ final class PipelineQueue: @unchecked Sendable {
             lock.withLock {
                 counters.delivered += count
                 inlineBacklog -= caughtUp
+                // The journal may have room again: a caller waiting for the queue may spill there now.
+                if producersWaiting > 0 { lock.broadcast() }
             }
             records.removeAll(keepingCapacity: true)
             inlineWritten = 0
