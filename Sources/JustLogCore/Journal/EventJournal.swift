@@ -121,9 +121,15 @@ public final class EventJournal: Sendable {
 
     /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later), each followed by
     /// `\n`, with where the first one starts (later than `position` if the records there were dropped at the cap)
-    /// and the position after them.
-    func read(from position: SpoolPosition, before limit: SpoolPosition? = nil, maxRecords: Int) -> SpoolBatch {
-        spool.read(from: position, before: limit, maxBytes: 1 << 20, maxRecords: maxRecords)
+    /// and the position after them. The batch's bytes share `storage`'s memory (see
+    /// ``Spool/read(from:maxBytes:maxRecords:reusing:)``).
+    func read(
+        from position: SpoolPosition,
+        before limit: SpoolPosition? = nil,
+        maxRecords: Int,
+        reusing storage: inout [UInt8]
+    ) -> SpoolBatch {
+        spool.read(from: position, before: limit, maxBytes: 1 << 20, maxRecords: maxRecords, reusing: &storage)
     }
 
     /// The entries of `batch`. A record that can't be decoded (written by a newer version) ends the batch: it and

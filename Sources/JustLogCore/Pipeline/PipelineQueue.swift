@@ -121,6 +121,10 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var workerFinished = false
     @exclusivity(unchecked) private var exiting = false
     @exclusivity(unchecked) private var destinationFailure: (any Error)?
+    /// The memory journal reads copy into, kept from one read to the next (a chunk may be a megabyte: a fresh
+    /// one each time would cost an allocation and the kernel's zeroing of its pages). The worker's alone, not
+    /// under the lock.
+    private var journalReadStorage: [UInt8] = []
 
     init(
         dispatcher: RecordDispatcher,
@@ -874,7 +878,12 @@ final class PipelineQueue: @unchecked Sendable {
         var remaining = count
         while remaining > 0 {
             let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.writeLimit }
-            let chunk = journal.read(from: position, before: limit, maxRecords: min(remaining, chunkLimit))
+            let chunk = journal.read(
+                from: position,
+                before: limit,
+                maxRecords: min(remaining, chunkLimit),
+                reusing: &journalReadStorage
+            )
             guard chunk.recordCount > 0 else { break }
             body(chunk)
             remaining -= chunk.recordCount

@@ -80,6 +80,12 @@ public final class LogstashClient: @unchecked Sendable {
     /// The current connection's largest advertised peer window, and its state when it was closed.
     private var largestPeerWindow: UInt32 = 0
     private var closeInfo: TCPConnectionInfo?
+    /// The memory spool reads copy into and the buffer writes go out in, each kept from one batch to the next
+    /// (only one batch is read or written at a time): a batch may be a megabyte (``Configuration/maxBatchBytes``),
+    /// and a fresh one each time cost an allocation and the kernel's zeroing of its pages — at times most of this
+    /// thread's time. Kept while the connection is, at most `maxBatchBytes` each; released with it.
+    private var readStorage: [UInt8] = []
+    private var outgoing: ByteBuffer?
 
     // MARK: - Init
 
@@ -365,7 +371,7 @@ public final class LogstashClient: @unchecked Sendable {
             case .connect:
                 connect()
             case .readBatch(let from, let maxBytes, let maxRecords):
-                let batch = source.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
+                let batch = source.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &readStorage)
                 run(machine.batchRead(batch))
             case .write(let batch):
                 write(batch)
@@ -509,6 +515,7 @@ public final class LogstashClient: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         guard generation == self.generation else { return }
         channel = nil
+        releaseBuffers()
         source.connectionLost()
         handshakeTimeout?.cancel()
         if connectInProgress {
@@ -560,14 +567,16 @@ public final class LogstashClient: @unchecked Sendable {
             return
         }
         let generation = generation
-        let buffer: ByteBuffer
+        // The buffer's memory is reused once the channel let go of the last write (it has: one write at a time).
+        var buffer = outgoing ?? channel.allocator.buffer(capacity: configuration.maxBatchBytes)
+        outgoing = nil
+        buffer.clear()
         if let beats {
-            buffer = channel.allocator.buffer(
-                bytes: LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel)
-            )
+            buffer.writeBytes(LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel))
         } else {
-            buffer = channel.allocator.buffer(bytes: batch.bytes)
+            buffer.writeBytes(batch.bytes)
         }
+        outgoing = buffer
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation, case .success = result else { return }
             self.writesCompleted.withLock { $0 += 1 }
@@ -579,6 +588,12 @@ public final class LogstashClient: @unchecked Sendable {
             // no `deliveryResumed`), and the spool dropped some meanwhile.
             self.reportDrops()
         }
+    }
+
+    /// Lets go of the memory kept for reads and writes (the connection is gone).
+    private func releaseBuffers() {
+        readStorage = []
+        outgoing = nil
     }
 
     private func close(graceful: Bool) {
@@ -595,6 +610,7 @@ public final class LogstashClient: @unchecked Sendable {
         } else {
             self.channel = nil
             generation += 1
+            releaseBuffers()
             channel.close(promise: nil)
         }
     }
@@ -617,6 +633,7 @@ public final class LogstashClient: @unchecked Sendable {
             channel.close(promise: nil)
         }
         generation += 1
+        releaseBuffers()
         let error = LogstashError(code: .shutdown, message: "the Logstash client shut down; records stay spooled")
         for callback in flushCallbacks.values { callback(error) }
         flushCallbacks.removeAll()

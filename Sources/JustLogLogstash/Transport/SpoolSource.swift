@@ -3,7 +3,14 @@
 protocol SpoolSource: AnyObject, Sendable {
     /// The oldest record not yet acknowledged.
     var cursor: SpoolPosition { get }
-    func read(from position: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch
+    /// Records from `position`; the batch's bytes share `storage`'s memory (see
+    /// ``Spool/read(from:maxBytes:maxRecords:reusing:)``).
+    func read(
+        from position: SpoolPosition,
+        maxBytes: Int,
+        maxRecords: Int,
+        reusing storage: inout [UInt8]
+    ) -> SpoolBatch
     /// The whole batch last read is confirmed: the spool may forget everything before `position`.
     func acknowledge(upTo position: SpoolPosition)
     /// The first `count` records from `position` of the batch last read are confirmed (a partial Beats ACK);
@@ -12,6 +19,14 @@ protocol SpoolSource: AnyObject, Sendable {
     /// The connection is gone: what it read and did not get confirmed must be sent again (by any connection).
     func connectionLost()
     func takeDropsToReport() -> UInt64
+}
+
+extension SpoolSource {
+    /// ``read(from:maxBytes:maxRecords:reusing:)`` into memory of its own.
+    func read(from position: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
+        var storage: [UInt8] = []
+        return read(from: position, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
+    }
 }
 
 extension LogstashSpool: SpoolSource {
@@ -63,7 +78,7 @@ final class WindowDispatcher: @unchecked Sendable {
 
     // MARK: - Lanes' operations
 
-    func read(lane: Int, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
+    func read(lane: Int, maxBytes: Int, maxRecords: Int, reusing storage: inout [UInt8]) -> SpoolBatch {
         lock.withLock {
             let cursor = spool.cursor
             entries.removeAll { $0.end <= cursor }
@@ -74,7 +89,8 @@ final class WindowDispatcher: @unchecked Sendable {
                 let batch = spool.read(
                     from: max(entry.acknowledgedEnd, cursor),
                     maxBytes: .max,
-                    maxRecords: entry.count - entry.acknowledged
+                    maxRecords: entry.count - entry.acknowledged,
+                    reusing: &storage
                 )
                 if !batch.isEmpty {
                     entries[index].owner = lane
@@ -83,7 +99,7 @@ final class WindowDispatcher: @unchecked Sendable {
                 }
             }
             let from = max(readPosition ?? cursor, cursor)
-            let batch = spool.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords)
+            let batch = spool.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
             guard !batch.isEmpty else { return batch }
             entries.append(
                 Entry(
@@ -167,8 +183,13 @@ final class WindowDispatcher: @unchecked Sendable {
 
         var cursor: SpoolPosition { dispatcher.spool.cursor }
 
-        func read(from position: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
-            dispatcher.read(lane: index, maxBytes: maxBytes, maxRecords: maxRecords)
+        func read(
+            from position: SpoolPosition,
+            maxBytes: Int,
+            maxRecords: Int,
+            reusing storage: inout [UInt8]
+        ) -> SpoolBatch {
+            dispatcher.read(lane: index, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
         }
 
         func acknowledge(upTo position: SpoolPosition) {

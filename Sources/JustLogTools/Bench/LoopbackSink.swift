@@ -59,10 +59,20 @@ final class LoopbackSink: @unchecked Sendable {
     func resetCounts() { state.withLock { $0.counts = Counts() } }
 
     /// Waits until `lines` lines have arrived in all, at most `timeout` seconds; returns whether they did.
-    func waitForLines(_ lines: Int, timeout: Double) -> Bool {
+    /// Waits until the sink has read `lines` lines (`true`), for at most `timeout` seconds — or, once `lost` says
+    /// some will never come, until none has come for 2 s.
+    func waitForLines(_ lines: Int, timeout: Double, lost: () -> Bool = { false }) -> Bool {
         let deadline = monotonicNanoseconds() + UInt64(timeout * 1e9)
-        while counts.lines < lines {
-            if monotonicNanoseconds() > deadline { return false }
+        var seen = (lines: counts.lines, at: monotonicNanoseconds())
+        while seen.lines < lines {
+            let now = monotonicNanoseconds()
+            if now > deadline { return false }
+            let current = counts.lines
+            if current != seen.lines {
+                seen = (current, now)
+            } else if now - seen.at > 2_000_000_000, lost() {
+                return false
+            }
             usleep(200)
         }
         return true
@@ -98,6 +108,19 @@ final class LoopbackSink: @unchecked Sendable {
         }
     }
 
+    /// How many `\n` `bytes` holds, found with `memchr` (vectorized: the sink shares the machine's two cores with
+    /// the logger it measures, so it should take as little of them as it can).
+    private static func newlines(in bytes: UnsafeRawBufferPointer) -> Int {
+        guard var next = bytes.baseAddress else { return 0 }
+        let end = next + bytes.count
+        var count = 0
+        while next < end, let found = memchr(next, Int32(UInt8(ascii: "\n")), end - next) {
+            count += 1
+            next = UnsafeRawPointer(found) + 1
+        }
+        return count
+    }
+
     private func readLoop(_ connection: Int32) {
         var buffer = [UInt8](repeating: 0, count: 256 << 10)
         while true {
@@ -105,7 +128,7 @@ final class LoopbackSink: @unchecked Sendable {
             if received < 0, errno == EINTR { continue }
             guard received > 0 else { break }
             let chunk = buffer[0..<received]
-            let lines = chunk.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            let lines = buffer.withUnsafeBytes { Self.newlines(in: UnsafeRawBufferPointer(rebasing: $0[0..<received])) }
             state.withLock { state in
                 state.counts.lines += lines
                 state.counts.bytes += received

@@ -98,6 +98,8 @@ struct ThroughputCases {
         let sink = try LoopbackSink()
         defer { sink.stop() }
         let directory = try scratch("logstash")
+        // A drop (the spool's cap, a stalled queue) means some lines will never come: fail, saying why.
+        let reports = LockedValue<[String]>([])
         let logger = JustLog.Logger(
             configuration: .init(
                 console: nil,
@@ -106,8 +108,14 @@ struct ThroughputCases {
                     port: UInt16(sink.port),
                     sendInterval: 0.05,
                     useTLS: false,
-                    spoolFolder: directory.appendingPathComponent("spool", isDirectory: true)
-                )
+                    spoolFolder: directory.appendingPathComponent("spool", isDirectory: true),
+                    // Four times the default 64 MiB: json_lines keeps each line until the connection's resend window
+                    // (our send buffer plus twice the peer's largest receive window, up to ~70 MiB on a host whose
+                    // tcp_rmem allows 32 MiB, as this machine kind's does) more bytes followed it. A spool smaller
+                    // than that window drops lines at its cap during a burst of 500,000 (~170 MB), collector up or not.
+                    spoolCapacity: 256 << 20
+                ),
+                diagnostics: .init { line in reports.withLock { $0.append(line) } }
             )
         )
         defer { logger.shutdown() }
@@ -116,8 +124,12 @@ struct ThroughputCases {
             logger.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
         }
         logger.forceSend()
-        guard sink.waitForLines(events, timeout: 600) else {
-            throw ToolError("bench: the sink got \(sink.counts.lines) of \(events) events within 600 s")
+        guard sink.waitForLines(events, timeout: 600, lost: { reports.current.contains { $0.contains("drop") } })
+        else {
+            let why = reports.current.joined(separator: "\n")
+            throw ToolError(
+                "bench: the sink got \(sink.counts.lines) of \(events) events\(why.isEmpty ? " within 600 s" : ":\n\(why)")"
+            )
         }
         let elapsed = monotonicNanoseconds() - start
         return (Double(events) * 1e9 / Double(elapsed), sink.firstLine)

@@ -319,7 +319,21 @@ public final class Spool: @unchecked Sendable {
     /// records — but always at least one record if there is one. Memory is bounded by `maxBytes` plus one
     /// record; nothing else is loaded. Damaged records found when the spool was opened are skipped.
     public func read(from position: SpoolPosition, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
-        read(from: position, before: nil, maxBytes: maxBytes, maxRecords: maxRecords)
+        var storage: [UInt8] = []
+        return read(from: position, before: nil, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
+    }
+
+    /// ``read(from:maxBytes:maxRecords:)`` into `storage`'s memory, emptied first: the batch's bytes share it. A
+    /// reader that keeps `storage` from one read to the next and lets go of each batch before the next read copies
+    /// into the same memory every time — no allocation, and no fresh pages for the kernel to zero (a batch may be a
+    /// megabyte).
+    public func read(
+        from position: SpoolPosition,
+        maxBytes: Int,
+        maxRecords: Int,
+        reusing storage: inout [UInt8]
+    ) -> SpoolBatch {
+        read(from: position, before: nil, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
     }
 
     /// ``read(from:maxBytes:maxRecords:)``, stopping at `limit` (no record that starts there or later).
@@ -331,6 +345,20 @@ public final class Spool: @unchecked Sendable {
     )
         -> SpoolBatch
     {
+        var storage: [UInt8] = []
+        return read(from: position, before: limit, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
+    }
+
+    /// ``read(from:maxBytes:maxRecords:reusing:)``, stopping at `limit` (no record that starts there or later).
+    package func read(
+        from position: SpoolPosition,
+        before limit: SpoolPosition?,
+        maxBytes: Int,
+        maxRecords: Int,
+        reusing storage: inout [UInt8]
+    )
+        -> SpoolBatch
+    {
         readerLock.withLock {
             let plan = lock.withLock { () -> SpoolReadPlan? in
                 guard case .open(let storage) = state else { return nil }
@@ -338,7 +366,7 @@ public final class Spool: @unchecked Sendable {
             }
             // Copied outside the lock appends take.
             guard let plan else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
-            return plan.read(before: limit, maxBytes: maxBytes, maxRecords: maxRecords)
+            return plan.read(before: limit, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
         }
     }
 

@@ -404,8 +404,16 @@ struct SpoolReadPlan {
     var segments: [(segment: SpoolSegment, end: Int)]
 
     /// Copies records from ``position`` into one `\n`-framed batch: see ``Spool/read(from:maxBytes:maxRecords:)``.
-    func read(before limit: SpoolPosition?, maxBytes: Int, maxRecords: Int) -> SpoolBatch {
+    /// The batch's bytes are `storage`, emptied first: a reader that keeps `storage` between reads, and lets go
+    /// of the batches it read, copies into the same memory every time (no allocation, no fresh pages).
+    func read(
+        before limit: SpoolPosition?,
+        maxBytes: Int,
+        maxRecords: Int,
+        reusing storage: inout [UInt8]
+    ) -> SpoolBatch {
         var position = self.position
+        storage.removeAll(keepingCapacity: true)
         guard !segments.isEmpty else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
         var index = 0
         if segments[index].segment.sequence != position.segment {
@@ -417,6 +425,8 @@ struct SpoolReadPlan {
         position.offset = segments[index].segment.frameStart(position.offset)
         let start = position
         var bytes: [UInt8] = []
+        swap(&bytes, &storage)
+        defer { storage = bytes }
         var count = 0
         while count < maxRecords {
             let (segment, end) = segments[index]
