@@ -80,12 +80,13 @@ public final class LogstashClient: @unchecked Sendable {
     /// The current connection's largest advertised peer window, and its state when it was closed.
     private var largestPeerWindow: UInt32 = 0
     private var closeInfo: TCPConnectionInfo?
-    /// The memory spool reads copy into and the buffer writes go out in, each kept from one batch to the next
-    /// (only one batch is read or written at a time): a batch may be a megabyte (``Configuration/maxBatchBytes``),
-    /// and a fresh one each time cost an allocation and the kernel's zeroing of its pages — at times most of this
-    /// thread's time. Kept while the connection is, at most `maxBatchBytes` each; released with it.
+    /// The memory spool reads copy into, and two buffers writes go out in, in turn, kept from one batch to the
+    /// next: a batch may be a megabyte (``Configuration/maxBatchBytes``), and a fresh buffer each time cost an
+    /// allocation and the kernel's zeroing of its pages — at times most of this thread's time. Two buffers, because
+    /// the next write may begin while the channel still holds the last one (its completion runs the next);
+    /// only one write is in flight at a time. Kept while the connection is, released with it.
     private var readStorage: [UInt8] = []
-    private var outgoing: ByteBuffer?
+    private var outgoing: (next: ByteBuffer?, other: ByteBuffer?) = (nil, nil)
 
     // MARK: - Init
 
@@ -567,16 +568,16 @@ public final class LogstashClient: @unchecked Sendable {
             return
         }
         let generation = generation
-        // The buffer's memory is reused once the channel let go of the last write (it has: one write at a time).
-        var buffer = outgoing ?? channel.allocator.buffer(capacity: configuration.maxBatchBytes)
-        outgoing = nil
+        // The buffer the write before last went out in: the channel has let go of it.
+        var buffer = outgoing.next ?? channel.allocator.buffer(capacity: configuration.maxBatchBytes)
+        outgoing.next = nil
         buffer.clear()
         if let beats {
             buffer.writeBytes(LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel))
         } else {
             buffer.writeBytes(batch.bytes)
         }
-        outgoing = buffer
+        outgoing = (outgoing.other, buffer)
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation, case .success = result else { return }
             self.writesCompleted.withLock { $0 += 1 }
@@ -593,7 +594,7 @@ public final class LogstashClient: @unchecked Sendable {
     /// Lets go of the memory kept for reads and writes (the connection is gone).
     private func releaseBuffers() {
         readStorage = []
-        outgoing = nil
+        outgoing = (nil, nil)
     }
 
     private func close(graceful: Bool) {

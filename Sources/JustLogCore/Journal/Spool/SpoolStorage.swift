@@ -440,7 +440,11 @@ struct SpoolReadPlan {
             if let limit, position >= limit { break }
             let payload = segment.payload(at: position.offset)
             if count > 0, bytes.count + payload.count + 1 > maxBytes { break }
-            if count == 0 { bytes.reserveCapacity(min(maxBytes, end - position.offset)) }
+            // A bounded batch takes its whole size at once (its pages are touched only as they fill): reused
+            // storage then never grows again.
+            if count == 0 {
+                bytes.reserveCapacity(maxBytes <= 4 << 20 ? maxBytes : min(maxBytes, end - position.offset))
+            }
             bytes.append(contentsOf: payload)
             bytes.append(UInt8(ascii: "\n"))
             count += 1
