@@ -32,8 +32,8 @@ import JustLogCore
 /// thus raises the window past 128 MiB: nothing is forgotten that it may still hold, and if the spool's cap
 /// is smaller, the oldest unconfirmed records are dropped *and counted* at the cap instead of being forgotten
 /// silently — during a burst longer than the cap, records not yet sent among them (a host whose `tcp_rmem`
-/// allows 32 MiB can pass the default 64 MiB cap: raise the spool's capacity there). After a connection error, everything from the last acknowledged position is resent (duplicates
-/// carry the same `event_id`).
+/// allows 32 MiB can pass the default 64 MiB cap: raise the spool's capacity there). After a connection error,
+/// everything from the last acknowledged position is resent (duplicates carry the same `event_id`).
 ///
 /// ## Graceful close
 /// We half-close; a collector that reads to the end of the stream and then closes its side has read
