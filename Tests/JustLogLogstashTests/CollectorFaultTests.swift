@@ -87,6 +87,43 @@ import Testing
         await hostile.stop()
     }
 
+    /// json_lines forgets a line only after the connection's resend window more bytes followed it; a window
+    /// larger than the spool keeps (its cap less two segments) means a burst longer than the spool drops lines at
+    /// the cap, some before they are sent, with the collector up. Seen with the default 64 MiB cap on a host whose
+    /// `tcp_rmem` allows 32 MiB. The client says so, once, and what to do.
+    @Test func aResendWindowLargerThanTheSpoolKeepsIsWarnedAboutOnce() async throws {
+        let hostile = try await HostileCollector(.init(receiveBuffer: 4 << 20))
+        let directory = try TemporaryDirectory(prefix: "windowcap")
+        let activity = ActivityLog()
+        var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: hostile.port)
+        configuration.useTLS = false
+        configuration.sendInterval = .milliseconds(100)
+        configuration.resendWindowBytes = 256 << 10
+        let spool = try LogstashSpool(
+            configuration: .init(
+                directory: directory.path,
+                segmentBytes: 64 << 10,
+                maxTotalBytes: 1 << 20,
+                maxRecordBytes: 16 << 10
+            )
+        )
+        let client = try LogstashClient(
+            configuration: configuration,
+            spool: spool,
+            activity: { activity.append($0) },
+            warning: { activity.append("WARNING " + $0) }
+        )
+        client.start()
+        try await append(20_000, to: client)  // ~8 MB through a 1 MiB spool
+        #expect(await activity.wait(for: "more than the spool keeps"), "\(activity.lines.suffix(5))")
+        let warnings = activity.lines.filter { $0.hasPrefix("WARNING") && $0.contains("more than the spool keeps") }
+        #expect(warnings.count == 1, "once")
+        #expect(warnings.first?.contains("Raise the spool capacity above") == true)
+        #expect(spool.counterSnapshot.droppedRecords > 0, "the cap dropped (and counted) what the window held")
+        await client.shutdown()
+        await hostile.stop()
+    }
+
     /// "Also seen": `Logger.shutdown()` returned ok after its Logstash close had timed out. A collector that never
     /// reads and never closes makes the graceful close time out; the pipeline's shutdown must say so.
     @Test func aShutdownWhoseCloseTimesOutReportsItAndKeepsTheEventsSpooled() async throws {

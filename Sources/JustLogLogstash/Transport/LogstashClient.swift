@@ -80,6 +80,8 @@ public final class LogstashClient: @unchecked Sendable {
     /// The current connection's largest advertised peer window, and its state when it was closed.
     private var largestPeerWindow: UInt32 = 0
     private var closeInfo: TCPConnectionInfo?
+    /// Whether ``warnIfResendWindowExceedsSpool(_:)`` has warned (once per client).
+    private var warnedResendWindow = false
     /// The memory spool reads copy into, and two buffers writes go out in, in turn, kept from one batch to the
     /// next: a batch may be a megabyte (``Configuration/maxBatchBytes``), and a fresh buffer each time cost an
     /// allocation and the kernel's zeroing of its pages — at times most of this thread's time. Two buffers, because
@@ -582,13 +584,31 @@ public final class LogstashClient: @unchecked Sendable {
             guard generation == self.generation, case .success = result else { return }
             self.writesCompleted.withLock { $0 += 1 }
             // A failed write closes the channel: channelClosed reports it.
-            self.run(
-                self.machine.writeCompleted(bufferBound: self.beats == nil ? self.measuredBufferBound(channel) : nil)
-            )
+            let bufferBound = self.beats == nil ? self.measuredBufferBound(channel) : nil
+            if let bufferBound { self.warnIfResendWindowExceedsSpool(bufferBound) }
+            self.run(self.machine.writeCompleted(bufferBound: bufferBound))
             // The collector takes events again after it took none for a while on this connection (no reconnection:
             // no `deliveryResumed`), and the spool dropped some meanwhile.
             self.reportDrops()
         }
+    }
+
+    /// Warns once when json_lines' resend window — the larger of ``Configuration/resendWindowBytes`` and
+    /// `bufferBound`, what the connection's buffers can hold unread — is more than the spool keeps besides its two
+    /// newest segments. A line is forgotten only after that many more bytes followed it, so during a burst longer
+    /// than the spool none is, and the cap drops the oldest: counted and reported, but some before they were sent,
+    /// while the collector is up and reading. (A host whose `tcp_rmem` allows 32 MiB passes the default 64 MiB.)
+    private func warnIfResendWindowExceedsSpool(_ bufferBound: Int) {
+        let window = max(bufferBound, configuration.resendWindowBytes)
+        let spoolConfiguration = spool.configuration
+        let keepable = spoolConfiguration.maxTotalBytes - 2 * spoolConfiguration.segmentBytes
+        guard !warnedResendWindow, window > keepable else { return }
+        warnedResendWindow = true
+        let mib = { (bytes: Int) in "\((bytes + (1 << 20) - 1) >> 20) MiB" }
+        let endpoint = configuration.endpoint(of: configuration.hosts[currentHost])
+        warning(
+            "JustLog Logstash: the connection to \(endpoint) can hold \(mib(window)) unread, more than the spool keeps unconfirmed (\(mib(keepable)) of its \(mib(spoolConfiguration.maxTotalBytes)) cap): json_lines keeps each event until that much more was sent after it, so a burst longer than the spool makes it drop events at its cap (counted), some before they are sent. Raise the spool capacity above \(mib(window + 2 * spoolConfiguration.segmentBytes)), or use the Beats transport."
+        )
     }
 
     /// Lets go of the memory kept for reads and writes (the connection is gone).
