@@ -170,6 +170,45 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect(spool.counterSnapshot.queuedRecords == 0)
     }
 
+    @Test func acknowledgingTheBatchesReadFromTheCursorKeepsTheCountersTheWalkWouldKeep() throws {
+        // Two spools take the same records; one acknowledges each batch it reads (counted from the batch), the
+        // other the batch's end (counted by walking the frames). Batches span segments, and some are read from
+        // past the cursor (counted by walking in both).
+        let directory = try TemporaryDirectory(prefix: "spool")
+        func spool(_ name: String) throws -> LogstashSpool {
+            try LogstashSpool(
+                configuration: .init(
+                    directory: directory.file(name),
+                    segmentBytes: 16 << 10,
+                    maxTotalBytes: 1 << 20,
+                    maxRecordBytes: 4 << 10
+                )
+            )
+        }
+        let counted = try spool("counted")
+        let walked = try spool("walked")
+        var index = 0
+        for round in 0..<60 {
+            for _ in 0..<(round % 7) * 13 + 1 {
+                let bytes = record(index, padding: (index * 37) % 900)
+                try counted.append(bytes)
+                try walked.append(bytes)
+                index += 1
+            }
+            let skip = round % 5 == 4 ? 1 : 0
+            let from = skip == 0 ? counted.cursor : counted.read(from: counted.cursor, maxBytes: 1, maxRecords: 1).end
+            let batch = counted.read(from: from, maxBytes: 8 << 10, maxRecords: 40)
+            let twin = walked.read(from: from, maxBytes: 8 << 10, maxRecords: 40)
+            #expect(batch == twin)
+            counted.acknowledge(batch)
+            walked.acknowledge(upTo: twin.end)
+            #expect(counted.counterSnapshot == walked.counterSnapshot, "round \(round)")
+            #expect(counted.cursor == walked.cursor)
+        }
+        #expect(counted.counterSnapshot.queuedRecords > 0)
+        #expect(readAll(counted) == readAll(walked))
+    }
+
     @Test func rejectsRecordsOverTheLineLimitAndEmptyRecordsWithTypedErrors() throws {
         let directory = try TemporaryDirectory(prefix: "spool")
         let spool = try LogstashSpool(configuration: .init(directory: directory.path, maxRecordBytes: 1000))

@@ -119,6 +119,12 @@ public final class EventJournal: Sendable {
         spool.acknowledge(upTo: position)
     }
 
+    /// Every record of `batch`, read with ``read(from:before:maxRecords:reusing:)`` from the oldest not yet
+    /// acknowledged, is written by every destination (no frame is walked to count them).
+    func acknowledge(_ batch: SpoolBatch) {
+        spool.acknowledge(batch)
+    }
+
     /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later), each followed by
     /// `\n`, with where the first one starts (later than `position` if the records there were dropped at the cap)
     /// and the position after them. The batch's bytes share `storage`'s memory (see

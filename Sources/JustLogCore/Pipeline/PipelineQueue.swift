@@ -788,7 +788,7 @@ final class PipelineQueue: @unchecked Sendable {
         if let journal = dispatcher.journal {
             remaining = forEachJournalChunk(of: journal, from: from, before: to, count: count) { chunk in
                 let written = dispatcher.writeBackground(journaled: chunk)
-                journal.acknowledge(upTo: chunk.end)
+                journal.acknowledge(chunk)
                 unreadable += written.unreadable
                 lock.withLock { counters.delivered += UInt64(written.records) }
             }
@@ -845,7 +845,7 @@ final class PipelineQueue: @unchecked Sendable {
                 let selected = records[first...].filter { $0.level >= route.minimumLevel }
                 if !selected.isEmpty { route.destination.write(LogBatch(records: selected)) }
             }
-            journal.acknowledge(upTo: chunk.end)
+            journal.acknowledge(chunk)
             recovered += records.count
             unreadable += chunkUnreadable
         }

@@ -376,11 +376,23 @@ public final class Spool: @unchecked Sendable {
     /// takes a millisecond or so).
     /// Acknowledging backwards does nothing.
     public func acknowledge(upTo position: SpoolPosition) {
+        acknowledge { $0.acknowledge(upTo: position) }
+    }
+
+    /// Acknowledges exactly the records of `batch`, read from the cursor (as a reader that acknowledges what it
+    /// read, in order, does), without walking their frames to count them; see ``acknowledge(upTo:)``.
+    package func acknowledge(_ batch: SpoolBatch) {
+        acknowledge { $0.acknowledge(batch) }
+    }
+
+    private func acknowledge(
+        _ advance: (SpoolStorage) -> (retired: [SpoolSegment], cursor: SpoolStorage.PersistedCursor?)
+    ) {
         readerLock.withLock {
             let (storage, acknowledged, wantsSpare) = lock.withLock {
                 () -> (SpoolStorage?, (retired: [SpoolSegment], cursor: SpoolStorage.PersistedCursor?), Bool) in
                 guard case .open(let storage) = state else { return (nil, ([], nil), false) }
-                return (storage, storage.acknowledge(upTo: position), storage.wantsSpare)
+                return (storage, advance(storage), storage.wantsSpare)
             }
             let retired = acknowledged.retired
             if let storage, let cursor = acknowledged.cursor { storage.write(cursor) }

@@ -338,6 +338,27 @@ final class SpoolStorage {
             current = SpoolPosition(segment: segment.sequence, offset: to)
         }
         cursor = max(current, cursor)
+        return retireBeforeCursor()
+    }
+
+    /// ``acknowledge(upTo:)`` for exactly the records of `batch` when it was read from the cursor — as a reader that
+    /// acknowledges what it read, in order, does: their count and size are the batch's, and no frame is walked to
+    /// count them (the walk held appends up, a few thousand instructions a batch). Any other batch (the cursor
+    /// moved meanwhile: the cap dropped records) is acknowledged up to its end, walking.
+    func acknowledge(_ batch: SpoolBatch) -> (retired: [SpoolSegment], cursor: PersistedCursor?) {
+        guard batch.recordCount > 0, batch.start == cursor, batch.end > cursor else {
+            return acknowledge(upTo: batch.end)
+        }
+        counters.queuedRecords -= batch.recordCount
+        // Each record counts its payload and its `\n`, as the batch holds them.
+        counters.queuedBytes -= batch.bytes.count
+        cursor = batch.end
+        return retireBeforeCursor()
+    }
+
+    /// Takes the segments wholly before the cursor out of ``segments`` (the caller retires them), with the cursor
+    /// to persist.
+    private func retireBeforeCursor() -> (retired: [SpoolSegment], cursor: PersistedCursor?) {
         var retired: [SpoolSegment] = []
         while segments.count > 1, segments[0].sequence < cursor.segment {
             retired.append(segments.removeFirst())
