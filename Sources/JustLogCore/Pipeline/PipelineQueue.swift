@@ -211,12 +211,14 @@ final class PipelineQueue: @unchecked Sendable {
             // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
             guard queued, !hasRoom(for: bytes) else { break }
             // With a journal, the event waits there instead: the caller does not wait (lock released on success).
-            let journalWasHalfFull = dispatcher.journal.map { !$0.isLessThanHalfFull } ?? false
-            if spill(&journalRecord, of: event) { return }
+            let spilled = spill(&journalRecord, of: event)
+            if spilled == .spilled { return }
             // The lock is released while waiting: a reconfiguration may have begun meanwhile (look again).
             // A reconfiguration that begins meanwhile ends the wait: the event then waits as the reconfiguration's
             // do (look again), not only `fullQueueWait` while the worker is busy replacing the destinations.
-            if waitForRoom(bytes: bytes, orReconfiguration: true, orJournalRoom: journalWasHalfFull) { continue }
+            if waitForRoom(bytes: bytes, orReconfiguration: true, orJournalRoom: spilled == .journalHalfFull) {
+                continue
+            }
             queued = false
             counters.dropped += 1
             unreportedDrops += 1
@@ -296,18 +298,27 @@ final class PipelineQueue: @unchecked Sendable {
     /// than half of it, the event is journaled and not queued in memory — the worker reads it back in its turn
     /// (see ``Item/journaled(from:to:count:)``) — so the caller neither waits nor loses it. Past half, callers
     /// wait for room as without a journal: the journal never reaches its cap, where it would drop the oldest. Inline
-    /// destinations get it now, as usual. Returns `false` (nothing done, lock held) when it can't be spilled;
-    /// `true` once done, with the lock released.
-    private func spill(_ encoded: inout (record: [UInt8], journal: EventJournal)?, of event: LogEvent) -> Bool {
-        guard let journal = dispatcher.journal,
-            journal.isLessThanHalfFull,
-            let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence)
-        else { return false }
+    /// destinations get it now, as usual. Returns ``Spill/spilled`` once done, with the lock released; otherwise
+    /// (nothing done, lock held) why not.
+    private func spill(_ encoded: inout (record: [UInt8], journal: EventJournal)?, of event: LogEvent) -> Spill {
+        guard let journal = dispatcher.journal else { return .notSpilled }
+        guard journal.isLessThanHalfFull else { return .journalHalfFull }
+        guard let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence) else { return .notSpilled }
         let sequence = nextSequence
         queueJournaled(from: start, to: end)
         if !dispatcher.inlineRoutes.isEmpty { dispatcher.writeInline(dispatcher.record(event, sequence: sequence)) }
         unlockWakingTheWorker()
-        return true
+        return .spilled
+    }
+
+    /// What ``spill(_:of:)`` did.
+    private enum Spill {
+        case spilled
+        /// The journal is at least half full: the caller may spill once it is not (see
+        /// ``waitForRoom(bytes:patience:orReconfiguration:orJournalRoom:)``).
+        case journalHalfFull
+        /// No journal, or the record could not be appended.
+        case notSpilled
     }
 
     /// Queues (lock held) the event just journaled from `start` to `end` by its place in the journal alone, with
