@@ -109,13 +109,16 @@ import Testing
     }
 
     @Test func aBurstIsNotHeldBackWhenThePipelineMayNotWait() async throws {
-        // The same burst, the pipeline's journal past a quarter full (or no pipeline with a journal): the other
-        // destinations and the calls go first; the spool drops its oldest and counts them.
-        let collector = try ThrottledCollector(interval: .milliseconds(5))
+        // A burst while the pipeline may not wait (its journal half full, or no pipeline with a journal): the other
+        // destinations and the calls go first; the spool drops its oldest and counts them. The collector takes at
+        // most ~100 KB/s and the burst is ~16 MB into an 8 MiB spool: it outruns the collector even when a loaded
+        // machine stretches the writes to a minute (5,000 events at 64 KiB per 5 ms did not, as uid 65534 in CI:
+        // the writes took ~50 s and the collector kept up).
+        let collector = try ThrottledCollector(chunkBytes: 2 << 10, interval: .milliseconds(20))
         let folder = try TemporaryDirectory(prefix: "destination-no-wait")
         let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
         destination.pipelineAttached { false }
-        let written = writeBurst(5_000, to: destination)
+        let written = writeBurst(8_000, to: destination)
         #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
         #expect(destination.spool.counterSnapshot.droppedRecords > 0)
         #expect(diagnostics.text.contains("reached its cap"), "\(diagnostics.writes)")
