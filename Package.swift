@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(
             name: "JustLogLogstashTests",
             dependencies: [
-                "JustLogLogstash", "JustLogCore", "JustLogTestSupport", "JustLogReceivers",
+                "JustLogLogstash", "JustLogCore", "JustLogTestSupport", "JustLogReceivers", "JustLogTools",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

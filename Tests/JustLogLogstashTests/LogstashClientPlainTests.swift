@@ -1,7 +1,9 @@
 import Foundation
 import JustLogLogstash
 import JustLogTestSupport
+import JustLogTools
 import NIOCore
+import NIOPosix
 import Testing
 
 /// Collects activity lines.
@@ -33,6 +35,7 @@ func makeClient(
     port: Int,
     directory: TemporaryDirectory,
     activity: ActivityLog,
+    group: (any EventLoopGroup)? = nil,
     change: (inout LogstashClient.Configuration) -> Void = { _ in }
 ) throws -> LogstashClient {
     var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: port)
@@ -46,6 +49,7 @@ func makeClient(
     return try LogstashClient(
         configuration: configuration,
         spool: spool,
+        eventLoopGroup: group,
         activity: { activity.append($0) },
         warning: { activity.append("WARNING " + $0) }
     )
@@ -96,6 +100,58 @@ func makeClient(
         #expect(await client.counters().resent >= 500)
         await client.shutdown()
         await receiver.stop()
+    }
+
+    /// A write the socket takes at once completes inside `writeAndFlush`; the client used to send the next batch
+    /// from that completion, nesting each batch's read and write in the one before for as long as the socket kept
+    /// taking them: a backlog of small batches to a collector that keeps up overflowed the event loop's stack
+    /// (SIGSEGV after ~1,400 batches in a debug build).
+    @Test func aLongBacklogOfSmallBatchesToAFastCollectorIsSentWithoutNestingEachWriteInTheLast() async throws {
+        try await withBacklogToAFastCollector { client, _, sink, count in
+            try await client.flush()
+            #expect(await eventually(timeout: .seconds(120)) { sink.counts.lines >= count })
+            #expect(sink.counts.lines == count)
+            #expect(sink.firstLine == jsonRecord(0))
+        }
+    }
+
+    /// Sending the next batch as a task of the event loop as soon as the last was written never let the loop poll
+    /// its sockets while a backlog went out at full speed: every other channel on it waited for the whole backlog.
+    @Test func aBacklogSentAtFullSpeedLeavesItsEventLoopToItsOtherChannels() async throws {
+        try await withBacklogToAFastCollector { client, loop, sink, count in
+            client.recordsAppended(count)
+            #expect(await eventually(timeout: .seconds(60)) { sink.counts.lines > 0 })
+            // A connection on the same loop completes while the backlog is being sent, not after it.
+            let other = try await ClientBootstrap(group: loop).connect(host: "127.0.0.1", port: sink.port).get()
+            let linesWhenConnected = sink.counts.lines
+            try await other.close()
+            #expect(linesWhenConnected < count)
+            #expect(await eventually(timeout: .seconds(120)) { sink.counts.lines >= count })
+        }
+    }
+
+    /// A client on an event loop of its own, connected to a ``LoopbackSink`` (which reads on a thread of its own as
+    /// fast as the kernel hands bytes over: writes to it complete at once), with `count` one-record batches spooled
+    /// after it connected (a backlog found on connecting goes out from NIO's own write loop instead).
+    private func withBacklogToAFastCollector(
+        count: Int = 100_000,
+        _ body: (LogstashClient, any EventLoop, LoopbackSink, Int) async throws -> Void
+    ) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let sink = try LoopbackSink()
+        defer { sink.stop() }
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try makeClient(port: sink.port, directory: directory, activity: activity, group: group) {
+            $0.maxBatchRecords = 1
+            $0.sendInterval = .seconds(3600)
+        }
+        client.start()
+        #expect(await activity.wait(for: "connected to"))
+        for index in 0..<count { try client.spool.append(jsonRecord(index)) }
+        try await body(client, group.next(), sink, count)
+        await client.shutdown()
+        try await group.shutdownGracefully()
     }
 
     @Test func drainsTheSpoolWhenTheCollectorStartsLate() async throws {

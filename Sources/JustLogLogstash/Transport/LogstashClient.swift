@@ -82,13 +82,18 @@ public final class LogstashClient: @unchecked Sendable {
     private var closeInfo: TCPConnectionInfo?
     /// Whether ``warnIfResendWindowExceedsSpool(_:)`` has warned (once per client).
     private var warnedResendWindow = false
-    /// The memory spool reads copy into, and two buffers writes go out in, in turn, kept from one batch to the
-    /// next: a batch may be a megabyte (``Configuration/maxBatchBytes``), and a fresh buffer each time cost an
-    /// allocation and the kernel's zeroing of its pages — at times most of this thread's time. Two buffers, because
-    /// the next write may begin while the channel still holds the last one (its completion runs the next);
-    /// only one write is in flight at a time. Kept while the connection is, released with it.
+    /// The memory spool reads copy into, and the buffer writes go out in, kept from one batch to the next: a batch
+    /// may be a megabyte (``Configuration/maxBatchBytes``), and a fresh buffer each time cost an allocation and the
+    /// kernel's zeroing of its pages — at times most of this thread's time. Each is reused only if nothing else
+    /// holds it when the next batch begins, which is why that batch begins on a stack of its own (see
+    /// ``goOn(completedAtOnce:_:)``). Only one write is in flight at a time. Kept while the connection is, released
+    /// with it.
     private var readStorage: [UInt8] = []
-    private var outgoing: (next: ByteBuffer?, other: ByteBuffer?) = (nil, nil)
+    private var outgoing: ByteBuffer?
+    /// Whether ``write(_:)`` is in `writeAndFlush` (a completion that runs then came at once).
+    private var writing = false
+    /// When the current run of writes that completed at once began (see ``goOn(completedAtOnce:_:)``).
+    private var runOfWritesStart: ContinuousClock.Instant?
 
     // MARK: - Init
 
@@ -570,27 +575,65 @@ public final class LogstashClient: @unchecked Sendable {
             return
         }
         let generation = generation
-        // The buffer the write before last went out in: the channel has let go of it.
-        var buffer = outgoing.next ?? channel.allocator.buffer(capacity: configuration.maxBatchBytes)
-        outgoing.next = nil
+        // The last write's buffer: the channel let go of it when that write completed.
+        var buffer = outgoing ?? channel.allocator.buffer(capacity: configuration.maxBatchBytes)
+        outgoing = nil
         buffer.clear()
         if let beats {
             buffer.writeBytes(LumberjackEncoder.window(of: batch, compressionLevel: beats.compressionLevel))
         } else {
             buffer.writeBytes(batch.bytes)
         }
-        outgoing = (outgoing.other, buffer)
+        outgoing = buffer
+        writing = true
+        defer { writing = false }
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
-            guard generation == self.generation, case .success = result else { return }
-            self.writesCompleted.withLock { $0 += 1 }
-            // A failed write closes the channel: channelClosed reports it.
-            let bufferBound = self.beats == nil ? self.measuredBufferBound(channel) : nil
-            if let bufferBound { self.warnIfResendWindowExceedsSpool(bufferBound) }
-            self.run(self.machine.writeCompleted(bufferBound: bufferBound))
-            // The collector takes events again after it took none for a while on this connection (no reconnection:
-            // no `deliveryResumed`), and the spool dropped some meanwhile.
-            self.reportDrops()
+            guard case .success = result else { return }
+            self.goOn(completedAtOnce: self.writing) { self.writeCompleted(on: channel, generation: generation) }
         }
+    }
+
+    /// Runs what follows a completed write on a stack of its own, as a task of the event loop, pausing now and then
+    /// for the loop's other channels.
+    ///
+    /// A write the socket takes at once completes before `writeAndFlush` returns, and its completion runs right away,
+    /// inside ``write(_:)``: going on from there nested the next batch's read and write in this one, and so on for as
+    /// long as the socket kept taking them — the stack grew by a batch each time, without bound (a backlog of small
+    /// batches to a fast collector overflowed it), and the batch and buffer held by the frames below could not be
+    /// reused. But tasks that queue tasks keep the event loop from ever polling its sockets: a backlog sent at full
+    /// speed would hold up every other channel on the loop (an application's server, on NIO's shared group) until it
+    /// was sent. So after ``longestRunOfWrites`` of batches that followed one another at once, the next waits a
+    /// moment, long enough for the loop to poll.
+    private func goOn(completedAtOnce: Bool, _ next: @escaping @Sendable () -> Void) {
+        let now = ContinuousClock.now
+        // A write that completed later waited for the socket: the loop polled meanwhile.
+        guard completedAtOnce, let start = runOfWritesStart else {
+            runOfWritesStart = now
+            eventLoop.execute(next)
+            return
+        }
+        if start.duration(to: now) < Self.longestRunOfWrites {
+            eventLoop.execute(next)
+        } else {
+            runOfWritesStart = nil
+            eventLoop.scheduleTask(in: Self.pauseForOtherChannels) { next() }
+        }
+    }
+
+    /// See ``goOn(completedAtOnce:_:)``: at most a few percent of a backlog's sending time goes to the pauses.
+    private static let longestRunOfWrites = Duration.milliseconds(2)
+    private static let pauseForOtherChannels = TimeAmount.microseconds(20)
+
+    /// Goes on after a completed write (a failed one closes the channel: channelClosed reports it).
+    private func writeCompleted(on channel: any Channel, generation: Int) {
+        guard generation == self.generation else { return }
+        writesCompleted.withLock { $0 += 1 }
+        let bufferBound = beats == nil ? measuredBufferBound(channel) : nil
+        if let bufferBound { warnIfResendWindowExceedsSpool(bufferBound) }
+        run(machine.writeCompleted(bufferBound: bufferBound))
+        // The collector takes events again after it took none for a while on this connection (no reconnection:
+        // no `deliveryResumed`), and the spool dropped some meanwhile.
+        reportDrops()
     }
 
     /// Warns once when json_lines' resend window — the larger of ``Configuration/resendWindowBytes`` and
@@ -614,7 +657,7 @@ public final class LogstashClient: @unchecked Sendable {
     /// Lets go of the memory kept for reads and writes (the connection is gone).
     private func releaseBuffers() {
         readStorage = []
-        outgoing = (nil, nil)
+        outgoing = nil
     }
 
     private func close(graceful: Bool) {

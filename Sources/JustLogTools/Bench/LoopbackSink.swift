@@ -10,13 +10,13 @@ import Darwin
 /// A collector for measurements: a TCP listener on 127.0.0.1 that reads whatever arrives and counts the
 /// lines and bytes, keeping the first line (a sample of what the sender sends). It parses nothing, so its
 /// cost stays out of the sender's figures. Each connection is read on its own thread; ``stop()`` closes them.
-final class LoopbackSink: @unchecked Sendable {
-    struct Counts: Sendable {
-        var lines = 0
-        var bytes = 0
+package final class LoopbackSink: @unchecked Sendable {
+    package struct Counts: Sendable {
+        package var lines = 0
+        package var bytes = 0
     }
 
-    let port: Int
+    package let port: Int
     private let listener: Int32
     private let state = LockedValue(State())
 
@@ -28,7 +28,7 @@ final class LoopbackSink: @unchecked Sendable {
         var stopped = false
     }
 
-    init() throws {
+    package init() throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw ToolError("loopback sink: socket() failed (errno \(errno))") }
         var address = sockaddr_in()
@@ -51,10 +51,10 @@ final class LoopbackSink: @unchecked Sendable {
         Thread.detachNewThread { [self] in acceptLoop(listener) }
     }
 
-    var counts: Counts { state.withLock { $0.counts } }
+    package var counts: Counts { state.withLock { $0.counts } }
 
     /// The first complete line received, without its `\n`.
-    var firstLine: [UInt8] { state.withLock { $0.firstLineComplete ? $0.firstLine : [] } }
+    package var firstLine: [UInt8] { state.withLock { $0.firstLineComplete ? $0.firstLine : [] } }
 
     func resetCounts() { state.withLock { $0.counts = Counts() } }
 
@@ -78,7 +78,7 @@ final class LoopbackSink: @unchecked Sendable {
         return true
     }
 
-    func stop() {
+    package func stop() {
         let connections = state.withLock { state -> [Int32] in
             state.stopped = true
             return state.connections
