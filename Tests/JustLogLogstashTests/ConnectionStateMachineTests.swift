@@ -41,7 +41,17 @@ private func flushes(_ actions: [Machine.Action]) -> [(Int, LogstashError?)] {
 }
 
 private func acks(_ actions: [Machine.Action]) -> [SpoolPosition] {
-    actions.compactMap { if case .acknowledge(let upTo) = $0 { upTo } else { nil } }
+    actions.compactMap {
+        switch $0 {
+        case .acknowledge(let upTo): upTo
+        case .acknowledgeExtent(let extent): extent.end
+        default: nil
+        }
+    }
+}
+
+private func extents(_ actions: [Machine.Action]) -> [SpoolExtent] {
+    actions.compactMap { if case .acknowledgeExtent(let extent) = $0 { extent } else { nil } }
 }
 
 private let refused = LogstashError(code: .connectFailed, message: "connection refused")
@@ -189,6 +199,22 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         _ = machine.batchRead(batch(from: 116, records: 5))
         _ = machine.writeCompleted()
         #expect(machine.counters.resentRecords == 5)
+    }
+
+    @Test func batchesProvenTogetherAreAcknowledgedAsOneCountedExtentFromTheLastAcknowledgement() {
+        // Window 100 bytes. Three one-record batches, then a 10-record one: after it, the three are followed by
+        // ≥ 100 bytes at once, and the spool is told what they count (no walk of their frames).
+        // One record makes a full batch: the machine reads the next as soon as one is written.
+        var machine = Machine(configuration: configuration { $0.maxBatchRecords = 1 }, clock: ManualClock())
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        var proven: [SpoolExtent] = []
+        for (start, records) in [(16, 1), (26, 1), (36, 1), (46, 10)] {
+            _ = machine.batchRead(batch(from: start, records: records))
+            proven += extents(machine.writeCompleted())
+        }
+        #expect(proven == [SpoolExtent(start: position(16), end: position(46), records: 3, bytes: 30)])
+        #expect(machine.acknowledgedPosition == position(46))
     }
 
     @Test func gracefulShutdownDrainsClosesAndAcknowledgesEverythingSent() {

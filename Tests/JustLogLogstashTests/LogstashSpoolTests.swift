@@ -171,9 +171,10 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
     }
 
     @Test func acknowledgingTheBatchesReadFromTheCursorKeepsTheCountersTheWalkWouldKeep() throws {
-        // Two spools take the same records; one acknowledges each batch it reads (counted from the batch), the
-        // other the batch's end (counted by walking the frames). Batches span segments, and some are read from
-        // past the cursor (counted by walking in both).
+        // Two spools take the same records; one acknowledges the one to three batches it reads in a round, one
+        // after another, as one extent (counted from the batches), the other the last batch's end (counted by
+        // walking the frames). Batches span segments, and some are read from past the cursor (counted by walking
+        // in both).
         let directory = try TemporaryDirectory(prefix: "spool")
         func spool(_ name: String) throws -> LogstashSpool {
             try LogstashSpool(
@@ -197,11 +198,19 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
             }
             let skip = round % 5 == 4 ? 1 : 0
             let from = skip == 0 ? counted.cursor : counted.read(from: counted.cursor, maxBytes: 1, maxRecords: 1).end
-            let batch = counted.read(from: from, maxBytes: 8 << 10, maxRecords: 40)
-            let twin = walked.read(from: from, maxBytes: 8 << 10, maxRecords: 40)
-            #expect(batch == twin)
-            counted.acknowledge(batch)
-            walked.acknowledge(upTo: twin.end)
+            var extent: SpoolExtent?
+            var end = from
+            for _ in 0...(round % 3) {
+                let batch = counted.read(from: end, maxBytes: 8 << 10, maxRecords: 40)
+                let twin = walked.read(from: end, maxBytes: 8 << 10, maxRecords: 40)
+                #expect(batch == twin)
+                let joined = extent.map { $0.followed(by: batch.extent) } ?? batch.extent
+                #expect(joined != nil, "each batch starts where the last ended")
+                extent = joined
+                end = batch.end
+            }
+            counted.acknowledge(try #require(extent))
+            walked.acknowledge(upTo: end)
             #expect(counted.counterSnapshot == walked.counterSnapshot, "round \(round)")
             #expect(counted.cursor == walked.cursor)
         }

@@ -109,9 +109,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package private(set) var acknowledgedPosition = SpoolPosition(segment: 0, offset: 0)
     /// The furthest position ever sent, to count resends.
     private var highestSent = SpoolPosition(segment: 0, offset: 0)
-    /// Batches written on this connection and not yet acknowledged: their end and the connection's byte
+    /// Batches written on this connection and not yet acknowledged: where they lie and the connection's byte
     /// count after them.
-    private var window: [(end: SpoolPosition, bytesAfter: Int)] = []
+    private var window: [(extent: SpoolExtent, bytesAfter: Int)] = []
     private var windowStart = 0
     private var connectionBytes = 0
     private var inFlight: SpoolBatch?
@@ -237,7 +237,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         highestSent = max(highestSent, batch.end)
         sendPosition = batch.end
         connectionBytes += batch.bytes.count
-        window.append((batch.end, connectionBytes))
+        window.append((batch.extent, connectionBytes))
 
         var actions: [Action] = [
             .reportActivity(
@@ -258,20 +258,29 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             connectionWindow = bufferBound
         }
         // Acknowledge what at least a window of more bytes have followed.
-        var proven: SpoolPosition?
+        // The batches proven, as one extent while they follow one another (as they do on one connection).
+        var proven: (extent: SpoolExtent, counted: Bool)?
         while windowStart < window.count, connectionBytes - window[windowStart].bytesAfter >= connectionWindow {
-            proven = window[windowStart].end
+            let next = window[windowStart].extent
+            if let sofar = proven {
+                let joined = sofar.extent.followed(by: next)
+                proven = (joined ?? next, sofar.counted && joined != nil)
+            } else {
+                proven = (next, true)
+            }
             windowStart += 1
         }
         if windowStart > 1024 {
             window.removeFirst(windowStart)
             windowStart = 0
         }
-        if let proven, proven > acknowledgedPosition {
+        if let proven, proven.extent.end > acknowledgedPosition {
             progressSinceConnect = true
             unresolvedError = nil
-            acknowledgedPosition = proven
-            actions.append(.acknowledge(upTo: proven))
+            // Counted only from where the last acknowledgement ended; the spool checks its cursor too.
+            let counted = proven.counted && proven.extent.start == acknowledgedPosition
+            acknowledgedPosition = proven.extent.end
+            actions.append(counted ? .acknowledgeExtent(proven.extent) : .acknowledge(upTo: proven.extent.end))
         }
         actions += completeFlushes(upTo: sendPosition)
         let full =

@@ -11,6 +11,9 @@ package enum DeliveryAction<Instant: InstantProtocol>: Sendable, Equatable {
     case write(SpoolBatch)
     /// Let the spool forget everything before this position.
     case acknowledge(upTo: SpoolPosition)
+    /// Let the spool forget the records of this extent — batches read one after another — and everything before
+    /// it: like ``acknowledge(upTo:)`` its end, without walking the records to count them.
+    case acknowledgeExtent(SpoolExtent)
     /// Let the spool forget the `count` records starting at `from` (a partial Beats ACK); answer
     /// `recordsAcknowledged(upTo:)` with the position after them.
     case acknowledgeRecords(from: SpoolPosition, count: Int)

@@ -385,6 +385,8 @@ public final class LogstashClient: @unchecked Sendable {
                 write(batch)
             case .acknowledge(let upTo):
                 source.acknowledge(upTo: upTo)
+            case .acknowledgeExtent(let extent):
+                source.acknowledge(extent)
             case .acknowledgeRecords(let from, let count):
                 // A partial ACK: the source finds where the acknowledged records end.
                 run(machine.recordsAcknowledged(upTo: source.acknowledgeRecords(from: from, count: count)))

@@ -13,6 +13,9 @@ protocol SpoolSource: AnyObject, Sendable {
     ) -> SpoolBatch
     /// The whole batch last read is confirmed: the spool may forget everything before `position`.
     func acknowledge(upTo position: SpoolPosition)
+    /// The batches of `extent`, read one after another, are confirmed: as ``acknowledge(upTo:)`` its end, counting
+    /// them from the extent where the source can.
+    func acknowledge(_ extent: SpoolExtent)
     /// The first `count` records from `position` of the batch last read are confirmed (a partial Beats ACK);
     /// returns where they end.
     func acknowledgeRecords(from position: SpoolPosition, count: Int) -> SpoolPosition
@@ -193,6 +196,10 @@ final class WindowDispatcher: @unchecked Sendable {
         }
 
         func acknowledge(upTo position: SpoolPosition) {
+            dispatcher.acknowledgeAll(lane: index)
+        }
+
+        func acknowledge(_ extent: SpoolExtent) {
             dispatcher.acknowledgeAll(lane: index)
         }
 

@@ -40,6 +40,34 @@ public struct SpoolBatch: Hashable, Sendable {
 
     /// `true` when the batch holds no record.
     public var isEmpty: Bool { recordCount == 0 }
+
+    /// Where the batch lies in the spool, and what it counts.
+    package var extent: SpoolExtent {
+        SpoolExtent(start: start, end: end, records: recordCount, bytes: bytes.count)
+    }
+}
+
+/// Consecutive records of a spool as a reader read them: where they start and end, how many they are and the bytes
+/// they took (each record and its `\n`). Acknowledging an extent that starts at the spool's cursor needs no walk of
+/// its frames to count what is forgotten (see ``Spool/acknowledge(_:)``).
+package struct SpoolExtent: Hashable, Sendable {
+    package var start: SpoolPosition
+    package var end: SpoolPosition
+    package var records: Int
+    package var bytes: Int
+
+    package init(start: SpoolPosition, end: SpoolPosition, records: Int, bytes: Int) {
+        self.start = start
+        self.end = end
+        self.records = records
+        self.bytes = bytes
+    }
+
+    /// This extent and `next` as one, if `next` starts where this one ends.
+    package func followed(by next: SpoolExtent) -> SpoolExtent? {
+        guard next.start == end else { return nil }
+        return SpoolExtent(start: start, end: next.end, records: records + next.records, bytes: bytes + next.bytes)
+    }
 }
 
 /// A snapshot of the spool's counters.

@@ -341,18 +341,18 @@ final class SpoolStorage {
         return retireBeforeCursor()
     }
 
-    /// ``acknowledge(upTo:)`` for exactly the records of `batch` when it was read from the cursor — as a reader that
-    /// acknowledges what it read, in order, does: their count and size are the batch's, and no frame is walked to
-    /// count them (the walk held appends up, a few thousand instructions a batch). Any other batch (the cursor
+    /// ``acknowledge(upTo:)`` for exactly the records of `extent` when they start at the cursor — as a reader that
+    /// acknowledges what it read, in order, does: their count and size are the extent's, and no frame is walked to
+    /// count them (the walk held appends up, a few thousand instructions a batch). Any other extent (the cursor
     /// moved meanwhile: the cap dropped records) is acknowledged up to its end, walking.
-    func acknowledge(_ batch: SpoolBatch) -> (retired: [SpoolSegment], cursor: PersistedCursor?) {
-        guard batch.recordCount > 0, batch.start == cursor, batch.end > cursor else {
-            return acknowledge(upTo: batch.end)
+    func acknowledge(_ extent: SpoolExtent) -> (retired: [SpoolSegment], cursor: PersistedCursor?) {
+        guard extent.records > 0, extent.start == cursor, extent.end > cursor else {
+            return acknowledge(upTo: extent.end)
         }
-        counters.queuedRecords -= batch.recordCount
-        // Each record counts its payload and its `\n`, as the batch holds them.
-        counters.queuedBytes -= batch.bytes.count
-        cursor = batch.end
+        counters.queuedRecords -= extent.records
+        // Each record counts its payload and its `\n`, as a read batch holds them.
+        counters.queuedBytes -= extent.bytes
+        cursor = extent.end
         return retireBeforeCursor()
     }
 
