@@ -217,6 +217,21 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(machine.acknowledgedPosition == position(46))
     }
 
+    @Test func batchesProvenTogetherWithAGapBetweenThemAreAcknowledgedUpToTheirEndUncounted() {
+        // The second batch does not start where the first ended (the spool skipped a damaged stretch, say): the
+        // spool walks to count what it forgets.
+        var machine = Machine(configuration: configuration { $0.maxBatchRecords = 1 }, clock: ManualClock())
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        var actions: [Machine.Action] = []
+        for (start, records) in [(16, 1), (36, 1), (46, 10)] {
+            _ = machine.batchRead(batch(from: start, records: records))
+            actions += machine.writeCompleted()
+        }
+        #expect(extents(actions).isEmpty)
+        #expect(acks(actions) == [position(46)])
+    }
+
     @Test func gracefulShutdownDrainsClosesAndAcknowledgesEverythingSent() {
         var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))

@@ -173,8 +173,8 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
     @Test func acknowledgingTheBatchesReadFromTheCursorKeepsTheCountersTheWalkWouldKeep() throws {
         // Two spools take the same records; one acknowledges the one to three batches it reads in a round, one
         // after another, as one extent (counted from the batches), the other the last batch's end (counted by
-        // walking the frames). Batches span segments, and some are read from past the cursor (counted by walking
-        // in both).
+        // walking the frames). Batches span segments, some are read from past the cursor, and some rounds pass the
+        // cap before acknowledging (counted by walking in both).
         let directory = try TemporaryDirectory(prefix: "spool")
         func spool(_ name: String) throws -> LogstashSpool {
             try LogstashSpool(
@@ -208,6 +208,17 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
                 #expect(joined != nil, "each batch starts where the last ended")
                 extent = joined
                 end = batch.end
+            }
+            if round % 11 == 10 {
+                // Past the 1 MiB cap between the read and its acknowledgement: the oldest segments, the cursor's
+                // among them, are dropped, and the extent no longer starts at the cursor (counted by walking).
+                for _ in 0..<1200 {
+                    let bytes = record(index, padding: 900)
+                    try counted.append(bytes)
+                    try walked.append(bytes)
+                    index += 1
+                }
+                #expect(counted.cursor > from)
             }
             counted.acknowledge(try #require(extent))
             walked.acknowledge(upTo: end)

@@ -86,13 +86,17 @@ public final class LogstashClient: @unchecked Sendable {
     /// may be a megabyte (``Configuration/maxBatchBytes``), and a fresh buffer each time cost an allocation and the
     /// kernel's zeroing of its pages — at times most of this thread's time. Each is reused only if nothing else
     /// holds it when the next batch begins, which is why that batch begins on a stack of its own (see
-    /// ``goOn(completedAtOnce:_:)``). Only one write is in flight at a time. Kept while the connection is, released
-    /// with it.
+    /// ``readAfterWrite(_:completedAtOnce:generation:)``). Only one write is in flight at a time. Kept while the
+    /// connection is, released with it.
     private var readStorage: [UInt8] = []
     private var outgoing: ByteBuffer?
     /// Whether ``write(_:)`` is in `writeAndFlush` (a completion that runs then came at once).
     private var writing = false
-    /// When the current run of writes that completed at once began (see ``goOn(completedAtOnce:_:)``).
+    /// Whether a read deferred by ``readAfterWrite(_:completedAtOnce:generation:)`` is running, and whether the
+    /// write in flight was made by one: such writes, completing at once one after another, make a run.
+    private var continuing = false
+    private var writeContinues = false
+    /// When the current run of writes began (see ``readAfterWrite(_:completedAtOnce:generation:)``).
     private var runOfWritesStart: ContinuousClock.Instant?
 
     // MARK: - Init
@@ -587,29 +591,58 @@ public final class LogstashClient: @unchecked Sendable {
             buffer.writeBytes(batch.bytes)
         }
         outgoing = buffer
+        writeContinues = continuing
         writing = true
         defer { writing = false }
         channel.writeAndFlush(buffer).hop(to: eventLoop).whenComplete { result in
-            guard case .success = result else { return }
-            self.goOn(completedAtOnce: self.writing) { self.writeCompleted(on: channel, generation: generation) }
+            // A failed write closes the channel: channelClosed reports it.
+            guard case .success = result, generation == self.generation else { return }
+            self.writesCompleted.withLock { $0 += 1 }
+            let bufferBound = self.beats == nil ? self.measuredBufferBound(channel) : nil
+            if let bufferBound { self.warnIfResendWindowExceedsSpool(bufferBound) }
+            // The machine learns of the write now, before anything the connection brings next (a Beats ACK).
+            var reads: [DeliveryAction<ContinuousClock.Instant>] = []
+            var now: [DeliveryAction<ContinuousClock.Instant>] = []
+            for action in self.machine.writeCompleted(bufferBound: bufferBound) {
+                if case .readBatch = action { reads.append(action) } else { now.append(action) }
+            }
+            self.run(now)
+            // The collector takes events again after it took none for a while on this connection (no reconnection:
+            // no `deliveryResumed`), and the spool dropped some meanwhile.
+            self.reportDrops()
+            if !reads.isEmpty {
+                self.readAfterWrite(reads, completedAtOnce: self.writing, generation: generation)
+            }
         }
     }
 
-    /// Runs what follows a completed write on a stack of its own, as a task of the event loop, pausing now and then
-    /// for the loop's other channels.
+    /// Reads (and writes) the next batch after a completed write on a stack of its own, as a task of the event loop,
+    /// pausing now and then for the loop's other channels.
     ///
     /// A write the socket takes at once completes before `writeAndFlush` returns, and its completion runs right away,
-    /// inside ``write(_:)``: going on from there nested the next batch's read and write in this one, and so on for as
+    /// inside ``write(_:)``: reading and writing the next batch from there nested it in this one, and so on for as
     /// long as the socket kept taking them — the stack grew by a batch each time, without bound (a backlog of small
     /// batches to a fast collector overflowed it), and the batch and buffer held by the frames below could not be
-    /// reused. But tasks that queue tasks keep the event loop from ever polling its sockets: a backlog sent at full
-    /// speed would hold up every other channel on the loop (an application's server, on NIO's shared group) until it
-    /// was sent. So after ``longestRunOfWrites`` of batches that followed one another at once, the next waits a
-    /// moment, long enough for the loop to poll.
-    private func goOn(completedAtOnce: Bool, _ next: @escaping @Sendable () -> Void) {
+    /// reused. But tasks that queue tasks keep the event loop from polling its sockets: a backlog sent at full speed
+    /// would hold up every other channel on the loop (an application's server, on NIO's shared group) until it was
+    /// sent. So once a run of such writes — each made by the last one's deferred read and completed at once — has
+    /// gone on for ``longestRunOfWrites``, the next read waits ``pauseForOtherChannels``, which lets the loop poll
+    /// unless other tasks keep it busy that long. A read for a connection that is gone meanwhile is dropped (the
+    /// machine asks again on the next one).
+    private func readAfterWrite(
+        _ reads: [DeliveryAction<ContinuousClock.Instant>],
+        completedAtOnce: Bool,
+        generation: Int
+    ) {
+        let next: @Sendable () -> Void = {
+            guard generation == self.generation else { return }
+            self.continuing = true
+            defer { self.continuing = false }
+            self.run(reads)
+        }
         let now = ContinuousClock.now
-        // A write that completed later waited for the socket: the loop polled meanwhile.
-        guard completedAtOnce, let start = runOfWritesStart else {
+        // A write that completed later waited for the socket, and one not made here began a run: the loop polled.
+        guard completedAtOnce, writeContinues, let start = runOfWritesStart else {
             runOfWritesStart = now
             eventLoop.execute(next)
             return
@@ -622,21 +655,10 @@ public final class LogstashClient: @unchecked Sendable {
         }
     }
 
-    /// See ``goOn(completedAtOnce:_:)``: at most a few percent of a backlog's sending time goes to the pauses.
+    /// See ``readAfterWrite(_:completedAtOnce:generation:)``: at most a few percent of a backlog's sending time goes
+    /// to the pauses.
     private static let longestRunOfWrites = Duration.milliseconds(2)
     private static let pauseForOtherChannels = TimeAmount.microseconds(20)
-
-    /// Goes on after a completed write (a failed one closes the channel: channelClosed reports it).
-    private func writeCompleted(on channel: any Channel, generation: Int) {
-        guard generation == self.generation else { return }
-        writesCompleted.withLock { $0 += 1 }
-        let bufferBound = beats == nil ? measuredBufferBound(channel) : nil
-        if let bufferBound { warnIfResendWindowExceedsSpool(bufferBound) }
-        run(machine.writeCompleted(bufferBound: bufferBound))
-        // The collector takes events again after it took none for a while on this connection (no reconnection:
-        // no `deliveryResumed`), and the spool dropped some meanwhile.
-        reportDrops()
-    }
 
     /// Warns once when json_lines' resend window — the larger of ``Configuration/resendWindowBytes`` and
     /// `bufferBound`, what the connection's buffers can hold unread — is more than the spool keeps besides its two

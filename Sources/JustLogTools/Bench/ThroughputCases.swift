@@ -193,10 +193,14 @@ struct ThroughputCases {
         return Double(end.offset - start.offset) / Double(records)
     }
 
+    /// An empty directory for a case, once the kernel has written back what earlier cases left dirty: otherwise a
+    /// case pays for the last one's writeback (the raw `write(2)` limit swung from 1.2 M to 8.2 M lines/s over
+    /// whole runs), and its figure is not its own.
     private func scratch(_ name: String) throws -> URL {
         let directory = folder.appendingPathComponent(name, isDirectory: true)
         try? FileManager.default.removeItem(at: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        sync()
         return directory
     }
 
