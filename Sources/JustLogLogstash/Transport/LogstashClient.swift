@@ -627,15 +627,16 @@ public final class LogstashClient: @unchecked Sendable {
     /// would hold up every other channel on the loop (an application's server, on NIO's shared group) until it was
     /// sent. So once a run of such writes — each made by the last one's deferred read and completed at once — has
     /// gone on for ``longestRunOfWrites``, the next read waits ``pauseForOtherChannels``, which lets the loop poll
-    /// unless other tasks keep it busy that long. A read for a connection that is gone meanwhile is dropped (the
-    /// machine asks again on the next one).
+    /// unless other tasks keep it busy that long (NIO runs ready tasks until none is left before it polls). A read
+    /// for a connection that is gone meanwhile is dropped (the machine asks again on the next one).
     private func readAfterWrite(
         _ reads: [DeliveryAction<ContinuousClock.Instant>],
         completedAtOnce: Bool,
         generation: Int
     ) {
         let next: @Sendable () -> Void = {
-            guard generation == self.generation else { return }
+            // (A peer's close keeps the generation but takes the channel: the machine forgot the read then too.)
+            guard generation == self.generation, self.channel != nil else { return }
             self.continuing = true
             defer { self.continuing = false }
             self.run(reads)
