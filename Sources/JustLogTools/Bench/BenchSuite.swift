@@ -152,18 +152,33 @@ package struct BenchSuite: Sendable {
         for index in 0..<count { callCase.call(index) }
     }
 
-    /// Calls per second of `threads` threads calling at once, in rounds of ``burst`` calls per thread (all of
-    /// them fit the queue), each round timed from its start until every thread is done, then drained untimed.
+    /// Calls per second of `threads` threads calling at once, in rounds of half a ``burst`` of calls per thread (all
+    /// of them fit the queue), each round timed from its start until every thread is done, then drained untimed.
+    ///
+    /// The threads are this one and `threads - 1` of their own, started once; before each round they are awake and
+    /// spinning, so that no thread's wake-up is timed (`DispatchQueue.concurrentPerform` woke a worker inside every
+    /// round: tens of microseconds of a round of a few hundred, charged to the logger).
     private func callsPerSecond(_ callCase: CallCase, threads: Int) -> Double {
         let perThread = Self.burst / 2
         let rounds = max(1, options.callSamples / (perThread * threads))
+        let barrier = RoundBarrier(workers: threads - 1)
+        for _ in 1..<threads {
+            Thread.detachNewThread {
+                while barrier.awaitRound() {
+                    for index in 0..<perThread { callCase.call(index) }
+                    barrier.finished(at: monotonicNanoseconds())
+                }
+            }
+        }
+        defer { barrier.stop() }
         var elapsed: UInt64 = 0
         for _ in 0..<rounds {
+            barrier.prepare()
             let start = monotonicNanoseconds()
-            DispatchQueue.concurrentPerform(iterations: threads) { _ in
-                for index in 0..<perThread { callCase.call(index) }
-            }
-            elapsed += monotonicNanoseconds() - start
+            barrier.go()
+            for index in 0..<perThread { callCase.call(index) }
+            let finished = max(monotonicNanoseconds(), barrier.waitForWorkers())
+            elapsed += finished - start
             callCase.drain()
         }
         return Double(rounds * perThread * threads) * 1e9 / Double(max(elapsed, 1))
@@ -233,4 +248,77 @@ package struct CallMeasurement: Sendable {
     /// Allocations per call on the caller's thread (`nil`: not counted in this process).
     package var allocationsPerCall: Double?
     package var allocatedBytesPerCall: Double?
+}
+
+/// Starts rounds of work on a few threads at the same instant: between rounds the workers sleep; ``prepare()`` wakes
+/// them and returns once each is spinning, ready, so that ``go()`` starts them all at once.
+private final class RoundBarrier: @unchecked Sendable {
+    private struct State {
+        var round = 0
+        var started = 0
+        var ready = 0
+        var finished = 0
+        var lastFinish: UInt64 = 0
+        var stopped = false
+    }
+
+    private let workers: Int
+    private let state = LockedValue(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(workers: Int) {
+        self.workers = workers
+    }
+
+    /// Wakes the workers for the next round and waits until every one is ready.
+    func prepare() {
+        state.withLock {
+            $0.round += 1
+            $0.ready = 0
+            $0.finished = 0
+            $0.lastFinish = 0
+        }
+        for _ in 0..<workers { wake.signal() }
+        while state.withLock({ $0.ready }) < workers { sched_yield() }
+    }
+
+    /// Starts the round prepared.
+    func go() {
+        state.withLock { $0.started = $0.round }
+    }
+
+    /// A worker: waits for a round and spins until it starts; `false` once stopped.
+    func awaitRound() -> Bool {
+        wake.wait()
+        let round = state.withLock { state -> Int? in
+            guard !state.stopped else { return nil }
+            state.ready += 1
+            return state.round
+        }
+        guard let round else { return false }
+        while state.withLock({ $0.started }) != round {}
+        return true
+    }
+
+    /// A worker finished its calls at `instant`.
+    func finished(at instant: UInt64) {
+        state.withLock {
+            $0.finished += 1
+            $0.lastFinish = max($0.lastFinish, instant)
+        }
+        done.signal()
+    }
+
+    /// Waits until every worker finished this round; returns when the last one did (0 without workers).
+    func waitForWorkers() -> UInt64 {
+        for _ in 0..<workers { done.wait() }
+        return state.withLock { $0.lastFinish }
+    }
+
+    /// Lets the workers end.
+    func stop() {
+        state.withLock { $0.stopped = true }
+        for _ in 0..<workers { wake.signal() }
+    }
 }
