@@ -122,7 +122,7 @@ public final class EventJournal: Sendable {
     /// Every record of `batch`, read with ``read(from:before:maxRecords:reusing:)`` from the oldest not yet
     /// acknowledged, is written by every destination (no frame is walked to count them).
     func acknowledge(_ batch: SpoolBatch) {
-        spool.acknowledge(batch)
+        spool.acknowledge(batch.extent)
     }
 
     /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later), each followed by

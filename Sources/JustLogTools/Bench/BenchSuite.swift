@@ -257,7 +257,6 @@ private final class RoundBarrier: @unchecked Sendable {
         var round = 0
         var started = 0
         var ready = 0
-        var finished = 0
         var lastFinish: UInt64 = 0
         var stopped = false
     }
@@ -276,7 +275,6 @@ private final class RoundBarrier: @unchecked Sendable {
         state.withLock {
             $0.round += 1
             $0.ready = 0
-            $0.finished = 0
             $0.lastFinish = 0
         }
         for _ in 0..<workers { wake.signal() }
@@ -303,10 +301,7 @@ private final class RoundBarrier: @unchecked Sendable {
 
     /// A worker finished its calls at `instant`.
     func finished(at instant: UInt64) {
-        state.withLock {
-            $0.finished += 1
-            $0.lastFinish = max($0.lastFinish, instant)
-        }
+        state.withLock { $0.lastFinish = max($0.lastFinish, instant) }
         done.signal()
     }
 

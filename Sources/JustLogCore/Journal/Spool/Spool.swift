@@ -379,12 +379,6 @@ public final class Spool: @unchecked Sendable {
         acknowledge { $0.acknowledge(upTo: position) }
     }
 
-    /// Acknowledges exactly the records of `batch`, read from the cursor (as a reader that acknowledges what it
-    /// read, in order, does), without walking their frames to count them; see ``acknowledge(upTo:)``.
-    package func acknowledge(_ batch: SpoolBatch) {
-        acknowledge(batch.extent)
-    }
-
     /// Acknowledges exactly the records of `extent` — batches read one after another from the cursor — without
     /// walking their frames to count them (walking, if the cursor is elsewhere); see ``acknowledge(upTo:)``.
     package func acknowledge(_ extent: SpoolExtent) {
