@@ -110,6 +110,19 @@ import Testing
         expectSame(try fastLane(message, userInfo), try fullCapture(message, userInfo))
     }
 
+    @Test func aHeapStringValueIsReadWithoutTakingItFromItsDictionary() throws {
+        // The fast lane reads a string straight out of the `Any` that holds it: a missing retain would free the
+        // dictionary's string while it is still held (and crash, or decode garbage, in a later round).
+        let text = String(repeating: "not a small string ✓ ", count: 4)
+        let userInfo: [String: Any] = ["text": text, "other": String(text.reversed()), "count": 3]
+        let full = try fullCapture("m", userInfo)
+        for _ in 0..<500 {
+            expectSame(try fastLane("m", userInfo), full)
+        }
+        #expect(userInfo["text"] as? String == text)
+        #expect(userInfo["other"] as? String == String(text.reversed()))
+    }
+
     /// Values ``ValueCapture`` captures and the fast lane leaves to it.
     static func notPlain(_ what: String) -> Any {
         switch what {
@@ -120,6 +133,9 @@ import Testing
         case "a Foundation number": NSNumber(value: 3)
         case "a Foundation string": NSString(string: "x")
         case "a narrower integer": Int32(3)
+        case "an unsigned integer": UInt(3)
+        case "a float": Float(1.5)
+        case "a substring": "abc".dropFirst()
         case "a date": Date(timeIntervalSince1970: 0)
         case "a LogValue": LogValue.int(3)
         default: NSError(domain: "d", code: 1)
@@ -128,7 +144,8 @@ import Testing
 
     @Test(arguments: [
         "a sensitive value", "a nested array", "a nested object", "an optional", "a Foundation number",
-        "a Foundation string", "a narrower integer", "a date", "a LogValue", "an error",
+        "a Foundation string", "a narrower integer", "an unsigned integer", "a float", "a substring", "a date",
+        "a LogValue", "an error",
     ])
     func anythingButPlainValuesTakesTheFullCapture(_ what: String) throws {
         let userInfo: [String: Any] = ["plain": 1, "value": Self.notPlain(what)]

@@ -202,13 +202,16 @@ struct RuntimeValues: Sendable {
     }
 }
 
-/// Keeps a value alive past the optimizer: the baseline of building a literal must build it.
+/// Uses a literal past the optimizer: the baseline of building a literal must build it, and destroy it where a
+/// log call would. It reads the count and adds it to memory behind a pointer, which no exclusivity check
+/// watches: storing the dictionary in an `Any?` instead cost ~340 instructions (an exclusivity check, an
+/// existential copy and assignment) that no log call pays, and so flattered every row measured against it.
 enum BlackHole {
-    nonisolated(unsafe) private static var last: Any?
+    private nonisolated(unsafe) static let sink = UnsafeMutablePointer<Int>.allocate(capacity: 1)
 
     @inline(never)
-    static func keep(_ value: Any) {
-        last = value
+    static func keep(_ value: [String: Any]) {
+        sink.pointee &+= value.count
     }
 }
 
