@@ -34,7 +34,8 @@ struct BenchCommandTests {
         for key in [
             "file_events_per_s", "file_limit_events_per_s", "logstash_events_per_s", "tcp_events_per_s",
             "spool_bytes_per_event",
-            "hot_path_calls_per_s_1_thread", "hot_path_calls_per_s_threads",
+            "hot_path_calls_per_s_1_thread", "hot_path_calls_per_s_threads", "literal_calls_per_s_1_thread",
+            "literal_calls_per_s_threads",
         ] {
             #expect(((object[key] as? NSNumber)?.doubleValue ?? 0) > 0, "\(key) is \(String(describing: object[key]))")
         }

@@ -75,6 +75,8 @@ package struct BenchReport: Sendable {
         object["hot_path_calls_per_s_1_thread"] = concurrency.oneThreadCallsPerSecond
         object["hot_path_calls_per_s_threads"] = concurrency.manyThreadsCallsPerSecond
         object["hot_path_threads"] = concurrency.threads
+        object["literal_calls_per_s_1_thread"] = concurrency.literalOneThreadCallsPerSecond
+        object["literal_calls_per_s_threads"] = concurrency.literalManyThreadsCallsPerSecond
         object["file_events_per_s"] = throughput.fileEventsPerSecond
         object["file_limit_events_per_s"] = throughput.fileLimitEventsPerSecond
         object["file_line_bytes"] = throughput.fileLineBytes
@@ -117,11 +119,20 @@ package struct BenchReport: Sendable {
                     ? Self.format(baseline / call.nanosecondsP50, decimals: 2) + "×" : "",
             ])
         }
-        var parallel = Table(headers: ["documented call, caller threads at once", "calls/s", "÷ 1 thread"])
-        parallel.add(["1 thread", Self.format(concurrency.oneThreadCallsPerSecond, decimals: 0), "1"])
+        var parallel = Table(headers: ["caller threads at once", "calls/s", "÷ 1 thread"])
+        parallel.add(["documented call, 1 thread", Self.format(concurrency.oneThreadCallsPerSecond, decimals: 0), "1"])
         parallel.add([
-            "\(concurrency.threads) threads", Self.format(concurrency.manyThreadsCallsPerSecond, decimals: 0),
+            "documented call, \(concurrency.threads) threads",
+            Self.format(concurrency.manyThreadsCallsPerSecond, decimals: 0),
             Self.format(concurrency.manyThreadsCallsPerSecond / concurrency.oneThreadCallsPerSecond, decimals: 2),
+        ])
+        parallel.add([
+            "baseline: the literal alone, \(concurrency.threads) threads (threads that share nothing)",
+            Self.format(concurrency.literalManyThreadsCallsPerSecond, decimals: 0),
+            Self.format(
+                concurrency.literalManyThreadsCallsPerSecond / concurrency.literalOneThreadCallsPerSecond,
+                decimals: 2
+            ),
         ])
         var ends = Table(headers: ["end to end (\(throughput.events) events)", "events/s", "÷ limit"])
         let rate = { (value: Double) in Self.format(value, decimals: 0) }

@@ -58,7 +58,24 @@ package final class LoopbackSink: @unchecked Sendable {
 
     func resetCounts() { state.withLock { $0.counts = Counts() } }
 
-    /// Waits until `lines` lines have arrived in all, at most `timeout` seconds; returns whether they did.
+    /// Waits until no line has arrived for `quiet` seconds, at most `timeout` seconds in all: a sender's backlog
+    /// has been delivered (or it stalled).
+    func waitUntilQuiet(for quiet: Double, timeout: Double) {
+        let start = monotonicNanoseconds()
+        var seen = (lines: counts.lines, at: start)
+        while true {
+            usleep(200)
+            let now = monotonicNanoseconds()
+            let current = counts.lines
+            if current != seen.lines {
+                seen = (current, now)
+            } else if now - seen.at >= UInt64(quiet * 1e9) {
+                return
+            }
+            if now - start >= UInt64(timeout * 1e9) { return }
+        }
+    }
+
     /// Waits until the sink has read `lines` lines (`true`), for at most `timeout` seconds — or, once `lost` says
     /// some will never come, until none has come for 2 s.
     func waitForLines(_ lines: Int, timeout: Double, lost: () -> Bool = { false }) -> Bool {
