@@ -34,7 +34,7 @@ struct BenchCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh); or run only throughput_file, throughput_file_fields or throughput_logstash (for a profiler).",
+            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh); or run only throughput_file, throughput_file_fields, throughput_logstash or concurrency (for a profiler, or many runs of one figure).",
             visibility: .hidden
         )
     )
@@ -65,6 +65,11 @@ struct BenchCommand: ParsableCommand {
         if let only, BenchSuite.throughputKeys.contains(only) {
             let rate = try suite.runThroughput(only)
             TextOutput.standardOutput.write(Array("\(only): \(Int(rate)) events/s\n".utf8))
+            return
+        }
+        if only == BenchSuite.concurrencyKey {
+            let measured = try suite.runConcurrency()
+            TextOutput.standardOutput.write(Array(measured.summary.utf8))
             return
         }
         if let only {

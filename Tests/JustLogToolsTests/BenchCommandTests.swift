@@ -83,6 +83,8 @@ struct BenchCommandTests {
         let unknown = try await runJustlog(["bench", "--only", "no_such_case"])
         #expect(unknown.status == 64)
         #expect(unknown.standardError.contains("hot_path"), "the error lists the cases: \(unknown.standardError)")
+        #expect(unknown.standardError.contains("concurrency"), "\(unknown.standardError)")
+        #expect(unknown.standardError.contains("throughput_logstash"), "\(unknown.standardError)")
     }
 
     @Test(arguments: BenchSuite.throughputKeys)
@@ -91,6 +93,19 @@ struct BenchCommandTests {
         #expect(output.status == 0, "\(output.standardError)")
         let rate = output.standardOutput.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0
         #expect(output.standardOutput.hasPrefix("\(key): ") && rate > 0, "\(output.standardOutput)")
+    }
+
+    @Test func onlyConcurrencyMeasuresTheDocumentedCallAndTheLiteralFromOneAndFromSeveralThreads() async throws {
+        let output = try await runJustlog(["bench", "--only", "concurrency", "--iterations", "2048"])
+        #expect(output.status == 0, "\(output.standardError)")
+        let line = output.standardOutput
+        #expect(
+            line.hasPrefix("concurrency, ") && line.contains("documented call ") && line.contains("literal alone "),
+            "\(line)"
+        )
+        // The thread count (at least 2), then four rates above zero: the two cases from one thread and from several.
+        let numbers = line.split(whereSeparator: { $0 == "(" || $0 == " " }).compactMap { Int($0) }
+        #expect(numbers.count == 5 && numbers[0] >= 2 && numbers.dropFirst().allSatisfy { $0 > 0 }, "\(line)")
     }
 
     /// Whether this build runs under a sanitizer that replaces malloc (as `.ci/run`'s ThreadSanitizer run does).

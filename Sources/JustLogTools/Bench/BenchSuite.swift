@@ -83,6 +83,22 @@ package struct BenchSuite: Sendable {
         for callCase in cases.all {
             calls.append(measure(callCase))
         }
+        let concurrency = measureConcurrency(cases, sink: sink)
+        let throughput = ThroughputCases(folder: folder, events: options.throughputEvents)
+        return BenchReport(
+            calls: calls,
+            concurrency: concurrency,
+            throughput: try throughput.run(),
+            machine: machine,
+            options: options,
+            allocationCounter: allocationCounter.unavailableReason.map { "unavailable: \($0)" }
+                ?? "malloc-interposer, caller's thread"
+        )
+    }
+
+    /// The documented call and the literal alone, each from one thread and from as many threads as cores (at
+    /// least 2): see ``ConcurrencyMeasurement``.
+    private func measureConcurrency(_ cases: CallCases, sink: LoopbackSink) -> ConcurrencyMeasurement {
         let hotPath = cases.all.first { $0.key == "hot_path" }!
         let literal = cases.all.first { $0.key == "literal" }!
         let threads = max(2, ProcessInfo.processInfo.activeProcessorCount)
@@ -94,22 +110,12 @@ package struct BenchSuite: Sendable {
         let settle = { sink.waitUntilQuiet(for: 0.005, timeout: 10) }
         let documented = scaling(of: hotPath, threads: threads, settle: settle)
         let baseline = scaling(of: literal, threads: threads, settle: settle)
-        let concurrency = ConcurrencyMeasurement(
+        return ConcurrencyMeasurement(
             threads: threads,
             oneThreadCallsPerSecond: documented.oneThread,
             manyThreadsCallsPerSecond: documented.manyThreads,
             literalOneThreadCallsPerSecond: baseline.oneThread,
             literalManyThreadsCallsPerSecond: baseline.manyThreads
-        )
-        let throughput = ThroughputCases(folder: folder, events: options.throughputEvents)
-        return BenchReport(
-            calls: calls,
-            concurrency: concurrency,
-            throughput: try throughput.run(),
-            machine: machine,
-            options: options,
-            allocationCounter: allocationCounter.unavailableReason.map { "unavailable: \($0)" }
-                ?? "malloc-interposer, caller's thread"
         )
     }
 
@@ -126,7 +132,8 @@ package struct BenchSuite: Sendable {
             throw ToolError("--calls must be 1…\(Self.maximumUnmeasuredCalls)", exitCode: 64)
         }
         guard CallCases.keys.contains(key) else {
-            throw ToolError("no case \(key); cases: \(CallCases.keys.joined(separator: ", "))", exitCode: 64)
+            let all = CallCases.keys + Self.throughputKeys + [Self.concurrencyKey]
+            throw ToolError("no case \(key); cases: \(all.joined(separator: ", "))", exitCode: 64)
         }
         let sink = try LoopbackSink()
         defer { sink.stop() }
@@ -142,6 +149,24 @@ package struct BenchSuite: Sendable {
 
     /// The keys of ``runThroughput(_:)``'s cases.
     package static let throughputKeys = ["throughput_file", "throughput_file_fields", "throughput_logstash"]
+
+    /// The key of ``runConcurrency()``.
+    package static let concurrencyKey = "concurrency"
+
+    /// Measures only the caller threads at once (the documented call and the literal alone; see
+    /// ``ConcurrencyMeasurement``): for a profiler, or for many runs of the one figure.
+    package func runConcurrency() throws -> ConcurrencyMeasurement {
+        let sink = try LoopbackSink()
+        defer { sink.stop() }
+        let cases = try CallCases(folder: folder, logger: logger, collectorPort: sink.port)
+        defer { cases.tearDown() }
+        for callCase in cases.all where callCase.key == "hot_path" || callCase.key == "literal" {
+            // What a whole run does before: each case measured alone, which also takes the journal once around
+            // its segments (rounds that page-fault fresh segments measure the kernel's mapping lock).
+            _ = measure(callCase)
+        }
+        return measureConcurrency(cases, sink: sink)
+    }
 
     /// Runs one end-to-end case alone (`throughput_file`, `throughput_file_fields` — the same event through
     /// `fields:` — or `throughput_logstash`, with ``Options/throughputEvents`` events) and returns its events per
@@ -270,6 +295,16 @@ package struct ConcurrencyMeasurement: Sendable {
     package var manyThreadsCallsPerSecond: Double
     package var literalOneThreadCallsPerSecond: Double
     package var literalManyThreadsCallsPerSecond: Double
+
+    /// One line: each side's ratio of many threads to one, and their calls per second.
+    package var summary: String {
+        func ratio(_ many: Double, _ one: Double) -> String { String(format: "%.2f", many / max(one, 1)) }
+        return
+            "concurrency, \(threads) threads ÷ 1: documented call \(ratio(manyThreadsCallsPerSecond, oneThreadCallsPerSecond))× "
+            + "(\(Int(oneThreadCallsPerSecond)) → \(Int(manyThreadsCallsPerSecond)) calls/s), literal alone "
+            + "\(ratio(literalManyThreadsCallsPerSecond, literalOneThreadCallsPerSecond))× "
+            + "(\(Int(literalOneThreadCallsPerSecond)) → \(Int(literalManyThreadsCallsPerSecond)) calls/s)\n"
+    }
 }
 
 /// What one per-call case measured.
