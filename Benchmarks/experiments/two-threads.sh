@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Where the documented call's two-thread figure goes: builds this commit with
+# submission-switches.patch applied (in a git worktree, release, scratch path
+# .build-experiments/ at the repository's root) and runs `justlog bench --only
+# concurrency` with each switch in turn, interleaved, <runs> times (default 8).
+#
+# The switches take parts of the fast lane's submission (PipelineQueue.submitJournaled)
+# away; what is left measures what those parts cost two threads:
+#   (none)          the product as it is
+#   JL_NOSUBMIT     the record is encoded and not submitted: no shared state at all
+#   JL_LOCKONLY     the queue's lock and two counters, no journal
+#   JL_NOSPOOLLOCK  the journal's append without the spool's lock (the queue's covers it)
+#   JL_NOCOMMIT     the append without the segment header's last-serial store
+#   JL_NOWAKE       a call never wakes the pipeline's thread (the drain's flush does)
+#   JL_RESERVE      space reserved under the locks, the record copied in after them
+# Every switch but the first breaks a guarantee (order, crash safety, delivery):
+# they exist in this patch only, never in the product. The patch is written against
+# the commit that added it; when it no longer applies, this script says so and stops.
+#
+# Usage: Benchmarks/experiments/two-threads.sh [runs]
+set -euo pipefail
+runs=${1:-8}
+root=$(git rev-parse --show-toplevel)
+patch="$root/Benchmarks/experiments/submission-switches.patch"
+tree=$(mktemp -d /tmp/justlog-experiment.XXXXXX)
+cleanup() { git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"; }
+trap cleanup EXIT
+git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
+if ! git -C "$tree" apply "$patch"; then
+    echo "two-threads.sh: $patch no longer applies to this commit; write it again" >&2
+    exit 1
+fi
+scratch="$root/.build-experiments"
+(cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
+bin="$scratch/release/justlog"
+export LD_LIBRARY_PATH="$scratch/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOWAKE JL_RESERVE)
+results=$(mktemp)
+for ((run = 1; run <= runs; run++)); do
+    for mode in "${modes[@]}"; do
+        if [[ $mode == none ]]; then line=$("$bin" bench --only concurrency); else line=$(env "$mode=1" "$bin" bench --only concurrency); fi
+        # "concurrency, 2 threads ÷ 1: documented call 1.42× (…), literal alone 1.86× (…)"
+        documented=$(sed -E 's/.*documented call ([0-9.]+)×.*/\1/' <<<"$line")
+        literal=$(sed -E 's/.*literal alone ([0-9.]+)×.*/\1/' <<<"$line")
+        echo "$mode $documented $literal" | tee -a "$results" >&2
+    done
+done
+echo
+printf '%-15s %-28s %s\n' "switch" "documented call: min median max" "literal alone: min median max"
+for mode in "${modes[@]}"; do
+    awk -v mode="$mode" '
+        $1 == mode { d[++n] = $2; l[n] = $3 }
+        function sorted(a, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t } }
+        function median(a, n) { return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+        END { sorted(d, n); sorted(l, n); printf "%-15s %.2f %.2f %.2f                 %.2f %.2f %.2f\n", mode, d[1], median(d, n), d[n], l[1], median(l, n), l[n] }
+    ' "$results"
+done
+rm -f "$results"
