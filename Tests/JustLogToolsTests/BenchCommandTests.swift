@@ -35,7 +35,7 @@ struct BenchCommandTests {
             "file_events_per_s", "file_limit_events_per_s", "logstash_events_per_s", "tcp_events_per_s",
             "spool_bytes_per_event",
             "hot_path_calls_per_s_1_thread", "hot_path_calls_per_s_threads", "literal_calls_per_s_1_thread",
-            "literal_calls_per_s_threads",
+            "literal_calls_per_s_threads", "hot_path_threads_ratio_median_round", "literal_threads_ratio_median_round",
         ] {
             #expect(((object[key] as? NSNumber)?.doubleValue ?? 0) > 0, "\(key) is \(String(describing: object[key]))")
         }
@@ -103,6 +103,7 @@ struct BenchCommandTests {
             line.hasPrefix("concurrency, ") && line.contains("documented call ") && line.contains("literal alone "),
             "\(line)"
         )
+        #expect(line.components(separatedBy: "median round ").count == 3, "both sides' median round: \(line)")
         // The thread count (at least 2), then four rates above zero: the two cases from one thread and from several.
         let numbers = line.split(whereSeparator: { $0 == "(" || $0 == " " }).compactMap { Int($0) }
         #expect(numbers.count == 5 && numbers[0] >= 2 && numbers.dropFirst().allSatisfy { $0 > 0 }, "\(line)")

@@ -72,11 +72,13 @@ package struct BenchReport: Sendable {
         if let hot = call("hot_path"), let baseline = call("streamloghandler"), hot.nanosecondsP50 > 0 {
             object["streamloghandler_over_hot_path_p50"] = baseline.nanosecondsP50 / hot.nanosecondsP50
         }
-        object["hot_path_calls_per_s_1_thread"] = concurrency.oneThreadCallsPerSecond
-        object["hot_path_calls_per_s_threads"] = concurrency.manyThreadsCallsPerSecond
+        object["hot_path_calls_per_s_1_thread"] = concurrency.documented.oneThreadCallsPerSecond
+        object["hot_path_calls_per_s_threads"] = concurrency.documented.manyThreadsCallsPerSecond
+        object["hot_path_threads_ratio_median_round"] = concurrency.documented.medianRoundRatio
         object["hot_path_threads"] = concurrency.threads
-        object["literal_calls_per_s_1_thread"] = concurrency.literalOneThreadCallsPerSecond
-        object["literal_calls_per_s_threads"] = concurrency.literalManyThreadsCallsPerSecond
+        object["literal_calls_per_s_1_thread"] = concurrency.literal.oneThreadCallsPerSecond
+        object["literal_calls_per_s_threads"] = concurrency.literal.manyThreadsCallsPerSecond
+        object["literal_threads_ratio_median_round"] = concurrency.literal.medianRoundRatio
         object["file_events_per_s"] = throughput.fileEventsPerSecond
         object["file_limit_events_per_s"] = throughput.fileLimitEventsPerSecond
         object["file_line_bytes"] = throughput.fileLineBytes
@@ -119,20 +121,21 @@ package struct BenchReport: Sendable {
                     ? Self.format(baseline / call.nanosecondsP50, decimals: 2) + "×" : "",
             ])
         }
-        var parallel = Table(headers: ["caller threads at once", "calls/s", "÷ 1 thread"])
-        parallel.add(["documented call, 1 thread", Self.format(concurrency.oneThreadCallsPerSecond, decimals: 0), "1"])
+        var parallel = Table(headers: ["caller threads at once", "calls/s", "÷ 1 thread", "median round"])
+        let documented = concurrency.documented
+        parallel.add([
+            "documented call, 1 thread", Self.format(documented.oneThreadCallsPerSecond, decimals: 0), "1", "",
+        ])
         parallel.add([
             "documented call, \(concurrency.threads) threads",
-            Self.format(concurrency.manyThreadsCallsPerSecond, decimals: 0),
-            Self.format(concurrency.manyThreadsCallsPerSecond / concurrency.oneThreadCallsPerSecond, decimals: 2),
+            Self.format(documented.manyThreadsCallsPerSecond, decimals: 0),
+            Self.format(documented.ratio, decimals: 2), Self.format(documented.medianRoundRatio, decimals: 2),
         ])
         parallel.add([
             "baseline: the literal alone, \(concurrency.threads) threads (threads that share nothing)",
-            Self.format(concurrency.literalManyThreadsCallsPerSecond, decimals: 0),
-            Self.format(
-                concurrency.literalManyThreadsCallsPerSecond / concurrency.literalOneThreadCallsPerSecond,
-                decimals: 2
-            ),
+            Self.format(concurrency.literal.manyThreadsCallsPerSecond, decimals: 0),
+            Self.format(concurrency.literal.ratio, decimals: 2),
+            Self.format(concurrency.literal.medianRoundRatio, decimals: 2),
         ])
         var ends = Table(headers: ["end to end (\(throughput.events) events)", "events/s", "÷ limit"])
         let rate = { (value: Double) in Self.format(value, decimals: 0) }

@@ -108,14 +108,10 @@ package struct BenchSuite: Sendable {
         // comes back slower, and a one-thread round, which leaves the other core idle, lost more to it than a
         // two-thread round did (the ratios came out high).
         let settle = { sink.waitUntilQuiet(for: 0.005, timeout: 10) }
-        let documented = scaling(of: hotPath, threads: threads, settle: settle)
-        let baseline = scaling(of: literal, threads: threads, settle: settle)
         return ConcurrencyMeasurement(
             threads: threads,
-            oneThreadCallsPerSecond: documented.oneThread,
-            manyThreadsCallsPerSecond: documented.manyThreads,
-            literalOneThreadCallsPerSecond: baseline.oneThread,
-            literalManyThreadsCallsPerSecond: baseline.manyThreads
+            documented: scaling(of: hotPath, threads: threads, settle: settle),
+            literal: scaling(of: literal, threads: threads, settle: settle)
         )
     }
 
@@ -194,7 +190,7 @@ package struct BenchSuite: Sendable {
     ///
     /// The one-thread and the many-thread rounds alternate, so that whatever the machine does meanwhile (a
     /// neighbour's load, the clock speed) weighs on both sides of the ratio alike: measured one after the other,
-    /// the literal alone — threads that share nothing — swung 1.10–1.95×. The threads are this one and
+    /// a drift between the two went into the ratio whole. The threads are this one and
     /// `threads - 1` of their own, started once; before each many-thread round they are awake and spinning, so
     /// that no thread's wake-up is timed (`DispatchQueue.concurrentPerform` woke a worker inside every round: tens
     /// of microseconds of a round of a few hundred, charged to the logger). Between those rounds they sleep.
@@ -202,7 +198,7 @@ package struct BenchSuite: Sendable {
         of callCase: CallCase,
         threads: Int,
         settle: () -> Void
-    ) -> (oneThread: Double, manyThreads: Double) {
+    ) -> ThreadScaling {
         let perThread = Self.burst / 2
         let rounds = max(1, options.callSamples / (perThread * threads))
         let barrier = RoundBarrier(workers: threads - 1)
@@ -217,11 +213,14 @@ package struct BenchSuite: Sendable {
         defer { barrier.stop() }
         var oneElapsed: UInt64 = 0
         var manyElapsed: UInt64 = 0
+        var roundRatios: [Double] = []
+        roundRatios.reserveCapacity(rounds)
         settle()
         for _ in 0..<rounds {
             let alone = monotonicNanoseconds()
             for index in 0..<perThread { callCase.call(index) }
-            oneElapsed += monotonicNanoseconds() - alone
+            let oneRound = monotonicNanoseconds() - alone
+            oneElapsed += oneRound
             callCase.drain()
 
             barrier.prepare()
@@ -229,11 +228,18 @@ package struct BenchSuite: Sendable {
             barrier.go()
             for index in 0..<perThread { callCase.call(index) }
             let finished = max(monotonicNanoseconds(), barrier.waitForWorkers())
-            manyElapsed += finished - start
+            let manyRound = max(finished - start, 1)
+            manyElapsed += manyRound
+            roundRatios.append(Double(threads) * Double(oneRound) / Double(manyRound))
             callCase.drain()
         }
         let calls = Double(rounds * perThread)
-        return (calls * 1e9 / Double(max(oneElapsed, 1)), calls * Double(threads) * 1e9 / Double(max(manyElapsed, 1)))
+        roundRatios.sort()
+        return ThreadScaling(
+            oneThreadCallsPerSecond: calls * 1e9 / Double(max(oneElapsed, 1)),
+            manyThreadsCallsPerSecond: calls * Double(threads) * 1e9 / Double(max(manyElapsed, 1)),
+            medianRoundRatio: roundRatios[roundRatios.count / 2]
+        )
     }
 
     private func measure(_ callCase: CallCase) -> CallMeasurement {
@@ -291,20 +297,31 @@ struct CallCase: Sendable {
 /// clock — bounds the documented call's ratio too.
 package struct ConcurrencyMeasurement: Sendable {
     package var threads: Int
+    package var documented: ThreadScaling
+    package var literal: ThreadScaling
+
+    /// One line: each side's ratios of many threads to one, and their calls per second.
+    package var summary: String {
+        func side(_ name: String, _ scaling: ThreadScaling) -> String {
+            "\(name) \(String(format: "%.2f", scaling.ratio))× (median round \(String(format: "%.2f", scaling.medianRoundRatio))×; "
+                + "\(Int(scaling.oneThreadCallsPerSecond)) → \(Int(scaling.manyThreadsCallsPerSecond)) calls/s)"
+        }
+        return
+            "concurrency, \(threads) threads ÷ 1: \(side("documented call", documented)), \(side("literal alone", literal))\n"
+    }
+}
+
+/// One case's calls per second from one thread and from several, in alternating rounds (see
+/// `BenchSuite.scaling`).
+package struct ThreadScaling: Sendable {
     package var oneThreadCallsPerSecond: Double
     package var manyThreadsCallsPerSecond: Double
-    package var literalOneThreadCallsPerSecond: Double
-    package var literalManyThreadsCallsPerSecond: Double
+    /// The median over rounds of (threads × a one-thread round's time ÷ the many-thread round's after it): the same
+    /// ratio as ``ratio``, which a round in which the machine stalled a thread no longer drags down.
+    package var medianRoundRatio: Double
 
-    /// One line: each side's ratio of many threads to one, and their calls per second.
-    package var summary: String {
-        func ratio(_ many: Double, _ one: Double) -> String { String(format: "%.2f", many / max(one, 1)) }
-        return
-            "concurrency, \(threads) threads ÷ 1: documented call \(ratio(manyThreadsCallsPerSecond, oneThreadCallsPerSecond))× "
-            + "(\(Int(oneThreadCallsPerSecond)) → \(Int(manyThreadsCallsPerSecond)) calls/s), literal alone "
-            + "\(ratio(literalManyThreadsCallsPerSecond, literalOneThreadCallsPerSecond))× "
-            + "(\(Int(literalOneThreadCallsPerSecond)) → \(Int(literalManyThreadsCallsPerSecond)) calls/s)\n"
-    }
+    /// Aggregate calls per second of the many threads ÷ one thread's, over all rounds.
+    package var ratio: Double { manyThreadsCallsPerSecond / max(oneThreadCallsPerSecond, 1) }
 }
 
 /// What one per-call case measured.
