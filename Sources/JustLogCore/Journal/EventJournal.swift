@@ -8,8 +8,10 @@
 ///                           └────── acknowledge(upTo:) ─────────┘  after each batch is written
 /// ```
 ///
-/// - **Crash-safe.** A record is copied into a shared memory mapping under the pipeline's lock, in log order;
-///   once the call returns it survives `SIGKILL` (see ``Spool``). The worker acknowledges records once every
+/// - **Crash-safe.** A record is copied into a shared memory mapping, in log order; once the call returns it
+///   survives `SIGKILL` (see ``Spool``). A log call on the fast lane takes its record's place under the pipeline's
+///   lock and copies it in after releasing it (`SpoolReservation`), so that logging threads don't wait for each
+///   other's copies; the worker waits at a place not filled yet. The worker acknowledges records once every
 ///   background destination has written them (one `pwrite` of the cursor per batch).
 /// - **Recovery.** When a pipeline starts (or is reconfigured) with a journal, the records an earlier run
 ///   journaled and did not acknowledge are rebuilt, with the `event_id`s they had, and written before anything
@@ -89,29 +91,32 @@ public final class EventJournal: Sendable {
 
     /// Appends a record encoded in place; see ``append(_:)-([UInt8])``.
     func append(_ record: UnsafeRawBufferPointer) -> (start: SpoolPosition, end: SpoolPosition)? {
-        append(record, whileQueuedBytesBelow: .max)
-    }
-
-    /// Appends a record encoded in place while the journal ``isLessThanHalfFull`` (looked at under the spool's
-    /// lock, with the append); `nil` otherwise, or if it can't be appended.
-    func appendWhileLessThanHalfFull(_ record: UnsafeRawBufferPointer) -> (start: SpoolPosition, end: SpoolPosition)? {
-        append(record, whileQueuedBytesBelow: configuration.maxTotalBytes / 2)
-    }
-
-    @inline(__always)
-    private func append(
-        _ record: UnsafeRawBufferPointer,
-        whileQueuedBytesBelow limit: Int
-    ) -> (start: SpoolPosition, end: SpoolPosition)? {
         do {
-            return try spool.appendRecord(record, whileQueuedBytesBelow: limit)
+            return try spool.appendRecord(record)
         } catch {
-            diagnostics.reportOnce(
-                key: "journal.append.\(configuration.directory)",
-                "can't journal an event in \(configuration.directory) (\(error)); it is still written, but would be lost if the program were killed first"
-            )
+            reportAppendFailure(error)
             return nil
         }
+    }
+
+    /// Takes the place of a record of `count` bytes while the journal ``isLessThanHalfFull`` (looked at under the
+    /// spool's lock, with the reservation), for the caller to fill once it has released its own lock (see
+    /// ``SpoolReservation``); `nil` otherwise, or — said once — if it can't be taken.
+    func reserveWhileLessThanHalfFull(_ count: Int) -> SpoolReservation? {
+        do {
+            return try spool.reserveRecord(count, whileQueuedBytesBelow: configuration.maxTotalBytes / 2)
+        } catch {
+            reportAppendFailure(error)
+            return nil
+        }
+    }
+
+    /// Says once that events can't be journaled, and why.
+    private func reportAppendFailure(_ error: any Error) {
+        diagnostics.reportOnce(
+            key: "journal.append.\(configuration.directory)",
+            "can't journal an event in \(configuration.directory) (\(error)); it is still written, but would be lost if the program were killed first"
+        )
     }
 
     /// Every record before `position` is written by every destination that reads the journal.

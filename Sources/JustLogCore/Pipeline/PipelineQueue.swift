@@ -350,8 +350,9 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// The fast lane (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``):
     /// when every destination reads the journal, a log call's record goes there and the queue holds only its place
-    /// — the lock covers the sequence number, the copy into the mapped segment and that place; the worker reads the
-    /// event back. `lane` is the version of the ``FastLaneGate`` values the record was encoded with. Returns
+    /// — the lock covers the sequence number, the record's reserved place in the mapped segment (the journal's lock
+    /// within it) and the queue's; the record is copied in after both are released (``SpoolReservation``), and the
+    /// worker reads the event back once it is. `lane` is the version of the ``FastLaneGate`` values the record was encoded with. Returns
     /// `false`, having done nothing, whenever the event needs the full path: the pipeline is not running or not set
     /// up, destinations are being replaced or are written inline, the intake changed since the caller read the
     /// gate, the journal is half full or more, or it could not take the record.
@@ -366,15 +367,17 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         JournalCodec.setSequence(nextSequence, in: record)
-        let appended = journal._withUnsafeGuaranteedRef {
-            $0.appendWhileLessThanHalfFull(UnsafeRawBufferPointer(record))
-        }
-        guard let (start, end) = appended else {
+        var reserved: SpoolReservation?
+        journal._withUnsafeGuaranteedRef { reserved = $0.reserveWhileLessThanHalfFull(record.count) }
+        guard let reservation = reserved.take() else {
             lock.unlock()
             return false
         }
-        queueJournaled(from: start, to: end)
-        unlockWakingTheWorker()
+        queueJournaled(from: reservation.start, to: reservation.end)
+        let wake = unlockNotingWake()
+        // The copy and its checksums, outside every lock: the worker waits at this place until it is filled.
+        reservation.fill(with: UnsafeRawBufferPointer(record))
+        if wake { lock.broadcast() }
         return true
     }
 
@@ -430,10 +433,17 @@ final class PipelineQueue: @unchecked Sendable {
     /// Releases the lock after queuing an item, and wakes the worker if it waits for one — or, for a control item
     /// (`urgent`), lingers (after the release, so that it does not wake into a lock still held).
     private func unlockWakingTheWorker(urgent: Bool = false) {
+        if unlockNotingWake(urgent: urgent) { lock.broadcast() }
+    }
+
+    /// Releases the lock after queuing an item; returns whether the caller is to wake the worker
+    /// (`lock.broadcast()`), which it may do once it has finished what the worker will read (a reserved record's
+    /// copy): see ``unlockWakingTheWorker(urgent:)``.
+    private func unlockNotingWake(urgent: Bool = false) -> Bool {
         let wake = urgent ? workerIsWaiting || workerIsLingering : workerIsWaiting && !workerIsWoken
         if workerIsWaiting { workerIsWoken = true }
         lock.unlock()
-        if wake { lock.broadcast() }
+        return wake
     }
 
     /// Reports (lock released) that the queue made no progress for `waited` seconds (`fullQueueWait`, read under
@@ -887,6 +897,7 @@ final class PipelineQueue: @unchecked Sendable {
     ) -> Int {
         var position = start
         var remaining = count
+        var unfilledWaits = 0
         while remaining > 0 {
             let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.writeLimit }
             let chunk = journal.read(
@@ -895,13 +906,31 @@ final class PipelineQueue: @unchecked Sendable {
                 maxRecords: min(remaining, chunkLimit),
                 reusing: &journalReadStorage
             )
-            guard chunk.recordCount > 0 else { break }
+            guard chunk.recordCount > 0 else {
+                guard chunk.endsAtUnfilledRecord else { break }
+                // A log call is copying its record in (outside every lock; see `submitJournaled`): a moment.
+                unfilledWaits += 1
+                Self.waitForFill(attempt: unfilledWaits)
+                continue
+            }
+            unfilledWaits = 0
             body(chunk)
             remaining -= chunk.recordCount
             position = chunk.end
             _ = showProgress()
         }
         return remaining
+    }
+
+    /// Waits for a log call to fill the journal place it reserved: a copy of a few hundred bytes, done within
+    /// microseconds unless its thread was preempted — so the first waits only yield the processor, later ones sleep
+    /// 50 µs. Not bounded: the call holds no lock and does nothing else before it fills the place.
+    private static func waitForFill(attempt: Int) {
+        if attempt <= 64 {
+            sched_yield()
+        } else {
+            usleep(50)
+        }
     }
 
     private func dropReport(_ count: UInt64, dispatcher: RecordDispatcher) -> LogRecord {

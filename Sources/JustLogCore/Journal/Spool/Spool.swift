@@ -23,7 +23,9 @@ import Darwin
 /// that is out of scope (it would need an `msync` per record).
 ///
 /// A record torn by a crash in the middle of ``append(_:)`` fails its checks when the spool is opened again
-/// and is ignored; its append never returned, so nothing was lost.
+/// and is ignored; its append never returned, so nothing was lost. The journal's log calls take a record's place
+/// under the lock and copy the record in after it (`reserveRecord`): a place the process was killed before
+/// filling is skipped when the folder is opened again, and not counted as lost either — its call never returned.
 ///
 /// ## Damage
 /// Opening recovers every intact record, in order, whatever happened to the files: a damaged record is
@@ -213,24 +215,29 @@ public final class Spool: @unchecked Sendable {
     /// Appends one record (see ``append(_:)-(UnsafeRawBufferPointer)``) and returns its position and the position
     /// just after it: acknowledging up to `end` acknowledges this record.
     package func appendRecord(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
-        // Never nil: no spool holds `Int.max` bytes.
-        try appendRecord(record, whileQueuedBytesBelow: .max)!
-    }
-
-    /// ``appendRecord(_:)`` if the records not yet acknowledged take fewer than `limit` bytes (looked at under the
-    /// same lock as the append); `nil`, and nothing appended, otherwise.
-    package func appendRecord(
-        _ record: UnsafeRawBufferPointer,
-        whileQueuedBytesBelow limit: Int
-    ) throws -> (start: SpoolPosition, end: SpoolPosition)? {
         try check(record)
         return try lock.withLock {
             guard let open = openStorageReference else { throw notOpen() }
-            return try open._withUnsafeGuaranteedRef { storage in
-                guard storage.counters.queuedBytes < limit else { return nil }
-                return try storage.append(record)
-            }
+            return try open._withUnsafeGuaranteedRef { try $0.append(record) }
         }
+    }
+
+    /// Takes the place of a record of `count` bytes, to be copied in with ``SpoolReservation/fill(with:)`` after this
+    /// returns (outside the spool's lock), if the records not yet acknowledged take fewer than `limit` bytes; `nil`,
+    /// and nothing reserved, otherwise. Throws as ``appendRecord(_:)`` does. Once filled, the record is appended
+    /// exactly as ``appendRecord(_:)`` appends it; a process killed before the fill leaves a frame that recovery
+    /// skips, not a loss (the call that reserved it never returned).
+    package func reserveRecord(_ count: Int, whileQueuedBytesBelow limit: Int) throws -> SpoolReservation? {
+        try check(count: count)
+        lock.lock()
+        defer { lock.unlock() }
+        guard let open = openStorageReference else { throw notOpen() }
+        let place = try open._withUnsafeGuaranteedRef { storage -> SpoolReservation.Place? in
+            guard storage.counters.queuedBytes < limit else { return nil }
+            return try storage.reserve(count)
+        }
+        guard let place else { return nil }
+        return SpoolReservation(place)
     }
 
     /// The open storage, or the error appending meets when the spool is not open or closed (lock held).
@@ -248,17 +255,23 @@ public final class Spool: @unchecked Sendable {
     /// Throws if `record` can't be spooled whatever the spool's state: empty, or too large.
     @inline(__always)
     private func check(_ record: UnsafeRawBufferPointer) throws {
-        guard !record.isEmpty else {
+        try check(count: record.count)
+    }
+
+    /// Throws if a record of `count` bytes can't be spooled whatever the spool's state: empty, or too large.
+    @inline(__always)
+    private func check(count: Int) throws {
+        guard count > 0 else {
             throw JustLogError(
                 code: .emptyRecord,
                 message: "an empty record can't be spooled (collectors drop empty lines)"
             )
         }
-        guard record.count <= configuration.maxRecordBytes else {
+        guard count <= configuration.maxRecordBytes else {
             throw JustLogError(
                 code: .recordTooLarge,
                 message:
-                    "a record of \(record.count) bytes exceeds the \(configuration.maxRecordBytes)-byte line limit; truncate it"
+                    "a record of \(count) bytes exceeds the \(configuration.maxRecordBytes)-byte line limit; truncate it"
             )
         }
     }

@@ -6,7 +6,7 @@ import os
 
 /// A plain mutex (no Foundation, no extra package) guarding the spool's files and counters.
 ///
-/// Every log call takes it once (its record is copied into the journal under it), so it is the cheapest lock the
+/// Every log call takes it once (its record's place in the journal is reserved under it), so it is the cheapest lock the
 /// platform has: on Linux the futex lock of ``ConditionLock`` (a compare-and-swap to take, an exchange to release while uncontended;
 /// the standard library's `Mutex` costs as little, but ThreadSanitizer does not see its ordering and reports the
 /// accesses it guards as races), `OSAllocatedUnfairLock` on Apple platforms (`Mutex` needs macOS 15 / iOS 18
@@ -25,14 +25,34 @@ package final class SpoolLock: @unchecked Sendable {
         word.deallocate()
     }
     #elseif canImport(Darwin)
-    private let lock = OSAllocatedUnfairLock()
+    private let mutex = OSAllocatedUnfairLock()
 
     package init() {}
     #else
-    private let lock = ConditionLock()
+    private let mutex = ConditionLock()
 
     package init() {}
     #endif
+
+    /// Takes the lock (for what ``withLock(_:)`` can't return: a noncopyable value).
+    @inline(__always)
+    package func lock() {
+        #if os(Linux)
+        cjustlog_futex_lock(word)
+        #else
+        mutex.lock()
+        #endif
+    }
+
+    /// Releases the lock taken with ``lock()``.
+    @inline(__always)
+    package func unlock() {
+        #if os(Linux)
+        cjustlog_futex_unlock(word)
+        #else
+        mutex.unlock()
+        #endif
+    }
 
     /// Runs `body` with the lock held.
     @inline(__always)
@@ -42,9 +62,9 @@ package final class SpoolLock: @unchecked Sendable {
         defer { cjustlog_futex_unlock(word) }
         return try body()
         #elseif canImport(Darwin)
-        return try lock.withLockUnchecked(body)
+        return try mutex.withLockUnchecked(body)
         #else
-        return try lock.withLock(body)
+        return try mutex.withLock(body)
         #endif
     }
 }

@@ -30,6 +30,9 @@ public struct SpoolBatch: Hashable, Sendable {
     public var start: SpoolPosition
     /// Where the record after the batch starts: acknowledging up to here acknowledges the whole batch.
     public var end: SpoolPosition
+    /// The batch ends at a reserved record still being copied in (see ``Spool/reserveRecord(_:whileQueuedBytesBelow:)``):
+    /// more records follow once it is. Read again from ``end`` in a moment.
+    package var endsAtUnfilledRecord = false
 
     public init(bytes: [UInt8], recordCount: Int, start: SpoolPosition, end: SpoolPosition) {
         self.bytes = bytes

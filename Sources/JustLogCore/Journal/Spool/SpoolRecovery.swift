@@ -8,7 +8,8 @@
 /// - **Losses are counted by serial.** Every record from the cursor on has a serial one more than the record
 ///   before; the serials between the cursor and the highest serial known (records seen, damaged records whose
 ///   frame header survived, the last serial each segment header recorded) that belong to no intact record
-///   are lost: a damaged record, a missing or emptied segment, a file cut short.
+///   are lost: a damaged record, a missing or emptied segment, a file cut short — but not a reserved frame never
+///   filled (its call never returned; see ``SpoolSegment/reserve(_:serial:)``).
 /// - **Reported once.** Serials already in the ``SpoolLossLedger`` were reported by an earlier open.
 struct SpoolRecovery {
     /// One lost stretch of serials and where it was.
@@ -16,6 +17,18 @@ struct SpoolRecovery {
         var serials: Range<UInt64>
         var place: String
         var count: UInt64 { serials.upperBound - serials.lowerBound }
+
+        /// This loss without the serials of `excluded` (sorted): the stretches left, in the same place.
+        func excluding(_ excluded: [UInt64]) -> [Loss] {
+            var stretches: [Loss] = []
+            var from = serials.lowerBound
+            for serial in excluded where serials.contains(serial) && serial >= from {
+                if serial > from { stretches.append(Loss(serials: from..<serial, place: place)) }
+                from = serial + 1
+            }
+            if from < serials.upperBound { stretches.append(Loss(serials: from..<serials.upperBound, place: place)) }
+            return stretches
+        }
     }
 
     /// Where sending resumes.
@@ -114,6 +127,9 @@ struct SpoolRecovery {
                 )
             )
         }
+        // Reserved frames never filled were calls that never returned: not lost.
+        let unfinished = segments.flatMap(\.scan.unfinishedSerials).sorted()
+        if !unfinished.isEmpty { losses = losses.flatMap { $0.excluding(unfinished) } }
         newlyLost = ledger.unreported(in: losses.map(\.serials))
         newLosses = losses.filter { ledger.unreported(in: [$0.serials]) > 0 }
 

@@ -23,6 +23,9 @@ struct SegmentScan: Sendable {
     var damagedSerials: [UInt64] = []
     /// Stretches of damaged bytes between intact records: where each starts and how long it is.
     var damage: [(offset: Int, length: Int)] = []
+    /// Serials of reserved frames never filled (see ``SpoolSegment/reserve(_:serial:)``): calls the process was killed
+    /// in, which never returned. Skipped, and not lost.
+    var unfinishedSerials: [UInt64] = []
     /// Where unreadable bytes after the last intact record start, if any (legacy segments: the only damage
     /// they can report).
     var unreadableTail: Int?
@@ -34,7 +37,7 @@ struct SegmentScan: Sendable {
     /// The lowest and highest serial seen in the file (intact, damaged or committed), if any.
     var serials: ClosedRange<UInt64>? {
         let all =
-            runs.flatMap { [$0.firstSerial, $0.lastSerial] } + damagedSerials
+            runs.flatMap { [$0.firstSerial, $0.lastSerial] } + damagedSerials + unfinishedSerials
             + (committedSerial.map { $0 > 0 ? [$0] : [] } ?? [])
         guard let low = all.min(), let high = all.max() else { return nil }
         return low...high
@@ -50,6 +53,8 @@ extension SpoolSegment {
         case intact(length: Int, serial: UInt64)
         /// A frame header that checks out in front of a payload that does not (or that the file cuts off).
         case damaged(length: Int, serial: UInt64)
+        /// A reserved frame whose record was never (or not wholly) copied in: its call never returned.
+        case unfinished(length: Int, serial: UInt64)
     }
 
     /// Finds the records of a segment just opened, sets ``end``, ``recordCount``, ``payloadBytes`` and
@@ -57,7 +62,8 @@ extension SpoolSegment {
     /// damaged header magic, which is written again.
     ///
     /// A damaged record whose frame header is intact is skipped exactly (its length is known); after bytes
-    /// that are no frame at all, the next frame is found by its magic and its header's checksum.
+    /// that are no frame at all, the next frame is found by its magic and its header's checksum. A reserved frame
+    /// never filled is skipped exactly too, and its serial is not a loss.
     func scan() -> SegmentScan {
         format == .legacy ? scanLegacy() : scanFramed()
     }
@@ -78,13 +84,19 @@ extension SpoolSegment {
         result.committedSerial = committedSerial
         let headerSize = Self.frameHeaderSize
         var offset = firstFrameOffset
+        // Where the stretch of bytes that are no intact record starts (reading jumps it), and where its first damaged
+        // byte is (a stretch of unfinished frames alone is no damage).
+        var skipStart: Int?
         var damageStart: Int?
         end = offset
         scanning: while offset + headerSize <= capacity {
             switch check(at: offset) {
             case .intact(let length, let serial):
-                if let start = damageStart {
+                if let start = skipStart {
                     skips[start] = offset
+                    skipStart = nil
+                }
+                if let start = damageStart {
                     result.damage.append((start, offset - start))
                     damageStart = nil
                 }
@@ -98,10 +110,16 @@ extension SpoolSegment {
                 offset += headerSize + length
                 end = offset
             case .damaged(let length, let serial):
+                if skipStart == nil { skipStart = offset }
                 if damageStart == nil { damageStart = offset }
                 result.damagedSerials.append(serial)
                 offset += headerSize + length
+            case .unfinished(let length, let serial):
+                if skipStart == nil { skipStart = offset }
+                result.unfinishedSerials.append(serial)
+                offset += headerSize + length
             case .none:
+                if skipStart == nil { skipStart = offset }
                 if damageStart == nil { damageStart = offset }
                 guard let next = nextCandidate(after: offset) else { break scanning }
                 offset = next
@@ -136,9 +154,10 @@ extension SpoolSegment {
     private func check(at offset: Int, checksum: Checksum? = nil) -> FrameCheck {
         guard case .framed(let segmentChecksum) = format else { return .none }
         let checksum = checksum ?? segmentChecksum
-        guard offset + Self.frameHeaderSize <= capacity,
-            UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) == Self.frameMagic
-        else { return .none }
+        guard offset + Self.frameHeaderSize <= capacity else { return .none }
+        let magic = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        if magic == Self.reservedMagic { return checkReserved(at: offset) }
+        guard magic == Self.frameMagic else { return .none }
         let headerCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 20, as: UInt32.self))
         guard checksum(UnsafeRawBufferPointer(start: base + offset, count: 20)) == headerCRC else { return .none }
         let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
@@ -151,6 +170,32 @@ extension SpoolSegment {
         let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
         return checksum(payload) == payloadCRC
             ? .intact(length: length, serial: serial) : .damaged(length: length, serial: serial)
+    }
+
+    /// What a frame that starts with the reserved magic holds: ``FrameCheck/unfinished(length:serial:)`` if it is a
+    /// stub, or a record copied in whose commit mark was not written yet; ``FrameCheck/none`` otherwise.
+    private func checkReserved(at offset: Int) -> FrameCheck {
+        let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
+        let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        guard length > 0, length <= capacity - offset - Self.frameHeaderSize else { return .none }
+        let check = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
+        if check == Self.reservationCheck(length: length, serial: serial) {
+            return .unfinished(length: length, serial: serial)
+        }
+        // Filled up to the commit mark: the header checks out with the frame magic in its place, and so does the
+        // payload, copied in before the header's checksums (if it does not, the bytes were damaged since).
+        let headerChecks = withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { header in
+            let copy = header.baseAddress!
+            copy.copyMemory(from: base + offset, byteCount: 24)
+            copy.storeBytes(of: Self.frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
+            let stored = UInt32(littleEndian: copy.load(fromByteOffset: 20, as: UInt32.self))
+            return CRC32C.checksum(twentyBytesAt: copy) == stored
+        }
+        guard headerChecks else { return .none }
+        let payloadCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self))
+        let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
+        return CRC32C.checksum(payload) == payloadCRC
+            ? .unfinished(length: length, serial: serial) : .damaged(length: length, serial: serial)
     }
 
     /// The next offset after `offset` where a frame header that checks out starts, if any.

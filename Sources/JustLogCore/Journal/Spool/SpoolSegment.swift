@@ -1,3 +1,5 @@
+import CJustLogAtomics
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -22,7 +24,17 @@ import Darwin
 /// | 20‥24 | CRC-32C of bytes 0‥20 (the frame header itself) |
 /// | 24‥ | payload |
 ///
-/// and zeros after the last record. The frame magic and the header's own checksum let a reader find the
+/// and zeros after the last record.
+///
+/// A frame may also be *reserved* (see ``reserve(_:serial:)``): a log call takes its place under the spool's lock
+/// and copies its record in after releasing it. Until then the frame holds a stub — ``reservedMagic`` (the frame
+/// magic with first byte `FA`, which never occurs in UTF-8 text either), the length, the serial, and at 16‥24
+/// ``reservationCheck(length:serial:)`` — and filling it writes the payload, then bytes 16‥24 (one store), then
+/// the first byte `F9`: the commit mark. A reader stops at a frame whose mark is not set and waits for it; a
+/// stub found when the folder is opened belongs to a call the process was killed in, which never returned: it
+/// is skipped and not counted as lost.
+///
+/// The frame magic and the header's own checksum let a reader find the
 /// next record after damaged bytes (see ``scan()``); serials let it count exactly how many records it
 /// could not read; the header's last serial covers the records at the end of the file.
 ///
@@ -87,6 +99,10 @@ final class SpoolSegment {
     static let magic: [UInt8] = Format.current.magic
     /// The first 4 bytes of every format-2 frame, read as a little-endian `UInt32`.
     static let frameMagic: UInt32 = 0x3252_4AF9
+    /// The first 4 bytes of a reserved frame that is not filled yet, read as a little-endian `UInt32`.
+    static let reservedMagic: UInt32 = 0x3252_4AFA
+    /// The first byte of a reserved frame until it is filled.
+    static let reservedMark: UInt8 = 0xFA
     /// The header size of new segments.
     static let headerSize = Format.current.headerSize
     /// The frame header size of new records.
@@ -277,6 +293,66 @@ final class SpoolSegment {
         recordCount += 1
         payloadBytes += payload.count
         commit(serial: serial)
+    }
+
+    /// Reserves the frame after ``end`` for a record of `payloadCount` bytes (it ``fits(_:)``) whose caller copies it
+    /// in with ``fill(_:with:)`` once the spool's lock is released; returns where the frame starts. Writes the
+    /// frame's stub — length, serial and their check, then the reserved magic — and then the header's last serial:
+    /// a crash before the fill leaves a stub that recovery skips (see the type's discussion). The frame counts as
+    /// appended from now on (``end``, ``recordCount``); readers wait for its commit mark (``isCommitted(at:)``).
+    func reserve(_ payloadCount: Int, serial: UInt64) -> UnsafeMutableRawPointer {
+        let frame = base + end
+        frame.storeBytes(of: UInt32(payloadCount).littleEndian, toByteOffset: 4, as: UInt32.self)
+        frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
+        frame.storeBytes(
+            of: Self.reservationCheck(length: payloadCount, serial: serial).littleEndian,
+            toByteOffset: 16,
+            as: UInt64.self
+        )
+        frame.storeBytes(of: Self.reservedMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
+        end += Self.frameHeaderSize + payloadCount
+        recordCount += 1
+        payloadBytes += payloadCount
+        commit(serial: serial)
+        return frame
+    }
+
+    /// What a reserved frame's bytes 16‥24 hold until it is filled: tells a stub from damaged bytes that happen to
+    /// start with the reserved magic.
+    static func reservationCheck(length: Int, serial: UInt64) -> UInt64 {
+        ~serial ^ (UInt64(truncatingIfNeeded: length) &* 0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// Copies `payload` into the frame that ``reserve(_:serial:)`` returned (for exactly `payload.count` bytes), then
+    /// its two checksums in one store, then — last, with release ordering — the commit mark: a reader that sees the
+    /// mark sees the whole record; a process killed before the mark leaves a stub, or a record whose mark is
+    /// missing, and recovery skips either (its call never returned). Needs no lock: nothing else writes the frame,
+    /// and the caller keeps the segment mapped (``SpoolReservation``).
+    static func fill(_ frame: UnsafeMutableRawPointer, with payload: UnsafeRawBufferPointer) {
+        (frame + frameHeaderSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
+        let payloadCRC = CRC32C.checksum(payload)
+        // The header's checksum covers the final magic, which is not in the frame yet: computed on a copy.
+        let headerCRC = withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { header in
+            let copy = header.baseAddress!
+            copy.copyMemory(from: frame, byteCount: 16)
+            copy.storeBytes(of: frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
+            copy.storeBytes(of: payloadCRC.littleEndian, toByteOffset: 16, as: UInt32.self)
+            return CRC32C.checksum(twentyBytesAt: copy)
+        }
+        frame.storeBytes(
+            of: (UInt64(payloadCRC) | UInt64(headerCRC) << 32).littleEndian,
+            toByteOffset: 16,
+            as: UInt64.self
+        )
+        cjustlog_atomic_store_release_u8(frame.assumingMemoryBound(to: UInt8.self), UInt8(frameMagic & 0xFF))
+    }
+
+    /// Whether the record at `offset` (a frame start before ``end``) is complete: not a reserved frame still being
+    /// filled. Read with acquire ordering: if so, the record's bytes may be read.
+    func isCommitted(at offset: Int) -> Bool {
+        guard format.isFramed else { return true }
+        return cjustlog_atomic_load_acquire_u8((base + offset).assumingMemoryBound(to: UInt8.self))
+            != Self.reservedMark
     }
 
     /// Records `serial` as the last one appended, with its complement.

@@ -1,3 +1,5 @@
+import CJustLogAtomics
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -35,6 +37,14 @@ final class SpoolStorage {
     /// The cursor last written to the file (under `cursorWriteLock`): an older one is not written over it.
     @exclusivity(unchecked) private var writtenCursor: SpoolPosition?
     @exclusivity(unchecked) private var cursorSaveFailed = false  // under `cursorWriteLock`
+    /// Places reserved (``reserve(_:)``) whose records are still being copied in, outside the spool's lock: no segment
+    /// is unmapped while there are any (see ``waitForFills()``). A word of its own, for the fillers' atomic
+    /// decrements (a retain and a release of the segment cost a log call twice as much).
+    private let fillsInFlight: UnsafeMutablePointer<UInt64> = {
+        let word = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
+        word.initialize(to: 0)
+        return word
+    }()
 
     // MARK: - Opening
 
@@ -211,8 +221,14 @@ final class SpoolStorage {
         return false
     }
 
-    /// Unmaps and closes the files. Records stay on disk for the next spool opened on the folder.
+    deinit {
+        fillsInFlight.deallocate()
+    }
+
+    /// Unmaps and closes the files, once no reserved place is being filled. Records stay on disk for the next spool
+    /// opened on the folder.
     func close() {
+        waitForFills()
         segments.removeAll()
         spare?.remove()
         spare = nil
@@ -240,6 +256,34 @@ final class SpoolStorage {
         counters.queuedBytes += record.count + 1
         counters.appendedRecords += 1
         return (position, end)
+    }
+
+    /// Reserves the place of a record of `count` bytes (already checked: not empty, not too large) for the caller to
+    /// copy in after the spool's lock is released: see ``SpoolReservation``.
+    func reserve(_ count: Int) throws -> SpoolReservation.Place {
+        var last = Unmanaged.passUnretained(segments[segments.count - 1])
+        if !last._withUnsafeGuaranteedRef({ $0.fits(count) }) {
+            last = .passUnretained(try startSegment())
+        }
+        let serial = nextSerial
+        cjustlog_atomic_increment_u64(fillsInFlight)
+        let (start, frame, end) = last._withUnsafeGuaranteedRef { segment in
+            let start = SpoolPosition(segment: segment.sequence, offset: segment.end)
+            let frame = segment.reserve(count, serial: serial)
+            return (start, frame, SpoolPosition(segment: segment.sequence, offset: segment.end))
+        }
+        nextSerial += 1
+        counters.queuedRecords += 1
+        counters.queuedBytes += count + 1
+        counters.appendedRecords += 1
+        return SpoolReservation.Place(start: start, end: end, frame: frame, count: count, fills: fillsInFlight)
+    }
+
+    /// Waits (lock held) until every reserved place is filled: before a segment that may hold one is unmapped. A
+    /// fill takes microseconds and needs no lock; a filler's thread that was preempted makes this wait longer — only
+    /// when the oldest segment is dropped at the cap, or the spool closed.
+    private func waitForFills() {
+        while cjustlog_atomic_load_acquire_u64(fillsInFlight) > 0 { sched_yield() }
     }
 
     /// Opens the next segment, first deleting the oldest if the spool is at its cap.
@@ -286,6 +330,8 @@ final class SpoolStorage {
 
     /// Deletes the oldest segment, counting its unacknowledged records as dropped.
     private func dropOldestSegment() {
+        // A place reserved in it may still be being filled (its thread preempted while this many segments filled).
+        waitForFills()
         let oldest = segments.removeFirst()
         var lost = (records: oldest.recordCount, bytes: oldest.payloadBytes)
         if oldest.sequence == cursor.segment {
@@ -449,6 +495,7 @@ struct SpoolReadPlan {
         swap(&bytes, &storage)
         defer { storage = bytes }
         var count = 0
+        var unfilled = false
         while count < maxRecords {
             let (segment, end) = segments[index]
             if position.offset >= end {
@@ -459,6 +506,10 @@ struct SpoolReadPlan {
                 continue
             }
             if let limit, position >= limit { break }
+            guard segment.isCommitted(at: position.offset) else {
+                unfilled = true
+                break
+            }
             let payload = segment.payload(at: position.offset)
             if count > 0, bytes.count + payload.count + 1 > maxBytes { break }
             // A bounded batch takes its whole size at once (its pages are touched only as they fill): reused
@@ -476,6 +527,8 @@ struct SpoolReadPlan {
             let next = segments[index + 1].segment
             position = SpoolPosition(segment: next.sequence, offset: next.firstFrameOffset)
         }
-        return SpoolBatch(bytes: bytes, recordCount: count, start: start, end: position)
+        var batch = SpoolBatch(bytes: bytes, recordCount: count, start: start, end: position)
+        batch.endsAtUnfilledRecord = unfilled
+        return batch
     }
 }

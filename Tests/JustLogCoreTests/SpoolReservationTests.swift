@@ -1,0 +1,311 @@
+import Foundation
+import JustLogTestKit
+import JustLogTestSupport
+import Testing
+
+@testable import JustLogCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// A record's place is reserved under the spool's lock and filled after it (`SpoolReservation`): readers wait at a
+// place not filled yet; a place never filled because the process died is skipped when the folder is opened again,
+// and not counted as lost (its call never returned); a place filled after its segment left the spool lands in
+// memory that is still mapped.
+@Suite struct SpoolReservationTests {
+    /// Record `index`: its content says which one it is.
+    private func record(_ index: Int) -> [UInt8] {
+        Array(#"{"event_id":"\#(index)","message":"record \#(index) \#(String(repeating: "r", count: 90))"}"#.utf8)
+    }
+
+    private func configuration(
+        _ folder: TemporaryDirectory,
+        segmentBytes: Int = 64 << 10,
+        maxTotalBytes: Int = 1 << 20
+    )
+        -> Spool.Configuration
+    {
+        .init(
+            directory: folder.file("spool"),
+            segmentBytes: segmentBytes,
+            maxTotalBytes: maxTotalBytes,
+            maxRecordBytes: 1024
+        )
+    }
+
+    /// Every record from the cursor on, without acknowledging, with whether the last read stopped at a place not
+    /// filled yet.
+    private func readAll(_ spool: Spool) -> (records: [String], stoppedAtUnfilled: Bool) {
+        var position = spool.cursor
+        var records: [String] = []
+        for _ in 0..<10_000 {
+            let batch = spool.read(from: position, before: nil, maxBytes: 64 << 10, maxRecords: 100)
+            records += batch.bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+            if batch.isEmpty { return (records, batch.endsAtUnfilledRecord) }
+            position = batch.end
+        }
+        return (records, false)
+    }
+
+    private func text(_ indices: some Sequence<Int>) -> [String] {
+        indices.map { String(decoding: record($0), as: UTF8.self) }
+    }
+
+    private func reserve(_ index: Int, in spool: Spool) throws -> SpoolReservation {
+        guard let reservation = try spool.reserveRecord(record(index).count, whileQueuedBytesBelow: .max) else {
+            throw JustLogError(code: .spoolUnavailable, message: "no place reserved below an unlimited size")
+        }
+        return reservation
+    }
+
+    /// Fills `reservation` with record `index`.
+    private func fill(_ reservation: consuming SpoolReservation, with index: Int) {
+        let bytes = record(index)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        defer { buffer.deallocate() }
+        buffer.copyBytes(from: bytes)
+        reservation.fill(with: UnsafeRawBufferPointer(buffer))
+    }
+
+    @Test func aReaderStopsAtAPlaceNotYetFilledAndReadsOnOnceItIs() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let spool = try Spool(configuration: configuration(folder))
+        defer { spool.close() }
+        try spool.append(record(0))
+        let first = try reserve(1, in: spool)
+        let second = try reserve(2, in: spool)
+        #expect(spool.counterSnapshot.queuedRecords == 3, "a reserved record counts as appended")
+
+        fill(second, with: 2)
+        var read = readAll(spool)
+        #expect(read.records == text([0]), "the record filled later is not read before the one reserved first")
+        #expect(read.stoppedAtUnfilled)
+
+        fill(first, with: 1)
+        read = readAll(spool)
+        #expect(read.records == text(0..<3))
+        #expect(!read.stoppedAtUnfilled)
+    }
+
+    /// What a process killed now would leave of the spool in `folder`: its files as they are (the mapped pages are
+    /// the files' page cache), copied to `copy` — while the spool stays open, as it would have in the process.
+    private func filesLeftByAKill(of folder: TemporaryDirectory, in copy: TemporaryDirectory) throws {
+        let from = folder.file("spool")
+        let to = copy.file("spool")
+        try FileManager.default.createDirectory(atPath: to, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: from) where name != "spool.lock" {
+            try FileManager.default.copyItem(atPath: from + "/" + name, toPath: to + "/" + name)
+        }
+    }
+
+    @Test func aPlaceNeverFilledBeforeTheProcessDiedIsSkippedAndNotCountedAsLost() throws {
+        let folder = try TemporaryDirectory()
+        let killed = try TemporaryDirectory()
+        defer {
+            folder.remove()
+            killed.remove()
+        }
+        let lines = LockedValue<[String]>([])
+        let diagnostics = DiagnosticSink { line in lines.withLock { $0.append(line) } }
+        let spool = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
+        try spool.append(record(0))
+        // The process is killed with record 1's place reserved: its call never returned. Record 2, reserved after
+        // it, was filled, as was record 4; record 3 in between never was, nor was 5, the last.
+        let dying = try reserve(1, in: spool)
+        fill(try reserve(2, in: spool), with: 2)
+        let alsoDying = try reserve(3, in: spool)
+        try spool.append(record(4))
+        let lastDying = try reserve(5, in: spool)
+        try filesLeftByAKill(of: folder, in: killed)
+        fill(dying, with: 1)
+        fill(alsoDying, with: 3)
+        fill(lastDying, with: 5)
+        spool.close()
+
+        let reopened = try Spool(configuration: configuration(killed), diagnostics: diagnostics)
+        defer { reopened.close() }
+        #expect(readAll(reopened).records == text([0, 2, 4]))
+        #expect(reopened.takeLossesToReport() == 0, "a call that never returned lost nothing")
+        #expect(lines.current.isEmpty, "no damage reported: \(lines.current)")
+        // The next records follow, and are read after the others once the folder is opened again.
+        try reopened.append(record(6))
+        #expect(readAll(reopened).records == text([0, 2, 4, 6]))
+    }
+
+    @Test func aRecordCopiedInWhoseCommitMarkWasNotWrittenIsSkippedAndNotCountedAsLost() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let lines = LockedValue<[String]>([])
+        let diagnostics = DiagnosticSink { line in lines.withLock { $0.append(line) } }
+        let spool = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
+        for index in 0..<3 { try spool.append(record(index)) }
+        spool.close()
+        // Killed between the copy and its commit mark: record 1's frame is whole but for its first byte.
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: folder.file("spool")).first { $0.hasSuffix(".seg") }
+        )
+        let path = folder.file("spool/\(segment)")
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        let payload = try #require(bytes.range(of: Data(record(1))))
+        let frame = payload.lowerBound - SpoolSegment.frameHeaderSize
+        #expect(bytes[frame] == 0xF9)
+        bytes[frame] = SpoolSegment.reservedMark
+        try bytes.write(to: URL(fileURLWithPath: path))
+
+        let reopened = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
+        defer { reopened.close() }
+        #expect(readAll(reopened).records == text([0, 2]))
+        #expect(reopened.takeLossesToReport() == 0)
+        #expect(lines.current.isEmpty, "no damage reported: \(lines.current)")
+    }
+
+    @Test func bytesThatStartLikeAReservedPlaceButDoNotCheckOutAreDamageAndCounted() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let lines = LockedValue<[String]>([])
+        let diagnostics = DiagnosticSink { line in lines.withLock { $0.append(line) } }
+        let spool = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
+        for index in 0..<3 { try spool.append(record(index)) }
+        spool.close()
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: folder.file("spool")).first { $0.hasSuffix(".seg") }
+        )
+        let path = folder.file("spool/\(segment)")
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        let payload = try #require(bytes.range(of: Data(record(1))))
+        let frame = payload.lowerBound - SpoolSegment.frameHeaderSize
+        // The reserved magic, and then a payload byte flipped: neither a stub nor a record copied in.
+        bytes[frame] = SpoolSegment.reservedMark
+        bytes[payload.lowerBound + 5] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: path))
+
+        let reopened = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
+        defer { reopened.close() }
+        #expect(readAll(reopened).records == text([0, 2]))
+        #expect(reopened.takeLossesToReport() == 1)
+        #expect(lines.current.contains { $0.contains("1 record(s) could not be read") })
+    }
+
+    /// Fills `reservation` with record `index` on a thread of its own, after `delay`; returns whether it was done.
+    private func fillLater(
+        _ reservation: consuming SpoolReservation,
+        with index: Int,
+        after delay: Duration
+    ) -> LockedValue<Bool> {
+        let filled = LockedValue(false)
+        let box = ReservationBox(reservation)
+        let bytes = record(index)
+        Thread.detachNewThread {
+            Thread.sleep(
+                forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds)
+            )
+            box.fill(with: bytes)
+            filled.withLock { $0 = true }
+        }
+        return filled
+    }
+
+    @Test func droppingTheSegmentOfAPlaceBeingFilledWaitsForItsCopy() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        // Two segments of 4 KiB: appending past the second drops the first, with the place reserved in it.
+        let spool = try Spool(
+            configuration: configuration(folder, segmentBytes: 4 << 10, maxTotalBytes: 8 << 10),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        defer { spool.close() }
+        let filled = fillLater(try reserve(0, in: spool), with: 0, after: .milliseconds(200))
+        var index = 1
+        while spool.counterSnapshot.droppedRecords == 0, index < 1_000 {
+            try spool.append(record(index))
+            index += 1
+        }
+        #expect(filled.current, "the segment was dropped (and unmapped) only once its place was filled")
+        #expect(spool.counterSnapshot.droppedRecords > 0)
+        let records = readAll(spool).records
+        #expect(!records.contains(text([0])[0]), "the dropped record is gone")
+        #expect(records.last == text([index - 1])[0])
+    }
+
+    @Test func closingWaitsForAPlaceBeingFilledAndKeepsItsRecord() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let spool = try Spool(configuration: configuration(folder))
+        try spool.append(record(0))
+        let filled = fillLater(try reserve(1, in: spool), with: 1, after: .milliseconds(200))
+        spool.close()
+        #expect(filled.current, "the spool closed (and unmapped its segments) only once the place was filled")
+        let reopened = try Spool(configuration: configuration(folder))
+        defer { reopened.close() }
+        #expect(readAll(reopened).records == text(0..<2))
+    }
+
+    /// Threads logging at once through the fast lane (places reserved under the locks, filled outside them) while
+    /// the worker reads behind them: every event once, each thread's in its order, none counted as dropped.
+    @Test func threadsLoggingAtOnceThroughTheFastLaneLandExactlyOnceInOrder() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        let capture = CapturingDestination()
+        let pipeline = LogPipeline(
+            setup: .init(routes: [.init(capture)], journal: journal),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        #expect(pipeline.intake.journalOnly, "every destination reads the journal: the fast lane is open")
+        let threads = 4
+        let perThread = 20_000
+        let done = LockedValue(0)
+        for thread in 0..<threads {
+            Thread.detachNewThread {
+                for index in 0..<perThread {
+                    pipeline.submitCall(
+                        .info,
+                        "t\(thread)-\(index)",
+                        error: nil,
+                        userInfo: ["thread": thread],
+                        callSite: CallSite(file: #fileID, function: #function, line: #line)
+                    )
+                }
+                done.withLock { $0 += 1 }
+            }
+        }
+        #expect(await eventually(timeout: .seconds(120)) { done.current == threads })
+        try await pipeline.flush()
+
+        let records = capture.records
+        #expect(records.count == threads * perThread)
+        var next = [Int](repeating: 0, count: threads)
+        for record in records {
+            let parts = record.message.dropFirst().split(separator: "-")
+            guard parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]), thread < threads else {
+                Issue.record("unexpected record: \(record.message)")
+                continue
+            }
+            #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
+            next[thread] = index + 1
+        }
+        #expect(Set(records.map(\.eventID)).count == records.count)
+        #expect(pipeline.currentStatistics.dropped == 0)
+        #expect(journal.unacknowledgedBytes == 0, "the worker acknowledged every place, filled")
+        await pipeline.shutdown()
+    }
+}
+
+/// A reservation handed to another thread (noncopyable values are not captured by escaping closures).
+private final class ReservationBox: @unchecked Sendable {
+    private var reservation: SpoolReservation?
+
+    init(_ reservation: consuming SpoolReservation) {
+        self.reservation = consume reservation
+    }
+
+    func fill(with bytes: [UInt8]) {
+        guard let reservation = reservation.take() else { return }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        defer { buffer.deallocate() }
+        buffer.copyBytes(from: bytes)
+        reservation.fill(with: UnsafeRawBufferPointer(buffer))
+    }
+}
