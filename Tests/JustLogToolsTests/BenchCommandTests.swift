@@ -109,6 +109,21 @@ struct BenchCommandTests {
         #expect(numbers.count == 5 && numbers[0] >= 2 && numbers.dropFirst().allSatisfy { $0 > 0 }, "\(line)")
     }
 
+    @Test func onlyConcurrencyMeasuresAnotherCaseWhenAskedAndNamesIt() async throws {
+        let output = try await runJustlog([
+            "bench", "--only", "concurrency", "--case", "message_only", "--iterations", "2048",
+        ])
+        #expect(output.status == 0, "\(output.standardError)")
+        let line = output.standardOutput
+        #expect(
+            line.contains("message_only ") && !line.contains("documented call") && line.contains("literal alone "),
+            "\(line)"
+        )
+        let unknown = try await runJustlog(["bench", "--only", "concurrency", "--case", "nothing"])
+        #expect(unknown.status == 64)
+        #expect(unknown.standardError.contains("message_only"), "the error lists the cases: \(unknown.standardError)")
+    }
+
     /// Whether this build runs under a sanitizer that replaces malloc (as `.ci/run`'s ThreadSanitizer run does).
     static var sanitizerOwnsMalloc: Bool {
         dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil

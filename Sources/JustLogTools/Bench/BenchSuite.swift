@@ -98,8 +98,12 @@ package struct BenchSuite: Sendable {
 
     /// The documented call and the literal alone, each from one thread and from as many threads as cores (at
     /// least 2): see ``ConcurrencyMeasurement``.
-    private func measureConcurrency(_ cases: CallCases, sink: LoopbackSink) -> ConcurrencyMeasurement {
-        let hotPath = cases.all.first { $0.key == "hot_path" }!
+    private func measureConcurrency(
+        _ cases: CallCases,
+        sink: LoopbackSink,
+        of key: String = "hot_path"
+    ) -> ConcurrencyMeasurement {
+        let measured = cases.all.first { $0.key == key }!
         let literal = cases.all.first { $0.key == "literal" }!
         let threads = max(2, ProcessInfo.processInfo.activeProcessorCount)
         // Each case's rounds start once the collector has every line sent so far: the Logstash backlog of the cases
@@ -110,7 +114,8 @@ package struct BenchSuite: Sendable {
         let settle = { sink.waitUntilQuiet(for: 0.005, timeout: 10) }
         return ConcurrencyMeasurement(
             threads: threads,
-            documented: scaling(of: hotPath, threads: threads, settle: settle),
+            key: key,
+            documented: scaling(of: measured, threads: threads, settle: settle),
             literal: scaling(of: literal, threads: threads, settle: settle)
         )
     }
@@ -149,19 +154,28 @@ package struct BenchSuite: Sendable {
     /// The key of ``runConcurrency()``.
     package static let concurrencyKey = "concurrency"
 
-    /// Measures only the caller threads at once (the documented call and the literal alone; see
-    /// ``ConcurrencyMeasurement``): for a profiler, or for many runs of the one figure.
-    package func runConcurrency() throws -> ConcurrencyMeasurement {
+    /// Measures only the caller threads at once (the documented call — or the per-call case `key` — and the literal
+    /// alone; see ``ConcurrencyMeasurement``): for a profiler, or for many runs of the one figure. Another case than
+    /// the documented call shows what its share of the work does to the figure (`message_only`: the submission
+    /// alone, with hardly any work of the caller's own beside it).
+    package func runConcurrency(of key: String = "hot_path") throws -> ConcurrencyMeasurement {
+        guard CallCases.keys.contains(key), key != "literal" else {
+            let keys = CallCases.keys.filter { $0 != "literal" }
+            throw ToolError(
+                "no per-call case \(key) to measure from several threads; cases: \(keys.joined(separator: ", "))",
+                exitCode: 64
+            )
+        }
         let sink = try LoopbackSink()
         defer { sink.stop() }
         let cases = try CallCases(folder: folder, logger: logger, collectorPort: sink.port)
         defer { cases.tearDown() }
-        for callCase in cases.all where callCase.key == "hot_path" || callCase.key == "literal" {
+        for callCase in cases.all where callCase.key == key || callCase.key == "literal" {
             // What a whole run does before: each case measured alone, which also takes the journal once around
             // its segments (rounds that page-fault fresh segments measure the kernel's mapping lock).
             _ = measure(callCase)
         }
-        return measureConcurrency(cases, sink: sink)
+        return measureConcurrency(cases, sink: sink, of: key)
     }
 
     /// Runs one end-to-end case alone (`throughput_file`, `throughput_file_fields` — the same event through
@@ -297,6 +311,8 @@ struct CallCase: Sendable {
 /// clock — bounds the documented call's ratio too.
 package struct ConcurrencyMeasurement: Sendable {
     package var threads: Int
+    /// The per-call case ``documented`` measured: `hot_path`, the documented call, unless another was asked for.
+    package var key = "hot_path"
     package var documented: ThreadScaling
     package var literal: ThreadScaling
 
@@ -307,7 +323,7 @@ package struct ConcurrencyMeasurement: Sendable {
                 + "\(Int(scaling.oneThreadCallsPerSecond)) → \(Int(scaling.manyThreadsCallsPerSecond)) calls/s)"
         }
         return
-            "concurrency, \(threads) threads ÷ 1: \(side("documented call", documented)), \(side("literal alone", literal))\n"
+            "concurrency, \(threads) threads ÷ 1: \(side(key == "hot_path" ? "documented call" : key, documented)), \(side("literal alone", literal))\n"
     }
 }
 
