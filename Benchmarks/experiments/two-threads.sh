@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# Where the documented call's two-thread figure goes: builds this commit with
+# Where a call's two-thread figure goes: builds this commit with
 # submission-switches.patch applied (in a git worktree, release, scratch path
 # .build-experiments/ at the repository's root) and runs `justlog bench --only
-# concurrency` with each switch in turn, interleaved, <runs> times (default 8).
+# concurrency [--case <case>]` with each switch in turn, interleaved, <runs> times
+# (default 8). <case> is a per-call case of `justlog bench` (default hot_path, the
+# documented call; message_only is the submission with hardly any work of the
+# caller's own beside it).
 #
-# The switches take parts of the fast lane's submission (PipelineQueue.submitJournaled)
-# away; what is left measures what those parts cost two threads:
+# The switches take parts of the fast lane's submission (PipelineQueue.submitJournaled
+# and the journal's reservation, Spool.reserveRecord) away; what is left measures what
+# those parts cost two threads:
 #   (none)          the product as it is
 #   JL_NOSUBMIT     the record is encoded and not submitted: no shared state at all
 #   JL_LOCKONLY     the queue's lock and two counters, no journal
-#   JL_NOSPOOLLOCK  the journal's append without the spool's lock (the queue's covers it)
-#   JL_NOCOMMIT     the append without the segment header's last-serial store
-#   JL_NOWAKE       a call never wakes the pipeline's thread (the drain's flush does)
-#   JL_RESERVE      space reserved under the locks, the record copied in after them
-# Every switch but the first breaks a guarantee (order, crash safety, delivery):
-# they exist in this patch only, never in the product. The patch is written against
-# the commit that added it; when it no longer applies, this script says so and stops.
+#   JL_NOSPOOLLOCK  the reservation without the spool's lock (the queue's covers it)
+#   JL_NOCOMMIT     the reservation without the segment header's last-serial store
+#   JL_NOFILLS      no count of the places being filled (an atomic add and subtract)
+#   JL_NOSHARED     the last three at once
+#   JL_IDLEWORKER   the pipeline's thread at SCHED_IDLE: runs only on an idle core
+# Every switch but the first and the last breaks a guarantee (order, crash safety,
+# delivery): they exist in this patch only, never in the product. The patch is written
+# against the commit that added it; when it no longer applies, this script says so and
+# stops (the figures of BENCHMARKS.md part 13 came from b7bf884's version of it).
 #
-# Usage: Benchmarks/experiments/two-threads.sh [runs]
+# Usage: Benchmarks/experiments/two-threads.sh [runs] [case]
 set -euo pipefail
 runs=${1:-8}
+callcase=${2:-hot_path}
 root=$(git rev-parse --show-toplevel)
 patch="$root/Benchmarks/experiments/submission-switches.patch"
 tree=$(mktemp -d /tmp/justlog-experiment.XXXXXX)
@@ -34,19 +41,23 @@ scratch="$root/.build-experiments"
 (cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
 bin="$scratch/release/justlog"
 export LD_LIBRARY_PATH="$scratch/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOWAKE JL_RESERVE)
+modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER)
 results=$(mktemp)
 for ((run = 1; run <= runs; run++)); do
     for mode in "${modes[@]}"; do
-        if [[ $mode == none ]]; then line=$("$bin" bench --only concurrency); else line=$(env "$mode=1" "$bin" bench --only concurrency); fi
-        # "concurrency, 2 threads ÷ 1: documented call 1.42× (…), literal alone 1.86× (…)"
-        documented=$(sed -E 's/.*documented call ([0-9.]+)×.*/\1/' <<<"$line")
+        if [[ $mode == none ]]; then
+            line=$("$bin" bench --only concurrency --case "$callcase")
+        else
+            line=$(env "$mode=1" "$bin" bench --only concurrency --case "$callcase")
+        fi
+        # "concurrency, 2 threads ÷ 1: documented call 1.42× (…), literal alone 1.86× (…)" (or "message_only 0.84× …")
+        documented=$(sed -E 's/.*: [a-z_ ]+ ([0-9.]+)× \(median round.*literal alone.*/\1/' <<<"$line")
         literal=$(sed -E 's/.*literal alone ([0-9.]+)×.*/\1/' <<<"$line")
         echo "$mode $documented $literal" | tee -a "$results" >&2
     done
 done
 echo
-printf '%-15s %-28s %s\n' "switch" "documented call: min median max" "literal alone: min median max"
+printf '%-15s %-28s %s\n' "switch" "$callcase: min median max" "literal alone: min median max"
 for mode in "${modes[@]}"; do
     awk -v mode="$mode" '
         $1 == mode { d[++n] = $2; l[n] = $3 }
