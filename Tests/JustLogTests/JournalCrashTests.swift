@@ -34,6 +34,62 @@ import Testing
         #expect(report?.userInfo["recovered_events"] != nil, "no line says how many events were recovered")
     }
 
+    /// Threads killed while they log: a call may have taken its record's place in the journal and not filled it
+    /// (the copy happens after the locks). After a restart, each thread's events whose calls returned are in the
+    /// file, in its order, once; a place never filled is skipped, and not reported as damage or loss.
+    @Test func threadsKilledMidCallLeaveEveryReturnedEventAndNoLossReported() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let threads = 4
+        let child = try ChildProcess(arguments: ["journal-kill-threads", folder.path, String(threads)])
+        func returned() -> [Int] {
+            var last = [Int](repeating: -1, count: threads)
+            for line in child.outputLines {
+                let parts = line.dropFirst().split(separator: " ")
+                guard line.hasPrefix("t"), parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]),
+                    thread < threads
+                else { continue }
+                last[thread] = max(last[thread], index)
+            }
+            return last
+        }
+        #expect(
+            await eventually(timeout: .seconds(120)) { returned().allSatisfy { $0 >= 3_000 } },
+            "\(child.errorOutput)"
+        )
+        await child.kill()
+        let lastReturned = returned()
+
+        let restart = try ChildProcess(arguments: ["journal-recover", folder.path, "-"])
+        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "\(restart.errorOutput)")
+        #expect(
+            !restart.errorOutput.contains("damaged"),
+            "a call that never returned is no damage: \(restart.errorOutput)"
+        )
+        #expect(!restart.errorOutput.contains("lost"), "\(restart.errorOutput)")
+
+        let logFile = folder.appending("child.log")
+        let files = (1...5).reversed().map { URL(fileURLWithPath: "\(logFile.path).\($0)") } + [logFile]
+        let text = try files.filter { FileManager.default.fileExists(atPath: $0.path) }
+            .map { try String(contentsOf: $0, encoding: .utf8) }.joined()
+        var next = [Int](repeating: 0, count: threads)
+        for line in text.split(separator: "\n") {
+            let message = try FileLine(parsing: line).record.message
+            let parts = message.dropFirst().split(separator: " ")
+            guard message.hasPrefix("t"), parts.count == 3, let thread = Int(parts[0]), let index = Int(parts[2]),
+                thread < threads
+            else { continue }
+            #expect(index == next[thread], "thread \(thread): expected event \(next[thread]), found \(index)")
+            next[thread] = index + 1
+        }
+        for thread in 0..<threads {
+            #expect(
+                next[thread] > lastReturned[thread],
+                "thread \(thread): \(lastReturned[thread] + 1) calls returned, the file holds \(next[thread])"
+            )
+        }
+    }
+
     @Test func reusedSegmentsHoldExactlyTheUnacknowledgedRecordsAfterSIGKILL() async throws {
         // A child appends while another of its threads acknowledges: dozens of segments retire, are zeroed as the
         // spare and reused before the kill. After it, the spool must hold every record whose append returned and

@@ -28,6 +28,26 @@ func journalKill(_ logger: Logger, variant: String, port: String) {
     while true { Thread.sleep(forTimeInterval: 3_600) }
 }
 
+/// `journal-kill-threads FOLDER THREADS`: `Logger.shared` with its file (journaled by default) and a destination that
+/// takes 0.1 ms per record, so that the file lags behind the calls; THREADS threads each log "t<k> event <i>"
+/// through the fast lane until killed (at most 1,000,000 times; the file does not rotate before), printing
+/// "t<k> <i>" on stdout after each call returns. Killed mid-stream, some thread is likely between taking its record's place in the journal and filling
+/// it: the place recovery must skip without counting a loss.
+func journalKillThreads(_ logger: Logger, threads: Int) {
+    logger.additionalDestinations = [.init(SlowDestination(NullDestination(), delayPerRecord: 0.000_1))]
+    logger.logFileMaximumSize = 1 << 30
+    logger.setup()
+    for thread in 0..<threads {
+        Thread.detachNewThread {
+            for index in 0..<1_000_000 {
+                logger.info("t\(thread) event \(index)", userInfo: ["index": index])
+                FileHandle.standardOutput.write(Data("t\(thread) \(index)\n".utf8))
+            }
+        }
+    }
+    while true { Thread.sleep(forTimeInterval: 3_600) }
+}
+
 /// `journal-recover FOLDER`: sets up `Logger.shared` on the same file (and so the same journal), waits until
 /// what the journal recovered is written, and exits 0 (or 1 with the error).
 func journalRecover(_ logger: Logger) {

@@ -16,7 +16,7 @@
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit,       see SpoolModes.swift
 //   spool-reuse-kill
-//   journal-kill, journal-recover, journal-exit-stalled  see JournalModes.swift
+//   journal-kill, journal-kill-threads, journal-recover, journal-exit-stalled  see JournalModes.swift
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
 import JustLog
@@ -55,6 +55,9 @@ case "logstash-loop", "logstash-drain":
 
 case "journal-kill":
     journalKill(logger, variant: arguments[3], port: arguments.count > 4 ? arguments[4] : "0")
+
+case "journal-kill-threads":
+    journalKillThreads(logger, threads: Int(arguments[3]) ?? 2)
 
 case "journal-recover":
     journalRecover(logger)
