@@ -216,7 +216,7 @@ import Glibc
             diagnostics: DiagnosticSink { _ in }
         )
         defer { spool.close() }
-        let filled = fillLater(try reserve(0, in: spool), with: 0, after: .milliseconds(200))
+        let filled = fillLater(try reserve(0, in: spool), with: 0, after: .milliseconds(50))
         var index = 1
         while spool.counterSnapshot.droppedRecords == 0, index < 1_000 {
             try spool.append(record(index))
@@ -234,7 +234,7 @@ import Glibc
         defer { folder.remove() }
         let spool = try Spool(configuration: configuration(folder))
         try spool.append(record(0))
-        let filled = fillLater(try reserve(1, in: spool), with: 1, after: .milliseconds(200))
+        let filled = fillLater(try reserve(1, in: spool), with: 1, after: .milliseconds(50))
         spool.close()
         #expect(filled.current, "the spool closed (and unmapped its segments) only once the place was filled")
         let reopened = try Spool(configuration: configuration(folder))
