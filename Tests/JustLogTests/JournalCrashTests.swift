@@ -42,15 +42,19 @@ import Testing
         defer { folder.remove() }
         let threads = 4
         let child = try ChildProcess(arguments: ["journal-kill-threads", folder.path, String(threads)])
+        // Each thread's last call that returned, from the child's lines read so far (only the new ones each time).
+        var last = [Int](repeating: -1, count: threads)
+        var parsed = 0
         func returned() -> [Int] {
-            var last = [Int](repeating: -1, count: threads)
-            for line in child.outputLines {
+            let lines = child.outputLines
+            for line in lines[parsed...] {
                 let parts = line.dropFirst().split(separator: " ")
                 guard line.hasPrefix("t"), parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]),
                     thread < threads
                 else { continue }
                 last[thread] = max(last[thread], index)
             }
+            parsed = lines.count
             return last
         }
         #expect(
