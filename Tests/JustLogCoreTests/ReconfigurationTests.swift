@@ -47,16 +47,8 @@ import Testing
         #expect(all.count == threads * perThread, "every event once: \(all.count)")
         #expect(Set(all.map(\.eventID)).count == all.count, "no event twice")
         // Per thread, in log order across the handovers.
-        var next = [Int](repeating: 0, count: threads)
-        for record in all {
-            let parts = record.message.dropFirst().split(separator: "-")
-            guard parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]), thread < threads else {
-                Issue.record("unexpected record: \(record.message)")
-                continue
-            }
-            #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
-            next[thread] = index + 1
-        }
+        var order = ThreadOrder(threads: threads)
+        for record in all { order.take(record.message) }
         #expect(logger.pipeline.currentStatistics.dropped == 0)
         await logger.pipeline.shutdown()
     }

@@ -134,25 +134,36 @@ import Glibc
         #expect(readAll(reopened).records == text([0, 2, 4, 6]))
     }
 
-    @Test func aRecordCopiedInWhoseCommitMarkWasNotWrittenIsSkippedAndNotCountedAsLost() throws {
-        let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let lines = LockedValue<[String]>([])
-        let diagnostics = DiagnosticSink { line in lines.withLock { $0.append(line) } }
+    /// Writes records 0, 1 and 2 to a spool in `folder` and closes it, then changes its segment file's bytes with
+    /// `change` (given where record 1's frame and payload start).
+    private func threeRecords(
+        in folder: TemporaryDirectory,
+        diagnostics: DiagnosticSink,
+        change: (inout Data, _ frame: Int, _ payload: Int) -> Void
+    ) throws {
         let spool = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
         for index in 0..<3 { try spool.append(record(index)) }
         spool.close()
-        // Killed between the copy and its commit mark: record 1's frame is whole but for its first byte.
         let segment = try #require(
             try FileManager.default.contentsOfDirectory(atPath: folder.file("spool")).first { $0.hasSuffix(".seg") }
         )
         let path = folder.file("spool/\(segment)")
         var bytes = try #require(FileManager.default.contents(atPath: path))
-        let payload = try #require(bytes.range(of: Data(record(1))))
-        let frame = payload.lowerBound - SpoolSegment.frameHeaderSize
-        #expect(bytes[frame] == 0xF9)
-        bytes[frame] = SpoolSegment.reservedMark
+        let payload = try #require(bytes.range(of: Data(record(1)))).lowerBound
+        change(&bytes, payload - SpoolSegment.frameHeaderSize, payload)
         try bytes.write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test func aRecordCopiedInWhoseCommitMarkWasNotWrittenIsSkippedAndNotCountedAsLost() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let lines = LockedValue<[String]>([])
+        let diagnostics = DiagnosticSink { line in lines.withLock { $0.append(line) } }
+        // Killed between the copy and its commit mark: record 1's frame is whole but for its first byte.
+        try threeRecords(in: folder, diagnostics: diagnostics) { bytes, frame, _ in
+            #expect(bytes[frame] == 0xF9)
+            bytes[frame] = SpoolSegment.reservedMark
+        }
 
         let reopened = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
         defer { reopened.close() }
@@ -166,20 +177,11 @@ import Glibc
         defer { folder.remove() }
         let lines = LockedValue<[String]>([])
         let diagnostics = DiagnosticSink { line in lines.withLock { $0.append(line) } }
-        let spool = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
-        for index in 0..<3 { try spool.append(record(index)) }
-        spool.close()
-        let segment = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: folder.file("spool")).first { $0.hasSuffix(".seg") }
-        )
-        let path = folder.file("spool/\(segment)")
-        var bytes = try #require(FileManager.default.contents(atPath: path))
-        let payload = try #require(bytes.range(of: Data(record(1))))
-        let frame = payload.lowerBound - SpoolSegment.frameHeaderSize
         // The reserved magic, and then a payload byte flipped: neither a stub nor a record copied in.
-        bytes[frame] = SpoolSegment.reservedMark
-        bytes[payload.lowerBound + 5] ^= 0xFF
-        try bytes.write(to: URL(fileURLWithPath: path))
+        try threeRecords(in: folder, diagnostics: diagnostics) { bytes, frame, payload in
+            bytes[frame] = SpoolSegment.reservedMark
+            bytes[payload + 5] ^= 0xFF
+        }
 
         let reopened = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
         defer { reopened.close() }
@@ -276,16 +278,8 @@ import Glibc
 
         let records = capture.records
         #expect(records.count == threads * perThread)
-        var next = [Int](repeating: 0, count: threads)
-        for record in records {
-            let parts = record.message.dropFirst().split(separator: "-")
-            guard parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]), thread < threads else {
-                Issue.record("unexpected record: \(record.message)")
-                continue
-            }
-            #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
-            next[thread] = index + 1
-        }
+        var order = ThreadOrder(threads: threads)
+        for record in records { order.take(record.message) }
         #expect(Set(records.map(\.eventID)).count == records.count)
         #expect(pipeline.currentStatistics.dropped == 0)
         #expect(journal.unacknowledgedBytes == 0, "the worker acknowledged every place, filled")

@@ -30,16 +30,10 @@ import Testing
             early == (0..<50).map { "early-\($0)" },
             "events logged before the first setup() are delivered, in order"
         )
-        var next = [Int](repeating: 0, count: threads)
+        var order = ThreadOrder(threads: threads)
         var phases = Set<LogValue>()
         for record in records where record.message.hasPrefix("t") {
-            let parts = record.message.dropFirst().split(separator: "-")
-            guard parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]), thread < threads else {
-                Issue.record("unexpected line: \(record.message)")
-                continue
-            }
-            #expect(index == next[thread], "thread \(thread): expected \(next[thread]), found \(index)")
-            next[thread] = index + 1
+            guard let (_, index) = order.take(record.message) else { continue }
             let front: LogValue = index % 2 == 0 ? "facade" : "swift-log"
             #expect(record.userInfo["front"] == front)
             if index % 2 == 1 {
@@ -47,7 +41,7 @@ import Testing
             }
             if let phase = record.userInfo["phase"] { phases.insert(phase) }
         }
-        #expect(next == [Int](repeating: events, count: threads), "every event exactly once")
+        #expect(order.next == [Int](repeating: events, count: threads), "every event exactly once")
         #expect(Set(records.map(\.eventID)).count == records.count, "event_id stays unique across setup()")
         #expect(phases.contains(0) && phases.contains(3), "each setup() applied its defaultUserInfo: \(phases)")
     }

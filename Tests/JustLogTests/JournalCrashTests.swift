@@ -45,16 +45,14 @@ import Testing
         // Each thread's last call that returned, from the child's lines read so far (only the new ones each time).
         var last = [Int](repeating: -1, count: threads)
         var parsed = 0
+        let lines = ThreadOrder(threads: threads)
         func returned() -> [Int] {
-            let lines = child.outputLines
-            for line in lines[parsed...] {
-                let parts = line.dropFirst().split(separator: " ")
-                guard line.hasPrefix("t"), parts.count == 2, let thread = Int(parts[0]), let index = Int(parts[1]),
-                    thread < threads
-                else { continue }
+            let output = child.outputLines
+            for line in output[parsed...] {
+                guard let (thread, index) = lines.parse(line, separator: " ") else { continue }
                 last[thread] = max(last[thread], index)
             }
-            parsed = lines.count
+            parsed = output.count
             return last
         }
         #expect(
@@ -76,20 +74,16 @@ import Testing
         let files = (1...5).reversed().map { URL(fileURLWithPath: "\(logFile.path).\($0)") } + [logFile]
         let text = try files.filter { FileManager.default.fileExists(atPath: $0.path) }
             .map { try String(contentsOf: $0, encoding: .utf8) }.joined()
-        var next = [Int](repeating: 0, count: threads)
+        var order = ThreadOrder(threads: threads)
         for line in text.split(separator: "\n") {
             let message = try FileLine(parsing: line).record.message
-            let parts = message.dropFirst().split(separator: " ")
-            guard message.hasPrefix("t"), parts.count == 3, let thread = Int(parts[0]), let index = Int(parts[2]),
-                thread < threads
-            else { continue }
-            #expect(index == next[thread], "thread \(thread): expected event \(next[thread]), found \(index)")
-            next[thread] = index + 1
+            // (JustLog's own line, which says how many were recovered, is no thread's)
+            if order.parse(message) != nil { order.take(message) }
         }
         for thread in 0..<threads {
             #expect(
-                next[thread] > lastReturned[thread],
-                "thread \(thread): \(lastReturned[thread] + 1) calls returned, the file holds \(next[thread])"
+                order.next[thread] > lastReturned[thread],
+                "thread \(thread): \(lastReturned[thread] + 1) calls returned, the file holds \(order.next[thread])"
             )
         }
     }

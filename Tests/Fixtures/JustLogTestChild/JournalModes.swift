@@ -29,7 +29,7 @@ func journalKill(_ logger: Logger, variant: String, port: String) {
 }
 
 /// `journal-kill-threads FOLDER THREADS`: `Logger.shared` with its file (journaled by default) and a destination that
-/// takes 0.1 ms per record, so that the file lags behind the calls; THREADS threads each log "t<k> event <i>"
+/// takes 0.1 ms per record, so that the file lags behind the calls; THREADS threads each log "t<k>-<i>"
 /// through the fast lane until killed, at most 40,000 times (all of them fit the file and the 5 it keeps when it
 /// rotates, here and in the restart's default settings), printing "t<k> <i>" on stdout after each call returns. Killed mid-stream, some thread is likely between taking its record's place in the journal and filling
 /// it: the place recovery must skip without counting a loss.
@@ -39,7 +39,7 @@ func journalKillThreads(_ logger: Logger, threads: Int) {
     for thread in 0..<threads {
         Thread.detachNewThread {
             for index in 0..<40_000 {
-                logger.info("t\(thread) event \(index)", userInfo: ["index": index])
+                logger.info("t\(thread)-\(index)", userInfo: ["index": index])
                 FileHandle.standardOutput.write(Data("t\(thread) \(index)\n".utf8))
             }
         }
