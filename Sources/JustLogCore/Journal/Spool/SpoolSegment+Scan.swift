@@ -184,15 +184,11 @@ extension SpoolSegment {
         }
         // Filled up to the commit mark: the header checks out with the frame magic in its place, and so does the
         // payload, copied in before the header's checksums (if it does not, the bytes were damaged since).
-        let headerChecks = withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { header in
-            let copy = header.baseAddress!
-            copy.copyMemory(from: base + offset, byteCount: 24)
-            copy.storeBytes(of: Self.frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
-            let stored = UInt32(littleEndian: copy.load(fromByteOffset: 20, as: UInt32.self))
-            return CRC32C.checksum(twentyBytesAt: copy) == stored
-        }
-        guard headerChecks else { return .none }
         let payloadCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt32.self))
+        let headerCRC = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 20, as: UInt32.self))
+        guard Self.committedHeaderChecksum(ofFrameAt: base + offset, payloadCRC: payloadCRC) == headerCRC else {
+            return .none
+        }
         let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
         return CRC32C.checksum(payload) == payloadCRC
             ? .unfinished(length: length, serial: serial) : .damaged(length: length, serial: serial)

@@ -331,20 +331,26 @@ final class SpoolSegment {
     static func fill(_ frame: UnsafeMutableRawPointer, with payload: UnsafeRawBufferPointer) {
         (frame + frameHeaderSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
         let payloadCRC = CRC32C.checksum(payload)
-        // The header's checksum covers the final magic, which is not in the frame yet: computed on a copy.
-        let headerCRC = withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { header in
-            let copy = header.baseAddress!
-            copy.copyMemory(from: frame, byteCount: 16)
-            copy.storeBytes(of: frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
-            copy.storeBytes(of: payloadCRC.littleEndian, toByteOffset: 16, as: UInt32.self)
-            return CRC32C.checksum(twentyBytesAt: copy)
-        }
+        let headerCRC = committedHeaderChecksum(ofFrameAt: frame, payloadCRC: payloadCRC)
         frame.storeBytes(
             of: (UInt64(payloadCRC) | UInt64(headerCRC) << 32).littleEndian,
             toByteOffset: 16,
             as: UInt64.self
         )
         cjustlog_atomic_store_release_u8(frame.assumingMemoryBound(to: UInt8.self), UInt8(frameMagic & 0xFF))
+    }
+
+    /// The checksum a reserved frame's header has once it is committed — of the frame magic, the length and serial
+    /// the frame holds, and `payloadCRC` — computed on a copy: the frame does not hold the frame magic yet.
+    @inline(__always)
+    static func committedHeaderChecksum(ofFrameAt frame: UnsafeRawPointer, payloadCRC: UInt32) -> UInt32 {
+        withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { header in
+            let copy = header.baseAddress!
+            copy.copyMemory(from: frame, byteCount: 16)
+            copy.storeBytes(of: frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
+            copy.storeBytes(of: payloadCRC.littleEndian, toByteOffset: 16, as: UInt32.self)
+            return CRC32C.checksum(twentyBytesAt: copy)
+        }
     }
 
     /// Whether the record at `offset` (a frame start before ``end``) is complete: not a reserved frame still being
