@@ -18,6 +18,8 @@
 #   JL_NOFILLS      no count of the places being filled (an atomic add and subtract)
 #   JL_NOSHARED     the last three at once
 #   JL_IDLEWORKER   the pipeline's thread at SCHED_IDLE: runs only on an idle core
+#   JL_OWNSPOOL     each thread appends its record to a spool of its own, no queue:
+#                   what a journal area per logging thread could give at most
 # Every switch but the first and the last breaks a guarantee (order, crash safety,
 # delivery): they exist in this patch only, never in the product. The patch is written
 # against the commit that added it; when it no longer applies, this script says so and
@@ -41,7 +43,7 @@ scratch="$root/.build-experiments"
 (cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
 bin="$scratch/release/justlog"
 export LD_LIBRARY_PATH="$scratch/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER)
+modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_OWNSPOOL)
 results=$(mktemp)
 for ((run = 1; run <= runs; run++)); do
     for mode in "${modes[@]}"; do
@@ -67,3 +69,4 @@ for mode in "${modes[@]}"; do
     ' "$results"
 done
 rm -f "$results"
+rm -rf "${TMPDIR:-/tmp}"/justlog-own-spool-*
