@@ -44,7 +44,8 @@ import Darwin
 /// and 8-byte frames `[length][CRC-32][payload]`, no serials.
 ///
 /// Not thread-safe: ``Spool`` guards every segment with its lock (a retired one, out of its list, belongs to the thread
-/// that retired it).
+/// that retired it) — but for a reserved frame's bytes, which the thread that reserved it fills without the lock
+/// (``fill(_:with:)``), and whose commit mark readers load with acquire ordering (``isCommitted(at:)``).
 final class SpoolSegment {
     /// The layouts a segment file may have.
     enum Format: Hashable, Sendable {
