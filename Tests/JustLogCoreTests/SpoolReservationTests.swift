@@ -257,7 +257,7 @@ import Glibc
         )
         #expect(pipeline.intake.journalOnly, "every destination reads the journal: the fast lane is open")
         let threads = 4
-        let perThread = 20_000
+        let perThread = 10_000
         let done = LockedValue(0)
         for thread in 0..<threads {
             Thread.detachNewThread {
