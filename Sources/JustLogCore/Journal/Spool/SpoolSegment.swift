@@ -26,8 +26,9 @@ import Darwin
 ///
 /// and zeros after the last record.
 ///
-/// A frame may also be *reserved* (see ``reserve(_:serial:)``): a log call takes its place under the spool's lock
-/// and copies its record in after releasing it. Until then the frame holds a stub — ``reservedMagic`` (the frame
+/// Every frame is written in two steps: *reserved* (see ``reserve(_:serial:)``), then filled (``fill(_:with:)``) —
+/// at once by an append, under the spool's lock, or by a journal's log call after it released the lock. Until it
+/// is filled the frame holds a stub — ``reservedMagic`` (the frame
 /// magic with first byte `FA`, which never occurs in UTF-8 text either), the length, the serial, and at 16‥24
 /// ``reservationCheck(length:serial:)`` — and filling it writes the payload, then bytes 16‥24 (one store), then
 /// the first byte `F9`: the commit mark. A reader stops at a frame whose mark is not set and waits for it; a
@@ -103,7 +104,7 @@ final class SpoolSegment {
     /// The first 4 bytes of a reserved frame that is not filled yet, read as a little-endian `UInt32`.
     static let reservedMagic: UInt32 = 0x3252_4AFA
     /// The first byte of a reserved frame until it is filled.
-    static let reservedMark: UInt8 = 0xFA
+    static let reservedMark = UInt8(truncatingIfNeeded: reservedMagic)
     /// The header size of new segments.
     static let headerSize = Format.current.headerSize
     /// The frame header size of new records.
@@ -279,25 +280,9 @@ final class SpoolSegment {
         isAppendable && end + Self.frameHeaderSize + payloadCount <= capacity
     }
 
-    /// Copies a record after ``end``: payload first, then its frame header, then the header's last serial, so
-    /// that a frame whose header checks out always has its payload behind it.
-    func append(_ payload: UnsafeRawBufferPointer, serial: UInt64) {
-        let frame = base + end
-        (frame + Self.frameHeaderSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
-        frame.storeBytes(of: Self.frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
-        frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
-        frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
-        frame.storeBytes(of: CRC32C.checksum(payload).littleEndian, toByteOffset: 16, as: UInt32.self)
-        let headerCRC = CRC32C.checksum(twentyBytesAt: frame)
-        frame.storeBytes(of: headerCRC.littleEndian, toByteOffset: 20, as: UInt32.self)
-        end += Self.frameHeaderSize + payload.count
-        recordCount += 1
-        payloadBytes += payload.count
-        commit(serial: serial)
-    }
-
     /// Reserves the frame after ``end`` for a record of `payloadCount` bytes (it ``fits(_:)``) whose caller copies it
-    /// in with ``fill(_:with:)`` once the spool's lock is released; returns where the frame starts. Writes the
+    /// in with ``fill(_:with:)`` — at once (an append, under the spool's lock) or once the lock is released (a
+    /// ``SpoolReservation``); returns where the frame starts. Writes the
     /// frame's stub — length, serial and their check, then the reserved magic — and then the header's last serial:
     /// a crash before the fill leaves a stub that recovery skips (see the type's discussion). The frame counts as
     /// appended from now on (``end``, ``recordCount``); readers wait for its commit mark (``isCommitted(at:)``).
@@ -338,7 +323,10 @@ final class SpoolSegment {
             toByteOffset: 16,
             as: UInt64.self
         )
-        cjustlog_atomic_store_release_u8(frame.assumingMemoryBound(to: UInt8.self), UInt8(frameMagic & 0xFF))
+        cjustlog_atomic_store_release_u8(
+            frame.assumingMemoryBound(to: UInt8.self),
+            UInt8(truncatingIfNeeded: frameMagic)
+        )
     }
 
     /// The checksum a reserved frame's header has once it is committed — of the frame magic, the length and serial

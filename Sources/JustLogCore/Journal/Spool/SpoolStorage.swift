@@ -241,33 +241,31 @@ final class SpoolStorage {
     /// Appends one record (already checked: not empty, not too large) and returns its position and the position
     /// just after it.
     func append(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
-        // Unretained (an append spares a retain and a release): `segments` holds the segment throughout.
-        var last = Unmanaged.passUnretained(segments[segments.count - 1])
-        if !last._withUnsafeGuaranteedRef({ $0.fits(record.count) }) {
-            last = .passUnretained(try startSegment())
-        }
-        let (position, end) = last._withUnsafeGuaranteedRef { segment in
-            let position = SpoolPosition(segment: segment.sequence, offset: segment.end)
-            segment.append(record, serial: nextSerial)
-            return (position, SpoolPosition(segment: segment.sequence, offset: segment.end))
-        }
-        nextSerial += 1
-        counters.queuedRecords += 1
-        counters.queuedBytes += record.count + 1
-        counters.appendedRecords += 1
-        return (position, end)
+        let (start, frame, end) = try takePlace(record.count)
+        SpoolSegment.fill(frame, with: record)
+        return (start, end)
     }
 
     /// Reserves the place of a record of `count` bytes (already checked: not empty, not too large) for the caller to
     /// copy in after the spool's lock is released: see ``SpoolReservation``.
     func reserve(_ count: Int) throws -> SpoolReservation.Place {
+        let (start, frame, end) = try takePlace(count)
+        cjustlog_atomic_increment_u64(fillsInFlight)
+        return SpoolReservation.Place(start: start, end: end, frame: frame, count: count, fills: fillsInFlight)
+    }
+
+    /// The frame of the next record, of `count` bytes, reserved in the last segment (or a new one): the serial, the
+    /// counters and the frame's stub (``SpoolSegment/reserve(_:serial:)``); the caller fills it.
+    private func takePlace(
+        _ count: Int
+    ) throws -> (start: SpoolPosition, frame: UnsafeMutableRawPointer, end: SpoolPosition) {
+        // Unretained (an append spares a retain and a release): `segments` holds the segment throughout.
         var last = Unmanaged.passUnretained(segments[segments.count - 1])
         if !last._withUnsafeGuaranteedRef({ $0.fits(count) }) {
             last = .passUnretained(try startSegment())
         }
         let serial = nextSerial
-        cjustlog_atomic_increment_u64(fillsInFlight)
-        let (start, frame, end) = last._withUnsafeGuaranteedRef { segment in
+        let place = last._withUnsafeGuaranteedRef { segment in
             let start = SpoolPosition(segment: segment.sequence, offset: segment.end)
             let frame = segment.reserve(count, serial: serial)
             return (start, frame, SpoolPosition(segment: segment.sequence, offset: segment.end))
@@ -276,7 +274,7 @@ final class SpoolStorage {
         counters.queuedRecords += 1
         counters.queuedBytes += count + 1
         counters.appendedRecords += 1
-        return SpoolReservation.Place(start: start, end: end, frame: frame, count: count, fills: fillsInFlight)
+        return place
     }
 
     /// Waits (lock held) until every reserved place is filled: before a segment that may hold one is unmapped. A
