@@ -151,7 +151,7 @@ package struct BenchSuite: Sendable {
     /// The keys of ``runThroughput(_:)``'s cases.
     package static let throughputKeys = ["throughput_file", "throughput_file_fields", "throughput_logstash"]
 
-    /// The key of ``runConcurrency()``.
+    /// The key of ``runConcurrency(of:)``.
     package static let concurrencyKey = "concurrency"
 
     /// Measures only the caller threads at once (the documented call — or the per-call case `key` — and the literal
