@@ -18,12 +18,17 @@
 #   JL_NOFILLS      no count of the places being filled (an atomic add and subtract)
 #   JL_NOSHARED     the last three at once
 #   JL_IDLEWORKER   the pipeline's thread at SCHED_IDLE: runs only on an idle core
-#   JL_OWNSPOOL     each thread appends its record to a spool of its own, no queue:
-#                   what a journal area per logging thread could give at most
-# Every switch but the first and the last breaks a guarantee (order, crash safety,
+#   JL_OWNSPOOL     each thread appends its record to a spool of its own, no queue
+#                   (the spool's own lock, counters and segment files)
+#   JL_LANE         each thread copies its framed record into a mapped ring of its
+#                   own (no lock, nothing shared): per-thread journal lanes at most
+#   JL_LANE_SEQ     the same, with one atomic add per call to a word all threads
+#                   share (a sequence number taken from one counter)
+# Every switch but the first and the last three breaks a guarantee (order, crash safety,
 # delivery): they exist in this patch only, never in the product. The patch is written
 # against the commit that added it; when it no longer applies, this script says so and
-# stops (the figures of BENCHMARKS.md part 13 came from b7bf884's version of it).
+# stops (the figures of BENCHMARKS.md part 13 came from b7bf884's version of it, part 14's from
+# ef5057b's, part 15's from this one).
 #
 # Usage: Benchmarks/experiments/two-threads.sh [runs] [case]
 set -euo pipefail
@@ -43,7 +48,7 @@ scratch="$root/.build-experiments"
 (cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
 bin="$scratch/release/justlog"
 export LD_LIBRARY_PATH="$scratch/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_OWNSPOOL)
+modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_OWNSPOOL JL_LANE JL_LANE_SEQ)
 results=$(mktemp)
 for ((run = 1; run <= runs; run++)); do
     for mode in "${modes[@]}"; do
@@ -52,20 +57,27 @@ for ((run = 1; run <= runs; run++)); do
         else
             line=$(env "$mode=1" "$bin" bench --only concurrency --case "$callcase")
         fi
-        # "concurrency, 2 threads ÷ 1: documented call 1.42× (…), literal alone 1.86× (…)" (or "message_only 0.84× …")
-        documented=$(sed -E 's/.*: [a-z_ ]+ ([0-9.]+)× \(median round.*literal alone.*/\1/' <<<"$line")
-        literal=$(sed -E 's/.*literal alone ([0-9.]+)×.*/\1/' <<<"$line")
-        echo "$mode $documented $literal" | tee -a "$results" >&2
+        # "concurrency, 2 threads ÷ 1: documented call 1.42× (median round 1.52×; …), literal alone 1.86× (median round 1.90×; …)"
+        # (or "message_only 0.84× …"): the ratio over all rounds, then the median round's, of each side.
+        read -r documented documented_round literal literal_round < <(sed -E \
+            's/.*: [a-z_ ]+ ([0-9.]+)× \(median round ([0-9.]+)×.*literal alone ([0-9.]+)× \(median round ([0-9.]+)×.*/\1 \2 \3 \4/' <<<"$line")
+        echo "$mode $documented $documented_round $literal $literal_round" | tee -a "$results" >&2
     done
 done
+# A thread's first calls may pay for what it sets up once (a spool of its own, a ring's first page faults): the
+# ratio over all rounds carries that, the median round does not.
 echo
-printf '%-15s %-28s %s\n' "switch" "$callcase: min median max" "literal alone: min median max"
+printf '%-15s %-22s %-22s %s\n' "switch" "$callcase: all rounds" "median round" "literal alone: median round"
+printf '%-15s %-22s %-22s %s\n' "" "min median max" "min median max" "min median max"
 for mode in "${modes[@]}"; do
     awk -v mode="$mode" '
-        $1 == mode { d[++n] = $2; l[n] = $3 }
-        function sorted(a, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t } }
-        function median(a, n) { return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
-        END { sorted(d, n); sorted(l, n); printf "%-15s %.2f %.2f %.2f                 %.2f %.2f %.2f\n", mode, d[1], median(d, n), d[n], l[1], median(l, n), l[n] }
+        $1 == mode { a[++n] = $2; r[n] = $3; l[n] = $5 }
+        function sorted(x, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && x[j-1] > x[j]; j--) { t = x[j]; x[j] = x[j-1]; x[j-1] = t } }
+        function median(x, n) { return n % 2 ? x[(n+1)/2] : (x[n/2] + x[n/2+1]) / 2 }
+        END {
+            sorted(a, n); sorted(r, n); sorted(l, n)
+            printf "%-15s %.2f %.2f %.2f         %.2f %.2f %.2f         %.2f %.2f %.2f\n", mode, a[1], median(a, n), a[n], r[1], median(r, n), r[n], l[1], median(l, n), l[n]
+        }
     ' "$results"
 done
 rm -f "$results"
