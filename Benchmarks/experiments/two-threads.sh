@@ -24,7 +24,13 @@
 #                   own (no lock, nothing shared): per-thread journal lanes at most
 #   JL_LANE_SEQ     the same, with one atomic add per call to a word all threads
 #                   share (a sequence number taken from one counter)
-# Every switch but the first and the last three breaks a guarantee (order, crash safety,
+#   JL_PAUSE        the pipeline's thread writes only when a flush asks (between
+#                   rounds): it never runs during one
+#   JL_PAUSE+JL_SKIPREAD         … and acknowledges the journal unread
+#   JL_PAUSE+JL_SKIPREAD+JL_NOSPARE  … and a retired segment is deleted, not zeroed
+#                   as the spare: callers write fresh pages no other core touched
+# (a mode with + sets each of its switches)
+# Every switch but the first, JL_OWNSPOOL, JL_LANE and JL_LANE_SEQ breaks a guarantee (order, crash safety,
 # delivery): they exist in this patch only, never in the product. The patch is written
 # against the commit that added it; when it no longer applies, this script says so and
 # stops (the figures of BENCHMARKS.md part 13 came from b7bf884's version of it, part 14's from
@@ -48,14 +54,16 @@ scratch="$root/.build-experiments"
 (cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
 bin="$scratch/release/justlog"
 export LD_LIBRARY_PATH="$scratch/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_OWNSPOOL JL_LANE JL_LANE_SEQ)
+modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_OWNSPOOL JL_LANE JL_LANE_SEQ
+    JL_PAUSE JL_PAUSE+JL_SKIPREAD JL_PAUSE+JL_SKIPREAD+JL_NOSPARE)
 results=$(mktemp)
 for ((run = 1; run <= runs; run++)); do
     for mode in "${modes[@]}"; do
         if [[ $mode == none ]]; then
             line=$("$bin" bench --only concurrency --case "$callcase")
         else
-            line=$(env "$mode=1" "$bin" bench --only concurrency --case "$callcase")
+            # shellcheck disable=SC2046
+            line=$(env $(tr '+' '\n' <<<"$mode" | sed 's/$/=1/') "$bin" bench --only concurrency --case "$callcase")
         fi
         # "concurrency, 2 threads ÷ 1: documented call 1.42× (median round 1.52×; …), literal alone 1.86× (median round 1.90×; …)"
         # (or "message_only 0.84× …"): the ratio over all rounds, then the median round's, of each side.
@@ -67,8 +75,8 @@ done
 # A thread's first calls may pay for what it sets up once (a spool of its own, a ring's first page faults): the
 # ratio over all rounds carries that, the median round does not.
 echo
-printf '%-15s %-22s %-22s %s\n' "switch" "$callcase: all rounds" "median round" "literal alone: median round"
-printf '%-15s %-22s %-22s %s\n' "" "min median max" "min median max" "min median max"
+printf '%-34s %-22s %-22s %s\n' "switch" "$callcase: all rounds" "median round" "literal alone: median round"
+printf '%-34s %-22s %-22s %s\n' "" "min median max" "min median max" "min median max"
 for mode in "${modes[@]}"; do
     awk -v mode="$mode" '
         $1 == mode { a[++n] = $2; r[n] = $3; l[n] = $5 }
@@ -76,7 +84,7 @@ for mode in "${modes[@]}"; do
         function median(x, n) { return n % 2 ? x[(n+1)/2] : (x[n/2] + x[n/2+1]) / 2 }
         END {
             sorted(a, n); sorted(r, n); sorted(l, n)
-            printf "%-15s %.2f %.2f %.2f         %.2f %.2f %.2f         %.2f %.2f %.2f\n", mode, a[1], median(a, n), a[n], r[1], median(r, n), r[n], l[1], median(l, n), l[n]
+            printf "%-34s %.2f %.2f %.2f         %.2f %.2f %.2f         %.2f %.2f %.2f\n", mode, a[1], median(a, n), a[n], r[1], median(r, n), r[n], l[1], median(l, n), l[n]
         }
     ' "$results"
 done
