@@ -30,8 +30,8 @@
 #   JL_PAUSE+JL_SKIPREAD+JL_NOSPARE  … and a retired segment is deleted, not zeroed
 #                   as the spare: callers write fresh pages no other core touched
 # (a mode with + sets each of its switches)
-# Every switch but the first, JL_OWNSPOOL, JL_LANE and JL_LANE_SEQ breaks a guarantee (order, crash safety,
-# delivery): they exist in this patch only, never in the product. The patch is written
+# Every switch breaks a guarantee (order, crash safety, delivery: most deliver nothing):
+# they exist in this patch only, never in the product. The patch is written
 # against the commit that added it; when it no longer applies, this script says so and
 # stops (the figures of BENCHMARKS.md part 13 came from b7bf884's version of it, part 14's from
 # ef5057b's, part 15's from this one).
