@@ -139,16 +139,21 @@ import Testing
     /// record, ~0.5 s, within a 1.5 s patience. (A whole batch of 1,024 went out in one write of 2 s: the wait
     /// gave up, as the exit flush of `ChildProcessTests` did on a loaded machine with a smaller one.)
     @Test func aShutdownThatBeginsDuringAWriteSeesProgressWithinItsPatience() async throws {
-        let slow = PerRecordSlowDestination(secondsPerRecord: 0.002)
-        let logger = logger([.init(slow)])
-        let count = 1_400
-        for index in 0..<count { logger.info("event \(index)") }
-        // Once the second write is under way: the worker took and built its second batch before the shutdown.
-        for _ in 0..<10_000 where slow.writesStarted < 2 { try await Task.sleep(for: .milliseconds(1)) }
-        let failure = await logger.pipeline.shutdown(timeout: 1.5)
-        #expect(failure == nil, "\(String(describing: failure))")
-        #expect(slow.count == count)
-        #expect(slow.largestWrite <= 256)
+        // On a thread of its own: the shutdown must begin during the second write, not whenever the shared pool,
+        // which other tests' blocking waits hold, gets back to this task (once 58 s later, under ThreadSanitizer in
+        // CI: every write was long done, and the shutdown then met a stalled machine instead).
+        await withTaskExecutorPreference(OwnThreadExecutor.shared) {
+            let slow = PerRecordSlowDestination(secondsPerRecord: 0.002)
+            let logger = logger([.init(slow)])
+            let count = 1_400
+            for index in 0..<count { logger.info("event \(index)") }
+            // Once the second write is under way: the worker took and built its second batch before the shutdown.
+            #expect(await eventually(timeout: .seconds(60)) { slow.writesStarted >= 2 })
+            let failure = await logger.pipeline.shutdown(timeout: 1.5)
+            #expect(failure == nil, "\(String(describing: failure))")
+            #expect(slow.count == count)
+            #expect(slow.largestWrite <= 256)
+        }
     }
 
     /// `flush(timeout:) async` and `shutdown(timeout:) async` wait on threads of their own. (They waited on
