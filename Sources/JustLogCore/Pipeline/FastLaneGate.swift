@@ -20,12 +20,11 @@ final class FastLaneGate: @unchecked Sendable {
     private let storage: UnsafeMutablePointer<cjustlog_seqlock>
 
     init() {
-        storage = .allocate(capacity: 1)
-        storage.initialize(to: cjustlog_seqlock())
+        storage = CacheLine.allocate(repeating: cjustlog_seqlock())
     }
 
     deinit {
-        storage.deallocate()
+        CacheLine.deallocate(storage)
     }
 
     /// The open lane, or `nil` when it is closed (some destination is written on the caller's thread, or there is

@@ -7,12 +7,11 @@ final class LevelGate: @unchecked Sendable {
     private let storage: UnsafeMutablePointer<UInt8>
 
     init(_ level: LogLevel) {
-        storage = .allocate(capacity: 1)
-        storage.initialize(to: UInt8(level.rawValue))
+        storage = CacheLine.allocate(repeating: UInt8(level.rawValue))
     }
 
     deinit {
-        storage.deallocate()
+        CacheLine.deallocate(storage)
     }
 
     /// Whether `level` is at or above the gate.

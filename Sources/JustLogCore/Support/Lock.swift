@@ -18,14 +18,12 @@ import Android
 package final class ConditionLock: @unchecked Sendable {
     #if os(Linux)
     /// The lock's word, then the condition's counter.
-    private let words = UnsafeMutablePointer<UInt32>.allocate(capacity: 2)
+    private let words = CacheLine.allocate(repeating: UInt32(0), count: 2)
 
-    package init() {
-        words.initialize(repeating: 0, count: 2)
-    }
+    package init() {}
 
     deinit {
-        words.deallocate()
+        CacheLine.deallocate(words)
     }
 
     @inline(__always)

@@ -15,14 +15,12 @@ import os
 /// It is not recursive: never call back into the owner while holding it.
 package final class SpoolLock: @unchecked Sendable {
     #if os(Linux)
-    private let word = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+    private let word = CacheLine.allocate(repeating: UInt32(0))
 
-    package init() {
-        word.initialize(to: 0)
-    }
+    package init() {}
 
     deinit {
-        word.deallocate()
+        CacheLine.deallocate(word)
     }
     #elseif canImport(Darwin)
     private let mutex = OSAllocatedUnfairLock()

@@ -40,11 +40,7 @@ final class SpoolStorage {
     /// Places reserved (``reserve(_:)``) whose records are still being copied in, outside the spool's lock: no segment
     /// is unmapped while there are any (see ``waitForFills()``). A word of its own, for the fillers' atomic
     /// decrements (a retain and a release of the segment cost a log call twice as much).
-    private let fillsInFlight: UnsafeMutablePointer<UInt64> = {
-        let word = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
-        word.initialize(to: 0)
-        return word
-    }()
+    private let fillsInFlight = CacheLine.allocate(repeating: UInt64(0))
 
     // MARK: - Opening
 
@@ -222,7 +218,7 @@ final class SpoolStorage {
     }
 
     deinit {
-        fillsInFlight.deallocate()
+        CacheLine.deallocate(fillsInFlight)
     }
 
     /// Unmaps and closes the files, once no reserved place is being filled. Records stay on disk for the next spool
