@@ -81,7 +81,7 @@ let package = Package(
         .target(
             name: "JustLogTools",
             dependencies: [
-                "JustLog", "JustLogCore", "JustLogLogging", "JustLogLogstash", "JustLogReceivers",
+                "JustLog", "JustLogCore", "JustLogLogging", "JustLogLogstash", "JustLogReceivers", "CJustLogAtomics",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

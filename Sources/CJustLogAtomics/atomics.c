@@ -18,14 +18,6 @@ static long futex(uint32_t *word, int operation, uint32_t value, const struct ti
 // costs both threads (two system calls and a context switch, ~5 µs each side).
 enum { cjustlog_futex_spins = 128 };
 
-static inline void cjustlog_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 // Spins a while for the lock to be free (then takes it uncontended, 1); else marks it contended (2) and sleeps until
 // an unlock finds it free. Once a thread has slept, it takes the lock as contended: it can't know whether others
 // still sleep, so its unlock wakes one (at worst for nothing).

@@ -42,6 +42,22 @@ static inline uint64_t cjustlog_atomic_load_acquire_u64(const uint64_t *value) {
     return atomic_load_explicit((const _Atomic uint64_t *)value, memory_order_acquire);
 }
 
+// A word one thread sets and others spin on, reading only (`justlog bench`'s start of a round): a spinner that took
+// a lock to look would keep the setter from taking it.
+static inline void cjustlog_atomic_store_release_u64(uint64_t *value, uint64_t newValue) {
+    atomic_store_explicit((_Atomic uint64_t *)value, newValue, memory_order_release);
+}
+
+// What a spinning thread does between two looks: tells the processor it spins (a pause), which costs the thread
+// it waits for less.
+static inline void cjustlog_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 // MARK: - A sequence lock: a version and seven values
 
 #define CJUSTLOG_SEQLOCK_WORDS 7

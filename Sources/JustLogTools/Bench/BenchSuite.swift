@@ -1,3 +1,4 @@
+import CJustLogAtomics
 package import Foundation
 package import JustLog
 import JustLogCore
@@ -208,6 +209,10 @@ package struct BenchSuite: Sendable {
     /// `threads - 1` of their own, started once; before each many-thread round they are awake and spinning, so
     /// that no thread's wake-up is timed (`DispatchQueue.concurrentPerform` woke a worker inside every round: tens
     /// of microseconds of a round of a few hundred, charged to the logger). Between those rounds they sleep.
+    ///
+    /// Each caller runs on a core of its own (``CorePinning``, when the process may use as many cores as there are
+    /// threads): left to the scheduler, the second caller was now and then woken onto the first one's core while the
+    /// drain's threads still ran on the other, and started ~200 µs — most of a round — late (BENCHMARKS.md part 16).
     private func scaling(
         of callCase: CallCase,
         threads: Int,
@@ -216,8 +221,13 @@ package struct BenchSuite: Sendable {
         let perThread = Self.burst / 2
         let rounds = max(1, options.callSamples / (perThread * threads))
         let barrier = RoundBarrier(workers: threads - 1)
-        for _ in 1..<threads {
+        let pinning = CorePinning()
+        let pinned = pinning.cores.count >= threads
+        if pinned { CorePinning.pinCurrentThread(to: pinning.cores[0]) }
+        defer { if pinned { pinning.restore() } }
+        for worker in 1..<threads {
             Thread.detachNewThread {
+                if pinned { CorePinning.pinCurrentThread(to: pinning.cores[worker]) }
                 while barrier.awaitRound() {
                     for index in 0..<perThread { callCase.call(index) }
                     barrier.finished(at: monotonicNanoseconds())
@@ -356,7 +366,6 @@ package struct CallMeasurement: Sendable {
 private final class RoundBarrier: @unchecked Sendable {
     private struct State {
         var round = 0
-        var started = 0
         var ready = 0
         var lastFinish: UInt64 = 0
         var stopped = false
@@ -364,6 +373,11 @@ private final class RoundBarrier: @unchecked Sendable {
 
     private let workers: Int
     private let state = LockedValue(State())
+    /// The round started last, which the workers spin on reading only: a worker that took `state`'s lock to look
+    /// would keep ``go()`` from taking it inside the timed round.
+    private let startedRound = CacheLine.allocate(repeating: UInt64(0))
+    /// The round ``prepare()`` woke the workers for (the measuring thread's own copy).
+    private var preparedRound: UInt64 = 0
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
 
@@ -371,20 +385,27 @@ private final class RoundBarrier: @unchecked Sendable {
         self.workers = workers
     }
 
+    deinit {
+        CacheLine.deallocate(startedRound)
+    }
+
     /// Wakes the workers for the next round and waits until every one is ready.
     func prepare() {
-        state.withLock {
-            $0.round += 1
-            $0.ready = 0
-            $0.lastFinish = 0
-        }
+        preparedRound = UInt64(
+            state.withLock {
+                $0.round += 1
+                $0.ready = 0
+                $0.lastFinish = 0
+                return $0.round
+            }
+        )
         for _ in 0..<workers { wake.signal() }
         while state.withLock({ $0.ready }) < workers { sched_yield() }
     }
 
     /// Starts the round prepared.
     func go() {
-        state.withLock { $0.started = $0.round }
+        cjustlog_atomic_store_release_u64(startedRound, preparedRound)
     }
 
     /// A worker: waits for a round and spins until it starts; `false` once stopped.
@@ -396,7 +417,7 @@ private final class RoundBarrier: @unchecked Sendable {
             return state.round
         }
         guard let round else { return false }
-        while state.withLock({ $0.started }) != round {}
+        while cjustlog_atomic_load_acquire_u64(startedRound) != UInt64(round) { cjustlog_cpu_relax() }
         return true
     }
 
