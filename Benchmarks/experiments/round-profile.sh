@@ -13,37 +13,50 @@
 #      only-one-thread rounds and in only-two-thread rounds (JL_ROUNDS=one|two, 4 M calls a
 #      side) and prints, per function, the callers' samples per million calls in each, the
 #      functions whose share grew most first: what a call costs more when two run at once.
-# The patch never goes into the product. When it no longer applies, this script says so
+# With --switches "JL_A JL_B …" it applies submission-switches.patch as well and, instead of
+# 1 and 2, runs the product and each switch in turn (callers pinned), <runs> times,
+# interleaved, printing per run and switch the callers' CPU time per call in one-thread →
+# two-thread rounds (each caller's share on a CPU), the ratio, its median round and the
+# literal's ratio (BENCHMARKS.md part 16's table of switches).
+# The patches never go into the product. When one no longer applies, this script says so
 # and stops.
 #
-# Usage: Benchmarks/experiments/round-profile.sh [runs] [--perf]
+# Usage: Benchmarks/experiments/round-profile.sh [runs] [--perf] [--switches "JL_A JL_B"]
 set -euo pipefail
 runs=6
 perf=no
-for argument in "$@"; do
-    case $argument in
+switches=""
+while (($#)); do
+    case $1 in
     --perf) perf=yes ;;
-    *) runs=$argument ;;
+    --switches) switches=$2; shift ;;
+    *) runs=$1 ;;
     esac
+    shift
 done
-root=$(git rev-parse --show-toplevel)
-patch="$root/Benchmarks/experiments/round-profile.patch"
-tree=$(mktemp -d /tmp/justlog-rounds.XXXXXX)
 work=$(mktemp -d /tmp/justlog-rounds-data.XXXXXX)
-cleanup() {
-    git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
-    rm -rf "$work"
-}
-trap cleanup EXIT
-git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
-if ! git -C "$tree" apply "$patch"; then
-    echo "round-profile.sh: $patch no longer applies to this commit; write it again" >&2
-    exit 1
+cleanup_more() { rm -rf "$work"; }
+here=$(cd "$(dirname "$0")" && pwd)
+patches=("$here/round-profile.patch")
+[[ -z $switches ]] || patches+=("$here/submission-switches.patch")
+source "$here/build-with-patches.sh" "${patches[@]}"
+
+if [[ -n $switches ]]; then
+    for ((run = 1; run <= runs; run++)); do
+        for switch in none $switches; do
+            if [[ $switch == none ]]; then set_switch=(); else set_switch=("$switch=1"); fi
+            output=$(env "${set_switch[@]}" JL_ROUNDCPU=1 "$bin" bench --only concurrency 2>&1)
+            cpu=$(sed -n '/^round profile of hot_path/,/^round profile of literal/p' <<<"$output" |
+                grep -E 'one thread|two threads:' |
+                sed -E 's/.*callers. CPU ([0-9]+) ns a call \(on a CPU ([0-9]+)% \+ ([0-9]+)%.*/\1 ns (\2% + \3%)/' |
+                paste -sd' ' | sed 's/ ns (/ ns (/; s/) /) → /')
+            ratio=$(grep '^concurrency' <<<"$output" |
+                sed -E 's/.*documented call ([0-9.]+)× \(median round ([0-9.]+)×.*literal alone ([0-9.]+)×.*/\1, median round \2, literal \3/')
+            echo "run $run, $switch: CPU a call $cpu | ratio $ratio"
+        done
+    done
+    exit 0
 fi
-scratch="$root/.build-experiments"
-(cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
-bin="$scratch/release/justlog"
-export LD_LIBRARY_PATH="$scratch/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 figures="$work/figures"
 for ((run = 1; run <= runs; run++)); do

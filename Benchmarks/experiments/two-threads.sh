@@ -18,6 +18,8 @@
 #   JL_NOFILLS      no count of the places being filled (an atomic add and subtract)
 #   JL_NOSHARED     the last three at once
 #   JL_IDLEWORKER   the pipeline's thread at SCHED_IDLE: runs only on an idle core
+#   JL_PREFETCH     before taking the locks, the caller prefetches (for writing) the lines the
+#                   reservation will write: the queue's, the spool's, the segment's, the stub's
 #   JL_OWNSPOOL     each thread appends its record to a spool of its own, no queue
 #                   (the spool's own lock, counters and segment files)
 #   JL_LANE         each thread copies its framed record into a mapped ring of its
@@ -40,21 +42,9 @@
 set -euo pipefail
 runs=${1:-8}
 callcase=${2:-hot_path}
-root=$(git rev-parse --show-toplevel)
-patch="$root/Benchmarks/experiments/submission-switches.patch"
-tree=$(mktemp -d /tmp/justlog-experiment.XXXXXX)
-cleanup() { git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"; }
-trap cleanup EXIT
-git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
-if ! git -C "$tree" apply "$patch"; then
-    echo "two-threads.sh: $patch no longer applies to this commit; write it again" >&2
-    exit 1
-fi
-scratch="$root/.build-experiments"
-(cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
-bin="$scratch/release/justlog"
-export LD_LIBRARY_PATH="$scratch/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_OWNSPOOL JL_LANE JL_LANE_SEQ
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/build-with-patches.sh" "$here/submission-switches.patch"
+modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_PREFETCH JL_OWNSPOOL JL_LANE JL_LANE_SEQ
     JL_PAUSE JL_PAUSE+JL_SKIPREAD JL_PAUSE+JL_SKIPREAD+JL_NOSPARE)
 results=$(mktemp)
 for ((run = 1; run <= runs; run++)); do
