@@ -7,7 +7,8 @@
 #      left to the scheduler (JL_NOPIN=1, as before BENCHMARKS.md part 16), and prints each
 #      run's round profile of the documented call: the callers' CPU time per call in the
 #      one-thread and the two-thread rounds, each caller's share of the rounds on a CPU, the
-#      other threads' share, when the second caller started and each ended, the spread of
+#      other threads' share, the process's minor page faults per 1,000 calls, when the second
+#      caller started and each ended, the spread of
 #      the rounds' ratios; then the medians of the figure per side;
 #   2. with --perf (needs `perf`), samples the callers (perf record -e cpu-clock, 10 kHz) in
 #      only-one-thread rounds and in only-two-thread rounds (JL_ROUNDS=one|two, 4 M calls a
