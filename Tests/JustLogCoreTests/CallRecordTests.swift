@@ -123,6 +123,26 @@ import Testing
         #expect(userInfo["other"] as? String == String(text.reversed()))
     }
 
+    @Test func aUserInfoOfManyEntriesIsJournaledAsTheFullCaptureJournalsIt() throws {
+        // More buckets than one bitmap word of the dictionary's storage holds (DictionaryEntries).
+        var userInfo: [String: Any] = [:]
+        for index in 0..<100 { userInfo["key \(index)"] = index % 2 == 0 ? index : "value \(index) ✓" }
+        let limits = CaptureLimits(maximumKeys: 100, maximumBytes: 1 << 20)
+        expectSame(try fastLane("m", userInfo, limits: limits), try fullCapture("m", userInfo, limits: limits))
+    }
+
+    @Test func aNegativeByteLimitTakesTheFullCaptureWithoutATrap() throws {
+        // The budget is charged with wrapping arithmetic: a limit below zero must decline, not wrap round.
+        // (`init` clamps it; the property is public and can be set below zero after.)
+        let userInfo: [String: Any] = ["k": "v", "n": 1]
+        for limit in [Int.min, -1] {
+            var limits = CaptureLimits()
+            limits.maximumBytes = limit
+            #expect(try fastLane("m", userInfo, limits: limits) == nil)
+            expectSame(try fastLane("m", [:], limits: limits), try fullCapture("m", [:]))
+        }
+    }
+
     /// Values ``ValueCapture`` captures and the fast lane leaves to it.
     static func notPlain(_ what: String) -> Any {
         switch what {

@@ -26,42 +26,18 @@ extension JournalCodec {
         limits: CaptureLimits,
         _ body: (UnsafeMutableRawBufferPointer) -> Bool
     ) -> Bool {
-        guard let userInfo, !userInfo.isEmpty else {
-            // No members: no dictionary to walk (an empty one costs its iteration's set-up all the same).
-            return withCallRecord(
-                level: level,
-                message: message,
-                memberCount: 0,
-                callSite: callSite,
-                timestamp: timestamp,
-                eventIDPrefix: eventIDPrefix,
-                limits: limits,
-                members: { _, _ in true },
-                body
-            )
-        }
-        // ValueCapture keeps at most `maximumKeys` members and about `maximumBytes`: keys at their length + 4,
-        // strings at theirs + 2, other scalars at 8. Within both nothing is cut, and it keeps them as they are.
-        guard userInfo.count <= limits.maximumKeys else { return false }
-        return withCallRecord(
-            level: level,
-            message: message,
-            memberCount: userInfo.count,
-            callSite: callSite,
-            timestamp: timestamp,
-            eventIDPrefix: eventIDPrefix,
-            limits: limits,
-            members: { writer, budget in
-                // Keys and values apart, each view in its order (the same): iterating pairs copies each
-                // `(String, Any)` through the runtime, and subscripting by index checks every index.
-                var keys = userInfo.keys.makeIterator()
-                var values = userInfo.values.makeIterator()
-                while let key = keys.next(), var value = values.next() {
-                    budget -= key.utf8.count + 4
-                    writer.string(key)
-                    guard writer.plainValue(&value, budget: &budget), budget >= 0 else { return false }
-                }
-                return true
+        withRecord(
+            encodedBy: { buffer in
+                encodeCall(
+                    level: level,
+                    message: message,
+                    userInfo: userInfo,
+                    callSite: callSite,
+                    timestamp: timestamp,
+                    eventIDPrefix: eventIDPrefix,
+                    limits: limits,
+                    into: buffer
+                )
             },
             body
         )
@@ -81,157 +57,340 @@ extension JournalCodec {
         limits: CaptureLimits,
         _ body: (UnsafeMutableRawBufferPointer) -> Bool
     ) -> Bool {
-        let count = fields.count
-        guard count <= limits.maximumKeys, count <= maximumTypedFields else { return false }
-        // A key given twice: the dictionary the full capture builds keeps the last (`==`, as its keys compare).
-        for later in 1..<max(count, 1) {
-            for earlier in 0..<later where fields[earlier].key == fields[later].key { return false }
-        }
-        return withCallRecord(
-            level: level,
-            message: message,
-            memberCount: count,
-            callSite: callSite,
-            timestamp: timestamp,
-            eventIDPrefix: eventIDPrefix,
-            limits: limits,
-            members: { writer, budget in
-                for (key, value) in fields {
-                    budget -= key.utf8.count + 4
-                    writer.string(key)
-                    guard writer.scalar(value, budget: &budget), budget >= 0 else { return false }
-                }
-                return true
+        withRecord(
+            encodedBy: { buffer in
+                encodeCall(
+                    level: level,
+                    message: message,
+                    fields: fields,
+                    callSite: callSite,
+                    timestamp: timestamp,
+                    eventIDPrefix: eventIDPrefix,
+                    limits: limits,
+                    into: buffer
+                )
             },
             body
         )
     }
 
-    /// More typed fields than this take the full capture: the check for a repeated key compares every pair.
-    static let maximumTypedFields = 32
-
-    /// The record around its `userInfo` members, which `members` writes (`memberCount` of them, charging
-    /// `budget`; `false`: the call needs the full capture).
-    private static func withCallRecord(
-        level: LogLevel,
-        message: String,
-        memberCount: Int,
-        callSite: CallSite,
-        timestamp: LogTimestamp,
-        eventIDPrefix: UInt64,
-        limits: CaptureLimits,
-        members: (inout RecordWriter, inout Int) -> Bool,
+    /// Hands `body` the record `encode` writes: into ``callRecordStackBytes`` on the stack, or — when `encode` says
+    /// it needs more — again into a heap buffer of its exact size. `encode` returns the record's size (nothing is
+    /// written past the buffer it is given), or `nil` when the call needs the full capture: then `body` is not
+    /// called, and the answer is `false`. Inlined, with both closures: a log call calls neither through a context.
+    @inline(__always)
+    static func withRecord(
+        encodedBy encode: (UnsafeMutableRawBufferPointer) -> Int?,
         _ body: (UnsafeMutableRawBufferPointer) -> Bool
     ) -> Bool {
-        func encode(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
-            var writer = RecordWriter(buffer)
-            writer.byte(version)
-            writer.byte(UInt8(level.rawValue))
-            writer.word(0)  // the sequence number, set under the queue's lock
-            writer.word(eventIDPrefix)
-            writer.word(UInt64(bitPattern: timestamp.nanosecondsSinceEpoch))
-            writer.word(UInt64(callSite.line))
-            writer.string(callSite.file)
-            writer.string(callSite.function)
-            writer.string(message)
-            var budget = limits.maximumBytes
-            writer.word(UInt64(memberCount))
-            guard members(&writer, &budget) else { return nil }
-            writer.word(0)  // metadata
-            writer.word(0)  // truncations
-            writer.byte(0)  // no error
-            return writer.count
-        }
-        return withUnsafeTemporaryAllocation(byteCount: callRecordStackBytes, alignment: 8) { stack in
-            guard let count = encode(into: stack) else { return false }
+        withUnsafeTemporaryAllocation(byteCount: callRecordStackBytes, alignment: 8) { stack in
+            guard let count = encode(stack) else { return false }
             if count <= stack.count { return body(UnsafeMutableRawBufferPointer(rebasing: stack[..<count])) }
             return withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { heap in
-                guard encode(into: heap) == count else { return false }
+                guard encode(heap) == count else { return false }
                 return body(heap)
             }
         }
     }
 
+    /// Writes the record of a call whose `userInfo` holds only plain values within `limits` into `buffer` (see
+    /// ``withRecord(encodedBy:_:)``): its size, or `nil` when the call needs the full capture.
+    @inline(__always)
+    static func encodeCall(
+        level: LogLevel,
+        message: String,
+        userInfo: [String: Any]?,
+        callSite: CallSite,
+        timestamp: LogTimestamp,
+        eventIDPrefix: UInt64,
+        limits: CaptureLimits,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int? {
+        encodeCall(
+            level: level,
+            message: message,
+            userInfo: userInfo,
+            callSite: callSite,
+            timestamp: timestamp,
+            eventIDPrefix: eventIDPrefix,
+            maximumKeys: limits.maximumKeys,
+            maximumBytes: limits.maximumBytes,
+            into: buffer
+        )
+    }
+
+    /// ``encodeCall(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:into:)`` with the two limits it
+    /// reads (the whole value costs a log call its other fields' passing). Never inlined: in its caller's body the
+    /// optimizer stopped inlining the buffer's own accessors (+180 instructions a call).
+    @inline(never)
+    private static func encodeCall(
+        level: LogLevel,
+        message: String,
+        userInfo: [String: Any]?,
+        callSite: CallSite,
+        timestamp: LogTimestamp,
+        eventIDPrefix: UInt64,
+        maximumKeys: Int,
+        maximumBytes: Int,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int? {
+        var writer = RecordWriter(buffer)
+        // No members: no dictionary to walk (an empty one costs its iteration's set-up all the same).
+        guard let userInfo, !userInfo.isEmpty else {
+            writer.start(level, message, callSite, timestamp, eventIDPrefix, memberCount: 0)
+            return writer.finish()
+        }
+        // ValueCapture keeps at most `maximumKeys` members and about `maximumBytes`: keys at their length + 4,
+        // strings at theirs + 2, other scalars at 8. Within both nothing is cut, and it keeps them as they are.
+        guard userInfo.count <= maximumKeys else { return nil }
+        writer.start(level, message, callSite, timestamp, eventIDPrefix, memberCount: userInfo.count)
+        var budget = Self.budget(maximumBytes)
+        // In place, where the dictionary's storage allows (see DictionaryEntries): no key or value copied.
+        let walked = DictionaryEntries.visit(userInfo) { key, value in
+            budget &-= writer.string(at: key) &+ 4
+            return writer.plainValue(at: value, budget: &budget) && budget >= 0
+        }
+        guard let walked else { return iterate(userInfo, after: writer, budget: budget) }
+        return walked ? writer.finish() : nil
+    }
+
+    /// ``encodeCall(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:into:)``'s members, and the
+    /// record's end, where the dictionary's storage can't be read in place: through the standard library's
+    /// iterators. (Its own copy of the writer: one passed `inout` would keep the caller's out of registers.)
+    @inline(never)
+    private static func iterate(_ userInfo: [String: Any], after start: RecordWriter, budget: Int) -> Int? {
+        var writer = start
+        var budget = budget
+        // Keys and values apart, each view in its order (the same): iterating pairs copies each `(String, Any)`
+        // through the runtime, and subscripting by index checks every index.
+        var keys = userInfo.keys.makeIterator()
+        var values = userInfo.values.makeIterator()
+        while let key = keys.next(), var value = values.next() {
+            budget &-= writer.string(key) &+ 4
+            let plain = withUnsafeMutablePointer(to: &value) {
+                writer.plainValue(at: UnsafeRawPointer($0), budget: &budget)
+            }
+            guard plain, budget >= 0 else { return nil }
+        }
+        return writer.finish()
+    }
+
+    /// Writes the record of a call whose typed `fields` hold only scalars within `limits` into `buffer` (see
+    /// ``withRecord(encodedBy:_:)``): its size, or `nil` when the call needs the full capture. Never inlined: in
+    /// its caller's body the optimizer stopped inlining the buffer's own accessors (+180 instructions a call).
+    @inline(never)
+    static func encodeCall(
+        level: LogLevel,
+        message: String,
+        fields: KeyValuePairs<String, LogValue>,
+        callSite: CallSite,
+        timestamp: LogTimestamp,
+        eventIDPrefix: UInt64,
+        limits: CaptureLimits,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int? {
+        let count = fields.count
+        guard count <= limits.maximumKeys, count <= maximumTypedFields else { return nil }
+        // A key given twice: the dictionary the full capture builds keeps the last (`==`, as its keys compare).
+        for later in 1..<max(count, 1) {
+            for earlier in 0..<later where fields[earlier].key == fields[later].key { return nil }
+        }
+        var writer = RecordWriter(buffer)
+        writer.start(level, message, callSite, timestamp, eventIDPrefix, memberCount: count)
+        var budget = Self.budget(limits.maximumBytes)
+        for (key, value) in fields {
+            budget &-= writer.string(key) &+ 4
+            guard writer.scalar(value, budget: &budget), budget >= 0 else { return nil }
+        }
+        return writer.finish()
+    }
+
+    /// More typed fields than this take the full capture: the check for a repeated key compares every pair.
+    static let maximumTypedFields = 32
+
+    /// The bytes a call's members may take, charged as ``ValueCapture`` charges them. Never below zero, so that
+    /// charging it (wrapping arithmetic) wraps nowhere: a negative limit takes the full capture, as 0 does.
+    @inline(__always)
+    private static func budget(_ maximumBytes: Int) -> Int { max(maximumBytes, 0) }
+
     /// Writes into a fixed buffer; past its end it only counts, so that one pass says how large a buffer the
     /// record needs.
+    ///
+    /// Counts add without overflow checks: a record's size is a sum of a few dozen lengths, each below 2^48.
     struct RecordWriter {
-        private let base: UnsafeMutableRawPointer?
+        /// Never written past `capacity` (an empty buffer's stand-in address is never written at all).
+        private let base: UnsafeMutableRawPointer
         private let capacity: Int
         /// The bytes written (or, past the capacity, that would have been).
         private(set) var count = 0
 
         init(_ buffer: UnsafeMutableRawBufferPointer) {
-            base = buffer.baseAddress
-            capacity = buffer.count
+            if let address = buffer.baseAddress {
+                base = address
+                capacity = buffer.count
+            } else {
+                base = UnsafeMutableRawPointer(bitPattern: MemoryLayout<UInt64>.alignment)!
+                capacity = 0
+            }
+        }
+
+        /// The record up to its members: the format's version, the level, the sequence number (0: set under the
+        /// queue's lock, ``JournalCodec/setSequence(_:in:)``), the `event_id` prefix, the time, the call site's
+        /// line (one room check for those 34 bytes), file and function, the message, and the count of members.
+        @inline(__always)
+        mutating func start(
+            _ level: LogLevel,
+            _ message: String,
+            _ callSite: CallSite,
+            _ timestamp: LogTimestamp,
+            _ eventIDPrefix: UInt64,
+            memberCount: Int
+        ) {
+            if count &+ 34 <= capacity {
+                let start = base + count
+                start.storeBytes(of: JournalCodec.version, as: UInt8.self)
+                start.storeBytes(of: UInt8(truncatingIfNeeded: level.rawValue), toByteOffset: 1, as: UInt8.self)
+                start.storeBytes(of: UInt64(0), toByteOffset: 2, as: UInt64.self)
+                start.storeBytes(of: eventIDPrefix.littleEndian, toByteOffset: 10, as: UInt64.self)
+                start.storeBytes(
+                    of: UInt64(bitPattern: timestamp.nanosecondsSinceEpoch).littleEndian,
+                    toByteOffset: 18,
+                    as: UInt64.self
+                )
+                start.storeBytes(of: UInt64(callSite.line).littleEndian, toByteOffset: 26, as: UInt64.self)
+            }
+            count &+= 34
+            string(callSite.file)
+            string(callSite.function)
+            string(message)
+            word(UInt64(memberCount))
+        }
+
+        /// The record after its members (no metadata, no truncations, no error); returns its size.
+        @inline(__always)
+        mutating func finish() -> Int {
+            word(0)  // metadata
+            word(0)  // truncations
+            byte(0)  // no error
+            return count
         }
 
         mutating func byte(_ value: UInt8) {
-            if count < capacity, let base { base.storeBytes(of: value, toByteOffset: count, as: UInt8.self) }
-            count += 1
+            if count < capacity { base.storeBytes(of: value, toByteOffset: count, as: UInt8.self) }
+            count &+= 1
         }
 
         mutating func word(_ value: UInt64) {
-            if count + 8 <= capacity, let base {
-                base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt64.self)
-            }
-            count += 8
+            if count &+ 8 <= capacity { base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt64.self) }
+            count &+= 8
         }
 
+        /// Writes `string`'s UTF-8 after its count; returns the count of bytes.
+        ///
+        /// Read where the string keeps them (``StringLayout``); only a string of another form (shared, bridged)
+        /// is lent by the standard library.
         @inline(__always)
-        mutating func string(_ string: String) {
+        @discardableResult
+        mutating func string(_ string: String) -> Int {
+            if let length = bytes(of: StringLayout(string)) { return length }
+            return lentBytes(of: string)
+        }
+
+        /// ``string(_:)`` for the string at `pointer` (a dictionary's key or an `Any`'s), not loaded unless its
+        /// form needs the standard library.
+        @inline(__always)
+        mutating func string(at pointer: UnsafePointer<String>) -> Int {
+            if let length = bytes(of: StringLayout(at: pointer)) { return length }
+            return lentBytes(of: pointer.pointee)
+        }
+
+        /// Writes the bytes a small or contiguous string holds, after their count, and returns the count; `nil`
+        /// (nothing written) for another layout. A small string's two words are stored whole where there is
+        /// room (16 bytes: those past its count are overwritten by what follows, or lie past the record's end).
+        @inline(__always)
+        private mutating func bytes(of layout: StringLayout) -> Int? {
+            switch layout {
+            case .small(let low, let high, let length):
+                if count &+ 20 <= capacity {
+                    base.storeBytes(
+                        of: UInt32(truncatingIfNeeded: length).littleEndian,
+                        toByteOffset: count,
+                        as: UInt32.self
+                    )
+                    base.storeBytes(of: low, toByteOffset: count &+ 4, as: UInt64.self)
+                    base.storeBytes(of: high, toByteOffset: count &+ 12, as: UInt64.self)
+                    count &+= 4 &+ length
+                } else {
+                    withUnsafeBytes(of: (low, high)) { bytes(UnsafeRawBufferPointer(rebasing: $0[..<length])) }
+                }
+                return length
+            case .contiguous(let start, let length):
+                bytes(UnsafeRawBufferPointer(start: start, count: length))
+                return length
+            case .other:
+                return nil
+            }
+        }
+
+        /// Writes `string`'s UTF-8, lent by the standard library, after its count; returns the count.
+        @inline(never)
+        private mutating func lentBytes(of string: String) -> Int {
             // A native string lends its bytes as they are; only another (a bridged one) is copied to be read.
-            let written: Void? = string.utf8.withContiguousStorageIfAvailable { bytes(UnsafeRawBufferPointer($0)) }
+            var length = 0
+            let written: Void? = string.utf8.withContiguousStorageIfAvailable {
+                length = $0.count
+                bytes(UnsafeRawBufferPointer($0))
+            }
             if written == nil {
                 var string = string
-                string.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
+                string.withUTF8 {
+                    length = $0.count
+                    bytes(UnsafeRawBufferPointer($0))
+                }
             }
+            return length
         }
 
         /// A string's UTF-8 `bytes`, after their count.
         @inline(__always)
         private mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
-            if count + 4 + bytes.count <= capacity, let base {
+            if count &+ 4 &+ bytes.count <= capacity {
                 base.storeBytes(
                     of: UInt32(truncatingIfNeeded: bytes.count).littleEndian,
                     toByteOffset: count,
                     as: UInt32.self
                 )
                 if let source = bytes.baseAddress {
-                    (base + count + 4).copyMemory(from: source, byteCount: bytes.count)
+                    (base + (count &+ 4)).copyMemory(from: source, byteCount: bytes.count)
                 }
             }
-            count += 4 + bytes.count
+            count &+= 4 &+ bytes.count
         }
 
-        /// Writes `value` as ``ValueCapture`` would capture it, charging `budget` as it does; `false` (nothing
-        /// sensible written) for anything but a `String`, `Int`, `Double` or `Bool`.
+        /// Writes the `Any` at `container` as ``ValueCapture`` would capture it, charging `budget` as it does;
+        /// `false` (nothing sensible written) for anything but a `String`, `Int`, `Double` or `Bool`.
         ///
         /// The four are told apart by the type the `Any` holds, exactly: a subclass, an optional, an `NSNumber`
         /// or `NSString` is not plain (``ValueCapture`` decides what they become). They are read straight from
         /// the `Any`'s container, whose layout is Swift's stable ABI: a buffer of 3 words, then the held type's
         /// metadata; a value that fits the buffer and moves bitwise (each of the four) is kept in it. Opening the
         /// existential (`_openExistential`, before) cost ~114 instructions a value, ~62 now (`callgrind.sh --profile
-        /// hot_path`); `type(of:)` is a call into the runtime, a cast its dynamic-cast machinery. The value is
-        /// `inout` (the caller's own copy) because `withUnsafeBytes(of:)` on a borrowed `Any` stayed an
-        /// unspecialized generic call here (~40 instructions more a value).
-        mutating func plainValue(_ value: inout Any, budget: inout Int) -> Bool {
+        /// hot_path`); `type(of:)` is a call into the runtime, a cast its dynamic-cast machinery. The container is
+        /// read where it lies (in the dictionary's storage, see ``DictionaryEntries``): a string held there is lent,
+        /// not copied.
+        @inline(__always)
+        mutating func plainValue(at container: UnsafeRawPointer, budget: inout Int) -> Bool {
             // Never false on a platform Swift supports; if it were, every call would take the full capture.
             guard MemoryLayout<Any>.size == 32, MemoryLayout<Int>.size == 8 else { return false }
-            let (type, bits) = withUnsafeMutablePointer(to: &value) { pointer in
-                let container = UnsafeRawPointer(pointer)
-                return (
-                    container.load(fromByteOffset: 3 * MemoryLayout<Int>.size, as: UnsafeRawPointer.self),
-                    container.load(as: UInt64.self)
-                )
-            }
+            let type = container.load(fromByteOffset: 3 * MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
+            let bits = container.load(as: UInt64.self)
             if type == Self.metadata(of: String.self) {
-                let string = withUnsafeMutablePointer(to: &value) { UnsafeRawPointer($0).load(as: String.self) }
+                let string = container.assumingMemoryBound(to: String.self)
                 // `scalar(.string(string))`'s encoding, written here: wrapping the string in a `LogValue` cost
                 // ~60 instructions a call more (`callgrind.sh hot_path`: 4,821 against 4,757); the other three
                 // fold into `scalar` at no cost.
-                budget -= string.utf8.count + 2
                 byte(0)
-                self.string(string)
+                budget &-= self.string(at: string) &+ 2
                 return true
             } else if type == Self.metadata(of: Int.self) {
                 return scalar(.int(Int64(bitPattern: bits)), budget: &budget)
@@ -254,19 +413,19 @@ extension JournalCodec {
         mutating func scalar(_ value: LogValue, budget: inout Int) -> Bool {
             switch value {
             case .string(let string):
-                budget -= string.utf8.count + 2
+                budget &-= string.utf8.count &+ 2
                 byte(0)
                 self.string(string)
             case .int(let int):
-                budget -= 8
+                budget &-= 8
                 byte(1)
                 word(UInt64(bitPattern: int))
             case .uint(let uint):
-                budget -= 8
+                budget &-= 8
                 byte(2)
                 word(uint)
             case .double(let double):
-                budget -= 8
+                budget &-= 8
                 switch ValueCapture.finite(double) {
                 case .double(let double):
                     byte(3)
@@ -278,10 +437,10 @@ extension JournalCodec {
                     return false
                 }
             case .bool(let bool):
-                budget -= 8
+                budget &-= 8
                 byte(bool ? 5 : 4)
             case .null:
-                budget -= 8
+                budget &-= 8
                 byte(6)
             case .array, .object:
                 return false

@@ -293,17 +293,21 @@ public final class LogPipeline: Sendable {
         let timestamp = now()
         if error == nil, let lane = queue.fastLane.current() {
             guard level >= lane.minimumLevel else { return }
-            let queued = JournalCodec.withCallRecord(
-                level: level,
-                message: message,
-                userInfo: userInfo,
-                callSite: callSite,
-                timestamp: timestamp,
-                eventIDPrefix: lane.eventIDPrefix,
-                limits: lane.captureLimits
-            ) { record in
-                queue.submitJournaled(record, lane: lane.version)
-            }
+            let queued = JournalCodec.withRecord(
+                encodedBy: { buffer in
+                    JournalCodec.encodeCall(
+                        level: level,
+                        message: message,
+                        userInfo: userInfo,
+                        callSite: callSite,
+                        timestamp: timestamp,
+                        eventIDPrefix: lane.eventIDPrefix,
+                        limits: lane.captureLimits,
+                        into: buffer
+                    )
+                },
+                { record in queue.submitJournaled(record, lane: lane.version) }
+            )
             if queued { return }
         }
         submitCaptured(level, message, error: error, userInfo: userInfo, callSite: callSite, at: timestamp)
@@ -324,17 +328,21 @@ public final class LogPipeline: Sendable {
         let timestamp = now()
         if error == nil, let lane = queue.fastLane.current() {
             guard level >= lane.minimumLevel else { return }
-            let queued = JournalCodec.withCallRecord(
-                level: level,
-                message: message,
-                fields: fields,
-                callSite: callSite,
-                timestamp: timestamp,
-                eventIDPrefix: lane.eventIDPrefix,
-                limits: lane.captureLimits
-            ) { record in
-                queue.submitJournaled(record, lane: lane.version)
-            }
+            let queued = JournalCodec.withRecord(
+                encodedBy: { buffer in
+                    JournalCodec.encodeCall(
+                        level: level,
+                        message: message,
+                        fields: fields,
+                        callSite: callSite,
+                        timestamp: timestamp,
+                        eventIDPrefix: lane.eventIDPrefix,
+                        limits: lane.captureLimits,
+                        into: buffer
+                    )
+                },
+                { record in queue.submitJournaled(record, lane: lane.version) }
+            )
             if queued { return }
         }
         // A key given twice keeps its last value, as a dictionary literal's would if it could hold both.
