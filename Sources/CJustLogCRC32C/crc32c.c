@@ -164,3 +164,46 @@ uint32_t cjustlog_crc32c_20(const void *bytes) {
 }
 
 int cjustlog_crc32c_is_hardware(void) { return use_hardware; }
+
+static void store_le32(uint8_t *bytes, uint32_t value) {
+    bytes[0] = (uint8_t)value;
+    bytes[1] = (uint8_t)(value >> 8);
+    bytes[2] = (uint8_t)(value >> 16);
+    bytes[3] = (uint8_t)(value >> 24);
+}
+
+// The committed header (see the declaration) of the frame at `header`, with `payload_crc`, into `committed`.
+static inline void committed_header(uint8_t committed[20], const void *header, uint32_t magic, uint32_t payload_crc) {
+    memcpy(committed, header, 16);
+    store_le32(committed, magic);
+    store_le32(committed + 16, payload_crc);
+}
+
+#if CJUSTLOG_CRC32C_X86
+// Its own function with the processor's target, so that both checksums inline into it: one call a log call.
+__attribute__((target("sse4.2"))) static uint64_t hardware_frame(
+    const void *payload, size_t count, const void *header, uint32_t magic
+) {
+    uint8_t committed[20];
+    uint32_t payload_crc = hardware(0, payload, count);
+    committed_header(committed, header, magic, payload_crc);
+    return (uint64_t)payload_crc | (uint64_t)hardware_20(committed) << 32;
+}
+#elif CJUSTLOG_CRC32C_ARM
+static uint64_t hardware_frame(const void *payload, size_t count, const void *header, uint32_t magic) {
+    uint8_t committed[20];
+    uint32_t payload_crc = hardware(0, payload, count);
+    committed_header(committed, header, magic, payload_crc);
+    return (uint64_t)payload_crc | (uint64_t)hardware_20(committed) << 32;
+}
+#endif
+
+uint64_t cjustlog_crc32c_frame(const void *payload, size_t count, const void *header, uint32_t magic) {
+#if CJUSTLOG_CRC32C_X86 || CJUSTLOG_CRC32C_ARM
+    if (use_hardware) return hardware_frame(payload, count, header, magic);
+#endif
+    uint8_t committed[20];
+    uint32_t payload_crc = cjustlog_crc32c_portable(0, payload, count);
+    committed_header(committed, header, magic, payload_crc);
+    return (uint64_t)payload_crc | (uint64_t)cjustlog_crc32c_portable(0, committed, 20) << 32;
+}

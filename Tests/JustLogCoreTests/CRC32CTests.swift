@@ -47,4 +47,25 @@ import Testing
         let padded = Array("123456789".utf8) + [UInt8](repeating: 0, count: 11)
         padded.withUnsafeBytes { #expect(CRC32C.checksum(twentyBytesAt: $0.baseAddress!) == 0x5E03_4597) }
     }
+
+    @Test func aFilledFramesTwoChecksumsAreThePayloadsAndTheCommittedHeadersAtEveryLength() {
+        // One call computes what the fill stores: the payload's checksum, and the header's with the frame magic in
+        // place of its first four bytes and the payload's checksum after it (both little-endian).
+        var generator = SystemRandomNumberGenerator()
+        let magic: UInt32 = 0x3252_4AF9
+        for length in Array(1...40) + [63, 64, 65, 200, 1_000] {
+            let payload = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let header = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let both = payload.withUnsafeBytes { payloadBytes in
+                header.withUnsafeBytes { CRC32C.frameChecksums(payloadBytes, header: $0.baseAddress!, magic: magic) }
+            }
+            let payloadCRC = payload.withUnsafeBytes { CRC32C.portableChecksum($0) }
+            var committed = header
+            withUnsafeBytes(of: magic.littleEndian) { committed.replaceSubrange(0..<4, with: $0) }
+            withUnsafeBytes(of: payloadCRC.littleEndian) { committed.append(contentsOf: $0) }
+            let headerCRC = committed.withUnsafeBytes { CRC32C.portableChecksum($0) }
+            #expect(UInt32(truncatingIfNeeded: both) == payloadCRC, "payload of \(length) bytes")
+            #expect(UInt32(truncatingIfNeeded: both >> 32) == headerCRC, "header after \(length) bytes")
+        }
+    }
 }

@@ -15,6 +15,11 @@ uint32_t cjustlog_crc32c(uint32_t crc, const void *bytes, size_t count);
 /// instructions, without the loops and tails of `cjustlog_crc32c` (which costs twice as much for so few bytes).
 uint32_t cjustlog_crc32c_20(const void *bytes);
 
+/// A filled frame's two checksums at once (one call on every log call instead of two): the low 32 bits are the
+/// CRC-32C of the `count` bytes of `payload`, the high 32 bits that of the committed header — the 16 bytes at
+/// `header` with their first 4 replaced by `magic`, then the payload's checksum (both written little-endian).
+uint64_t cjustlog_crc32c_frame(const void *payload, size_t count, const void *header, uint32_t magic);
+
 /// The same, always by table: to check the hardware path against it.
 uint32_t cjustlog_crc32c_portable(uint32_t crc, const void *bytes, size_t count);
 

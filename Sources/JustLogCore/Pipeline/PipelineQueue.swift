@@ -325,11 +325,12 @@ final class PipelineQueue: @unchecked Sendable {
     /// the next sequence number (the one its record carries). Consecutive such events are consecutive journal
     /// records (every journaled event is queued in order): one place holds them all, so the queue does not grow.
     private func queueJournaled(from start: SpoolPosition, to end: SpoolPosition) {
-        nextSequence += 1
-        counters.submitted += 1
+        // Wrapping adds (a log call's every instruction counts): 2^64 calls are never made.
+        nextSequence &+= 1
+        counters.submitted &+= 1
         if openPlace.count == 0 { openPlace.from = start }
         openPlace.to = end
-        openPlace.count += 1
+        openPlace.count &+= 1
     }
 
     /// Moves the open place, if any, to the end of `items` (lock held).

@@ -19,6 +19,18 @@ package enum CRC32C {
         cjustlog_crc32c_20(bytes)
     }
 
+    /// A filled frame's two checksums in one call: the low 32 bits are ``checksum(_:)`` of `payload`, the high 32
+    /// bits ``checksum(twentyBytesAt:)`` of the committed header — the 16 bytes at `header` with `magic` in place of
+    /// their first 4, then the payload's checksum (both little-endian).
+    @inline(__always)
+    package static func frameChecksums(
+        _ payload: UnsafeRawBufferPointer,
+        header: UnsafeRawPointer,
+        magic: UInt32
+    ) -> UInt64 {
+        cjustlog_crc32c_frame(payload.baseAddress, payload.count, header, magic)
+    }
+
     /// The same by table, whatever the processor: to check the instruction against.
     package static func portableChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         cjustlog_crc32c_portable(0, bytes.baseAddress, bytes.count)

@@ -286,6 +286,7 @@ final class SpoolSegment {
     /// frame's stub — length, serial and their check, then the reserved magic — and then the header's last serial:
     /// a crash before the fill leaves a stub that recovery skips (see the type's discussion). The frame counts as
     /// appended from now on (``end``, ``recordCount``); readers wait for its commit mark (``isCommitted(at:)``).
+    @inline(__always)
     func reserve(_ payloadCount: Int, serial: UInt64) -> UnsafeMutableRawPointer {
         let frame = base + end
         frame.storeBytes(of: UInt32(payloadCount).littleEndian, toByteOffset: 4, as: UInt32.self)
@@ -296,9 +297,10 @@ final class SpoolSegment {
             as: UInt64.self
         )
         frame.storeBytes(of: Self.reservedMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
-        end += Self.frameHeaderSize + payloadCount
-        recordCount += 1
-        payloadBytes += payloadCount
+        // Wrapping adds: all three stay below the segment's capacity.
+        end &+= Self.frameHeaderSize &+ payloadCount
+        recordCount &+= 1
+        payloadBytes &+= payloadCount
         commit(serial: serial)
         return frame
     }
@@ -316,13 +318,9 @@ final class SpoolSegment {
     /// and the caller keeps the segment mapped (``SpoolReservation``).
     static func fill(_ frame: UnsafeMutableRawPointer, with payload: UnsafeRawBufferPointer) {
         (frame + frameHeaderSize).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
-        let payloadCRC = CRC32C.checksum(payload)
-        let headerCRC = committedHeaderChecksum(ofFrameAt: frame, payloadCRC: payloadCRC)
-        frame.storeBytes(
-            of: (UInt64(payloadCRC) | UInt64(headerCRC) << 32).littleEndian,
-            toByteOffset: 16,
-            as: UInt64.self
-        )
+        // Both checksums in one call (the payload's, and ``committedHeaderChecksum(ofFrameAt:payloadCRC:)``'s).
+        let checksums = CRC32C.frameChecksums(payload, header: frame, magic: frameMagic)
+        frame.storeBytes(of: checksums.littleEndian, toByteOffset: 16, as: UInt64.self)
         cjustlog_atomic_store_release_u8(
             frame.assumingMemoryBound(to: UInt8.self),
             UInt8(truncatingIfNeeded: frameMagic)
