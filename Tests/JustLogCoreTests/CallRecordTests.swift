@@ -18,18 +18,24 @@ import Testing
         limits: CaptureLimits = CaptureLimits()
     ) throws -> JournalEntry? {
         var bytes: [UInt8]?
-        let taken = JournalCodec.withCallRecord(
-            level: .warning,
-            message: message,
-            userInfo: userInfo,
-            callSite: Self.callSite,
-            timestamp: Self.timestamp,
-            eventIDPrefix: Self.prefix,
-            limits: limits
-        ) { record in
-            bytes = Array(record)
-            return true
-        }
+        let taken = JournalCodec.withRecord(
+            encodedBy: { buffer in
+                JournalCodec.encodeCall(
+                    level: .warning,
+                    message: message,
+                    userInfo: userInfo,
+                    callSite: Self.callSite,
+                    timestamp: Self.timestamp,
+                    eventIDPrefix: Self.prefix,
+                    limits: limits,
+                    into: buffer
+                )
+            },
+            { record in
+                bytes = Array(record)
+                return true
+            }
+        )
         guard taken, let bytes else {
             #expect(bytes == nil, "a declined call hands nothing on")
             return nil

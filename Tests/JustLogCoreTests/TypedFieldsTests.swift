@@ -41,18 +41,24 @@ import Testing
         limits: CaptureLimits = CaptureLimits()
     ) throws -> JournalEntry? {
         var bytes: [UInt8]?
-        let taken = JournalCodec.withCallRecord(
-            level: .info,
-            message: "m",
-            fields: fields,
-            callSite: Self.callSite,
-            timestamp: Self.timestamp,
-            eventIDPrefix: Self.prefix,
-            limits: limits
-        ) { record in
-            bytes = Array(record)
-            return true
-        }
+        let taken = JournalCodec.withRecord(
+            encodedBy: { buffer in
+                JournalCodec.encodeCall(
+                    level: .info,
+                    message: "m",
+                    fields: fields,
+                    callSite: Self.callSite,
+                    timestamp: Self.timestamp,
+                    eventIDPrefix: Self.prefix,
+                    limits: limits,
+                    into: buffer
+                )
+            },
+            { record in
+                bytes = Array(record)
+                return true
+            }
+        )
         guard taken, let bytes else { return nil }
         return try bytes.withUnsafeBytes { try JournalCodec.decode($0) }.0
     }

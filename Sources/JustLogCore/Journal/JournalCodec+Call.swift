@@ -13,67 +13,6 @@ extension JournalCodec {
     /// 1 KiB there without asking); a larger one is written again into a heap buffer of its exact size.
     static let callRecordStackBytes = 1024
 
-    /// Encodes a call whose `userInfo` holds only plain values within `limits` and hands the record (sequence
-    /// number 0, see ``setSequence(_:in:)``) to `body`; returns `body`'s answer, or `false` without calling it
-    /// when the call needs the full capture.
-    static func withCallRecord(
-        level: LogLevel,
-        message: String,
-        userInfo: [String: Any]?,
-        callSite: CallSite,
-        timestamp: LogTimestamp,
-        eventIDPrefix: UInt64,
-        limits: CaptureLimits,
-        _ body: (UnsafeMutableRawBufferPointer) -> Bool
-    ) -> Bool {
-        withRecord(
-            encodedBy: { buffer in
-                encodeCall(
-                    level: level,
-                    message: message,
-                    userInfo: userInfo,
-                    callSite: callSite,
-                    timestamp: timestamp,
-                    eventIDPrefix: eventIDPrefix,
-                    limits: limits,
-                    into: buffer
-                )
-            },
-            body
-        )
-    }
-
-    /// Encodes a call whose typed `fields` hold only scalars within `limits`, as
-    /// ``withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)`` does a dictionary's:
-    /// the same record as for a `userInfo` of the same values. `false` when the call needs the full capture: a
-    /// nested value, a key given twice (the capture keeps the last), values past a limit.
-    static func withCallRecord(
-        level: LogLevel,
-        message: String,
-        fields: KeyValuePairs<String, LogValue>,
-        callSite: CallSite,
-        timestamp: LogTimestamp,
-        eventIDPrefix: UInt64,
-        limits: CaptureLimits,
-        _ body: (UnsafeMutableRawBufferPointer) -> Bool
-    ) -> Bool {
-        withRecord(
-            encodedBy: { buffer in
-                encodeCall(
-                    level: level,
-                    message: message,
-                    fields: fields,
-                    callSite: callSite,
-                    timestamp: timestamp,
-                    eventIDPrefix: eventIDPrefix,
-                    limits: limits,
-                    into: buffer
-                )
-            },
-            body
-        )
-    }
-
     /// Hands `body` the record `encode` writes: into ``callRecordStackBytes`` on the stack, or — when `encode` says
     /// it needs more — again into a heap buffer of its exact size. `encode` returns the record's size (nothing is
     /// written past the buffer it is given), or `nil` when the call needs the full capture: then `body` is not
@@ -93,8 +32,9 @@ extension JournalCodec {
         }
     }
 
-    /// Writes the record of a call whose `userInfo` holds only plain values within `limits` into `buffer` (see
-    /// ``withRecord(encodedBy:_:)``): its size, or `nil` when the call needs the full capture.
+    /// Writes the record of a call whose `userInfo` holds only plain values within `limits` into `buffer` (sequence
+    /// number 0, see ``setSequence(_:in:)``; for ``withRecord(encodedBy:_:)``): its size, or `nil` when the call
+    /// needs the full capture.
     @inline(__always)
     static func encodeCall(
         level: LogLevel,
@@ -175,9 +115,11 @@ extension JournalCodec {
         return writer.finish()
     }
 
-    /// Writes the record of a call whose typed `fields` hold only scalars within `limits` into `buffer` (see
-    /// ``withRecord(encodedBy:_:)``): its size, or `nil` when the call needs the full capture. Never inlined: in
-    /// its caller's body the optimizer stopped inlining the buffer's own accessors (+180 instructions a call).
+    /// Writes the record of a call whose typed `fields` hold only scalars within `limits` into `buffer`, as
+    /// ``encodeCall(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:into:)`` does a dictionary's: the
+    /// same record as for a `userInfo` of the same values. `nil` when the call needs the full capture: a nested
+    /// value, a key given twice (the capture keeps the last), values past a limit. Never inlined: in its caller's
+    /// body the optimizer stopped inlining the buffer's own accessors (+180 instructions a call).
     @inline(never)
     static func encodeCall(
         level: LogLevel,

@@ -2,7 +2,7 @@
 /// copied, nothing decoded into `String`s or ``LogValue``s. Destinations that write straight from these bytes
 /// (see ``PlainBatch``) format an event once, with no allocation per event.
 ///
-/// *Plain* is what the fast lane writes for the common call (``JournalCodec/withCallRecord``), and what the full
+/// *Plain* is what the fast lane writes for the common call (``JournalCodec/encodeCall(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:into:)``), and what the full
 /// capture writes for the same call: a message within ``CaptureLimits/maximumMessageBytes``, at most
 /// ``maximumMembers`` `userInfo` members whose values are strings, numbers, booleans or null, and no metadata,
 /// no truncation, no error. Any other record is read by ``JournalCodec/decode(_:)`` into a ``LogEvent``.

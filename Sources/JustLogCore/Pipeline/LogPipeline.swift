@@ -278,7 +278,7 @@ public final class LogPipeline: Sendable {
     }
 
     /// Accepts a log call whose level ``admits(_:)`` let through, stamped now. When every destination reads the
-    /// journal and the call is plain (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``),
+    /// journal and the call is plain (see ``JournalCodec/encodeCall(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:into:)``),
     /// its record is encoded straight into the journal with what the ``FastLaneGate`` says, without a lock, and the
     /// queue holds only its place; otherwise — and whenever the queue can't take it that way — its values are
     /// captured into a ``LogEvent`` for ``submit(_:)``.
@@ -291,30 +291,24 @@ public final class LogPipeline: Sendable {
         callSite: CallSite
     ) {
         let timestamp = now()
-        if error == nil, let lane = queue.fastLane.current() {
-            guard level >= lane.minimumLevel else { return }
-            let queued = JournalCodec.withRecord(
-                encodedBy: { buffer in
-                    JournalCodec.encodeCall(
-                        level: level,
-                        message: message,
-                        userInfo: userInfo,
-                        callSite: callSite,
-                        timestamp: timestamp,
-                        eventIDPrefix: lane.eventIDPrefix,
-                        limits: lane.captureLimits,
-                        into: buffer
-                    )
-                },
-                { record in queue.submitJournaled(record, lane: lane.version) }
+        let journaled = submitJournaled(level, error: error) { lane, buffer in
+            JournalCodec.encodeCall(
+                level: level,
+                message: message,
+                userInfo: userInfo,
+                callSite: callSite,
+                timestamp: timestamp,
+                eventIDPrefix: lane.eventIDPrefix,
+                limits: lane.captureLimits,
+                into: buffer
             )
-            if queued { return }
         }
+        if journaled { return }
         submitCaptured(level, message, error: error, userInfo: userInfo, callSite: callSite, at: timestamp)
     }
 
     /// ``submitCall(_:_:error:userInfo:callSite:)`` for typed fields (see
-    /// ``JournalCodec/withCallRecord(level:message:fields:callSite:timestamp:eventIDPrefix:limits:_:)``): the same
+    /// ``JournalCodec/encodeCall(level:message:fields:callSite:timestamp:eventIDPrefix:limits:into:)``): the same
     /// record, and the same event, as for a `userInfo` dictionary of the same values — which is what a call the
     /// typed lane can't take becomes.
     @usableFromInline
@@ -326,30 +320,42 @@ public final class LogPipeline: Sendable {
         callSite: CallSite
     ) {
         let timestamp = now()
-        if error == nil, let lane = queue.fastLane.current() {
-            guard level >= lane.minimumLevel else { return }
-            let queued = JournalCodec.withRecord(
-                encodedBy: { buffer in
-                    JournalCodec.encodeCall(
-                        level: level,
-                        message: message,
-                        fields: fields,
-                        callSite: callSite,
-                        timestamp: timestamp,
-                        eventIDPrefix: lane.eventIDPrefix,
-                        limits: lane.captureLimits,
-                        into: buffer
-                    )
-                },
-                { record in queue.submitJournaled(record, lane: lane.version) }
+        let journaled = submitJournaled(level, error: error) { lane, buffer in
+            JournalCodec.encodeCall(
+                level: level,
+                message: message,
+                fields: fields,
+                callSite: callSite,
+                timestamp: timestamp,
+                eventIDPrefix: lane.eventIDPrefix,
+                limits: lane.captureLimits,
+                into: buffer
             )
-            if queued { return }
         }
+        if journaled { return }
         // A key given twice keeps its last value, as a dictionary literal's would if it could hold both.
         var userInfo: [String: Any] = [:]
         userInfo.reserveCapacity(fields.count)
         for (key, value) in fields { userInfo[key] = value }
         submitCaptured(level, message, error: error, userInfo: userInfo, callSite: callSite, at: timestamp)
+    }
+
+    /// The fast lane of a call at `level`: when it has no error and the ``FastLaneGate``'s lane is open, the record
+    /// `encode` writes with that lane's values (see ``JournalCodec/encodeCall(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:into:)``)
+    /// is handed to the queue. `true` when the call is done with — journaled, or below every destination's level;
+    /// `false` when it needs the full path. Inlined, with `encode`: neither is a call through a context.
+    @inline(__always)
+    private func submitJournaled(
+        _ level: LogLevel,
+        error: (any Error)?,
+        _ encode: (FastLaneGate.Lane, UnsafeMutableRawBufferPointer) -> Int?
+    ) -> Bool {
+        guard error == nil, let lane = queue.fastLane.current() else { return false }
+        guard level >= lane.minimumLevel else { return true }
+        return JournalCodec.withRecord(
+            encodedBy: { encode(lane, $0) },
+            { record in queue.submitJournaled(record, lane: lane.version) }
+        )
     }
 
     /// The full path of a log call: its values captured into a ``LogEvent`` with the current intake (read under the

@@ -349,7 +349,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// Whether nothing waits: no item, no open place.
     private var isEmpty: Bool { head == items.count && openPlace.count == 0 }
 
-    /// The fast lane (see ``JournalCodec/withCallRecord(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:_:)``):
+    /// The fast lane (see ``JournalCodec/encodeCall(level:message:userInfo:callSite:timestamp:eventIDPrefix:limits:into:)``):
     /// when every destination reads the journal, a log call's record goes there and the queue holds only its place
     /// — the lock covers the sequence number, the record's reserved place in the mapped segment (the journal's lock
     /// within it) and the queue's; the record is copied in after both are released (``SpoolReservation``), and the
