@@ -1,4 +1,5 @@
 import Foundation
+import JustLogTestSupport
 import Testing
 
 @testable import JustLogCore
@@ -49,8 +50,9 @@ import Testing
         final class Gate: @unchecked Sendable {
             let lock = ConditionLock()
             var open = false  // under `lock`
+            var openedAt: UInt64 = 0  // under `lock`: when it opened, monotonic nanoseconds
             var waiting = 0  // under `lock`
-            var timedOut = 0  // under `lock`
+            var lostWakeUps = 0  // under `lock`
         }
         let gate = Gate()
         let waiters = 3
@@ -58,20 +60,33 @@ import Testing
             gate.lock.lock()
             gate.waiting += 1
             while !gate.open {
-                // Long enough that only a lost wake-up ends it by time.
-                if !gate.lock.wait(seconds: 30), !gate.open { gate.timedOut += 1 }
+                // A wait that ends by time more than a second after the gate opened (and was broadcast) slept
+                // through the broadcast: a lost wake-up. One that ends by time before the gate opens only met a
+                // slow opener, and waits again.
+                if !gate.lock.wait(seconds: 30), gate.open,
+                    DispatchTime.now().uptimeNanoseconds - gate.openedAt > 1_000_000_000
+                {
+                    gate.lostWakeUps += 1
+                }
             }
             gate.lock.unlock()
         }
-        // Every waiter is in `wait` (it released the lock there) before the gate opens.
-        for _ in 0..<10_000 where gate.lock.withLock({ gate.waiting }) < waiters {
-            try? await Task.sleep(for: .milliseconds(1))
+        // The opener on a thread of its own: other tests' waits on the shared pool once held it back for over 30 s
+        // (a CI run in part 17), and the waiters' timeouts then counted a slow opener as lost wake-ups.
+        await withTaskExecutorPreference(OwnThreadExecutor.shared) {
+            // Every waiter is in `wait` (it released the lock there) before the gate opens.
+            for _ in 0..<10_000 where gate.lock.withLock({ gate.waiting }) < waiters {
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+            gate.lock.withLock {
+                gate.open = true
+                gate.openedAt = DispatchTime.now().uptimeNanoseconds
+            }
+            gate.lock.broadcast()
         }
-        try? await Task.sleep(for: .milliseconds(20))
-        gate.lock.withLock { gate.open = true }
-        gate.lock.broadcast()
         await woken
-        #expect(gate.lock.withLock { gate.timedOut } == 0)
+        #expect(gate.lock.withLock { gate.lostWakeUps } == 0)
     }
 
     /// Two threads hand a turn back and forth 20,000 times, each waking the other just after it releases the lock
