@@ -180,17 +180,16 @@ static inline void committed_header(uint8_t committed[20], const void *header, u
 }
 
 #if CJUSTLOG_CRC32C_X86
+#define CJUSTLOG_HARDWARE_TARGET __attribute__((target("sse4.2")))
+#elif CJUSTLOG_CRC32C_ARM
+#define CJUSTLOG_HARDWARE_TARGET
+#endif
+
+#if CJUSTLOG_CRC32C_X86 || CJUSTLOG_CRC32C_ARM
 // Its own function with the processor's target, so that both checksums inline into it: one call a log call.
-__attribute__((target("sse4.2"))) static uint64_t hardware_frame(
+CJUSTLOG_HARDWARE_TARGET static uint64_t hardware_frame(
     const void *payload, size_t count, const void *header, uint32_t magic
 ) {
-    uint8_t committed[20];
-    uint32_t payload_crc = hardware(0, payload, count);
-    committed_header(committed, header, magic, payload_crc);
-    return (uint64_t)payload_crc | (uint64_t)hardware_20(committed) << 32;
-}
-#elif CJUSTLOG_CRC32C_ARM
-static uint64_t hardware_frame(const void *payload, size_t count, const void *header, uint32_t magic) {
     uint8_t committed[20];
     uint32_t payload_crc = hardware(0, payload, count);
     committed_header(committed, header, magic, payload_crc);
@@ -206,4 +205,10 @@ uint64_t cjustlog_crc32c_frame(const void *payload, size_t count, const void *he
     uint32_t payload_crc = cjustlog_crc32c_portable(0, payload, count);
     committed_header(committed, header, magic, payload_crc);
     return (uint64_t)payload_crc | (uint64_t)cjustlog_crc32c_portable(0, committed, 20) << 32;
+}
+
+uint32_t cjustlog_crc32c_committed_header(const void *header, uint32_t magic, uint32_t payload_crc) {
+    uint8_t committed[20];
+    committed_header(committed, header, magic, payload_crc);
+    return cjustlog_crc32c_20(committed);
 }

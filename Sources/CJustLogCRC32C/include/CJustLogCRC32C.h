@@ -20,6 +20,10 @@ uint32_t cjustlog_crc32c_20(const void *bytes);
 /// `header` with their first 4 replaced by `magic`, then the payload's checksum (both written little-endian).
 uint64_t cjustlog_crc32c_frame(const void *payload, size_t count, const void *header, uint32_t magic);
 
+/// The high half of `cjustlog_crc32c_frame` alone, for a payload whose checksum is `payload_crc` (recovery's check
+/// of a frame): the one place that lays out the committed header.
+uint32_t cjustlog_crc32c_committed_header(const void *header, uint32_t magic, uint32_t payload_crc);
+
 /// The same, always by table: to check the hardware path against it.
 uint32_t cjustlog_crc32c_portable(uint32_t crc, const void *bytes, size_t count);
 

@@ -355,9 +355,8 @@ extension JournalCodec {
         mutating func scalar(_ value: LogValue, budget: inout Int) -> Bool {
             switch value {
             case .string(let string):
-                budget &-= string.utf8.count &+ 2
                 byte(0)
-                self.string(string)
+                budget &-= self.string(string) &+ 2
             case .int(let int):
                 budget &-= 8
                 byte(1)

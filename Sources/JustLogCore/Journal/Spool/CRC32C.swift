@@ -31,6 +31,12 @@ package enum CRC32C {
         cjustlog_crc32c_frame(payload.baseAddress, payload.count, header, magic)
     }
 
+    /// ``frameChecksums(_:header:magic:)``'s high half alone, for a payload whose checksum is `payloadCRC`.
+    @inline(__always)
+    package static func committedHeaderChecksum(header: UnsafeRawPointer, magic: UInt32, payloadCRC: UInt32) -> UInt32 {
+        cjustlog_crc32c_committed_header(header, magic, payloadCRC)
+    }
+
     /// The same by table, whatever the processor: to check the instruction against.
     package static func portableChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         cjustlog_crc32c_portable(0, bytes.baseAddress, bytes.count)

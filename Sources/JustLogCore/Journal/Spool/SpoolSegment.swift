@@ -328,16 +328,11 @@ final class SpoolSegment {
     }
 
     /// The checksum a reserved frame's header has once it is committed — of the frame magic, the length and serial
-    /// the frame holds, and `payloadCRC` — computed on a copy: the frame does not hold the frame magic yet.
+    /// the frame holds, and `payloadCRC` — computed on a copy: the frame does not hold the frame magic yet. The
+    /// same code lays it out as the fill's (``CRC32C/frameChecksums(_:header:magic:)``).
     @inline(__always)
     static func committedHeaderChecksum(ofFrameAt frame: UnsafeRawPointer, payloadCRC: UInt32) -> UInt32 {
-        withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { header in
-            let copy = header.baseAddress!
-            copy.copyMemory(from: frame, byteCount: 16)
-            copy.storeBytes(of: frameMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
-            copy.storeBytes(of: payloadCRC.littleEndian, toByteOffset: 16, as: UInt32.self)
-            return CRC32C.checksum(twentyBytesAt: copy)
-        }
+        CRC32C.committedHeaderChecksum(header: frame, magic: frameMagic, payloadCRC: payloadCRC)
     }
 
     /// Whether the record at `offset` (a frame start before ``end``) is complete: not a reserved frame still being
