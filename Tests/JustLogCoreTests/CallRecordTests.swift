@@ -17,32 +17,18 @@ import Testing
         _ userInfo: [String: Any]?,
         limits: CaptureLimits = CaptureLimits()
     ) throws -> JournalEntry? {
-        var bytes: [UInt8]?
-        let taken = JournalCodec.withRecord(
-            encodedBy: { buffer in
-                JournalCodec.encodeCall(
-                    level: .warning,
-                    message: message,
-                    userInfo: userInfo,
-                    callSite: Self.callSite,
-                    timestamp: Self.timestamp,
-                    eventIDPrefix: Self.prefix,
-                    limits: limits,
-                    into: buffer
-                )
-            },
-            { record in
-                bytes = Array(record)
-                return true
-            }
-        )
-        guard taken, let bytes else {
-            #expect(bytes == nil, "a declined call hands nothing on")
-            return nil
+        try JournalCodec.decodedFastLaneRecord { buffer in
+            JournalCodec.encodeCall(
+                level: .warning,
+                message: message,
+                userInfo: userInfo,
+                callSite: Self.callSite,
+                timestamp: Self.timestamp,
+                eventIDPrefix: Self.prefix,
+                limits: limits,
+                into: buffer
+            )
         }
-        let (entry, consumed) = try bytes.withUnsafeBytes { try JournalCodec.decode($0) }
-        #expect(consumed == bytes.count)
-        return entry
     }
 
     /// What the full capture journals for the same call, decoded.
@@ -253,5 +239,24 @@ import Testing
         )
         await restarted.shutdown()
         #expect(next.records.isEmpty)
+    }
+}
+
+extension JournalCodec {
+    /// The record `encode` writes through the fast lane's buffers (``withRecord(encodedBy:_:)``), decoded — every
+    /// byte of it; `nil` when `encode` declines the call (and then nothing is handed on). For the fast-lane tests.
+    static func decodedFastLaneRecord(_ encode: (UnsafeMutableRawBufferPointer) -> Int?) throws -> JournalEntry? {
+        var bytes: [UInt8]?
+        let taken = withRecord(encodedBy: encode) { record in
+            bytes = Array(record)
+            return true
+        }
+        guard taken, let bytes else {
+            #expect(bytes == nil, "a declined call hands nothing on")
+            return nil
+        }
+        let (entry, consumed) = try bytes.withUnsafeBytes { try decode($0) }
+        #expect(consumed == bytes.count)
+        return entry
     }
 }

@@ -40,27 +40,18 @@ import Testing
         _ fields: KeyValuePairs<String, LogValue>,
         limits: CaptureLimits = CaptureLimits()
     ) throws -> JournalEntry? {
-        var bytes: [UInt8]?
-        let taken = JournalCodec.withRecord(
-            encodedBy: { buffer in
-                JournalCodec.encodeCall(
-                    level: .info,
-                    message: "m",
-                    fields: fields,
-                    callSite: Self.callSite,
-                    timestamp: Self.timestamp,
-                    eventIDPrefix: Self.prefix,
-                    limits: limits,
-                    into: buffer
-                )
-            },
-            { record in
-                bytes = Array(record)
-                return true
-            }
-        )
-        guard taken, let bytes else { return nil }
-        return try bytes.withUnsafeBytes { try JournalCodec.decode($0) }.0
+        try JournalCodec.decodedFastLaneRecord { buffer in
+            JournalCodec.encodeCall(
+                level: .info,
+                message: "m",
+                fields: fields,
+                callSite: Self.callSite,
+                timestamp: Self.timestamp,
+                eventIDPrefix: Self.prefix,
+                limits: limits,
+                into: buffer
+            )
+        }
     }
 
     private func fullCapture(_ userInfo: [String: Any], limits: CaptureLimits = CaptureLimits()) throws -> JournalEntry
