@@ -306,6 +306,132 @@ import Testing
     }
 }
 
+/// The fast lane when the destinations fall behind: at half the journal a log call waits there for room, as a call
+/// waits for a full queue, instead of leaving the fast lane for the memory queue — where every event would cost its
+/// caller a capture and the pipeline's thread a rebuilt record, and a stream faster than the destinations would
+/// slow down to half what they can write (BENCHMARKS part 18).
+@Suite struct FastLaneBackPressureTests {
+    /// A pipeline whose destinations all read a journal of `journalBytes` (the fast lane is open): a call's record
+    /// takes ~250 bytes, so half of 256 KiB is ~500 calls.
+    private func pipeline(
+        on folder: TemporaryDirectory,
+        _ destinations: [any LogDestination],
+        journalBytes: Int = 256 << 10,
+        fullQueueWait: Double
+    ) throws -> (LogPipeline, EventJournal) {
+        let journal = try EventJournal(
+            configuration: .init(
+                directory: folder.file("app.log.journal"),
+                segmentBytes: 64 << 10,
+                maxTotalBytes: journalBytes
+            )
+        )
+        let pipeline = LogPipeline(
+            setup: .init(
+                routes: destinations.map { .init($0) },
+                configuration: .init(fullQueueWait: fullQueueWait),
+                journal: journal
+            ),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        return (pipeline, journal)
+    }
+
+    /// Makes `count` fast-lane calls on a thread of its own (a call may wait); the flag says when it is done.
+    private func logOnAThread(_ pipeline: LogPipeline, count: Int, padding: Int = 100) -> LockedValue<Bool> {
+        let done = LockedValue(false)
+        Thread.detachNewThread {
+            for index in 0..<count {
+                pipeline.submitCall(
+                    .info,
+                    "fast lane event \(index)",
+                    error: nil,
+                    userInfo: ["index": index, "padding": String(repeating: "p", count: padding)],
+                    callSite: CallSite(file: #fileID, function: #function, line: #line)
+                )
+            }
+            done.withLock { $0 = true }
+        }
+        return done
+    }
+
+    private func expectEveryEventInOrder(_ capture: CapturingDestination, count: Int) {
+        let messages = capture.records.map(\.message)
+        #expect(messages.count == count)
+        #expect(messages.elementsEqual((0..<count).lazy.map { "fast lane event \($0)" }), "every event, in order")
+    }
+
+    @Test func aFastLaneCallerWaitsAtHalfTheJournalForRoomInsteadOfLeavingTheFastLane() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let blocking = BlockingDestination()
+        let capture = CapturingDestination()
+        let (pipeline, journal) = try pipeline(on: folder, [blocking, capture], fullQueueWait: 60)
+        #expect(pipeline.intake.journalOnly, "every destination reads the journal: the fast lane is open")
+        let count = 3_000
+        let done = logOnAThread(pipeline, count: count)
+        // The memory queue has room for all 3,000: a call that left the fast lane at half the journal would not wait.
+        #expect(
+            await eventually(timeout: .seconds(60)) { pipeline.currentStatistics.callersWaiting == 1 },
+            "a call waits at half the journal"
+        )
+        #expect(!done.current)
+        #expect(!journal.isLessThanHalfFull)
+        blocking.release()
+        #expect(await eventually(timeout: .seconds(120)) { done.current })
+        try await pipeline.flush()
+        expectEveryEventInOrder(capture, count: count)
+        #expect(pipeline.currentStatistics.dropped == 0)
+        #expect(journal.unacknowledgedBytes == 0, "every event went through the journal and was acknowledged")
+        await pipeline.shutdown()
+    }
+
+    @Test func aStalledDestinationCostsTheFastLaneOneWaitNotAWaitPerCall() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let blocking = BlockingDestination()
+        let capture = CapturingDestination()
+        // 3,000 calls take ~750 KiB of a 2 MiB journal: past its half, short of its cap.
+        let (pipeline, _) = try pipeline(on: folder, [blocking, capture], journalBytes: 2 << 20, fullQueueWait: 0.5)
+        let count = 3_000
+        let done = logOnAThread(pipeline, count: count, padding: 200)
+        // ~2,000 calls come past half the journal: waiting 0.5 s each would take over 15 minutes. Once one call has
+        // waited in vain, the others queue in memory (room for 16,384) until the destinations move again.
+        #expect(await eventually(timeout: .seconds(60)) { done.current }, "the calls were not held a wait each")
+        #expect(pipeline.currentStatistics.dropped == 0)
+        blocking.release()
+        try await pipeline.flush()
+        expectEveryEventInOrder(capture, count: count)
+        #expect(pipeline.currentStatistics.dropped == 0)
+        await pipeline.shutdown()
+    }
+
+    /// Events queued in memory are journaled too (for a crash): they must not take the journal to its cap, where it
+    /// would drop its oldest records — events queued by their place alone, that nobody has written. The queue is
+    /// full when the journal is: the newest events are dropped and counted, as for any full queue.
+    @Test func eventsQueuedInMemoryNeverTakeTheJournalToItsCapWhereItWouldDropTheOldest() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let blocking = BlockingDestination()
+        let capture = CapturingDestination()
+        let (pipeline, _) = try pipeline(on: folder, [blocking, capture], fullQueueWait: 0)
+        let count = 3_000
+        let done = logOnAThread(pipeline, count: count, padding: 200)
+        #expect(await eventually(timeout: .seconds(60)) { done.current })
+        let dropped = pipeline.currentStatistics.dropped
+        #expect(dropped > 0, "3,000 calls don't fit in 256 KiB of journal")
+        blocking.release()
+        try await pipeline.flush()
+        let messages = capture.records.map(\.message).filter { $0.hasPrefix("fast lane event") }
+        #expect(messages.count + Int(dropped) == count, "every loss is counted")
+        #expect(
+            messages.elementsEqual((0..<messages.count).lazy.map { "fast lane event \($0)" }),
+            "what is kept is the oldest, whole, in order: the journal dropped nothing at its cap"
+        )
+        await pipeline.shutdown()
+    }
+}
+
 /// A background destination that records what the pipeline told it about holding it back.
 final class HoldingBackRecorder: PipelineHoldingBack, @unchecked Sendable {
     private let told = LockedValue<(@Sendable () -> Bool)?>(nil)

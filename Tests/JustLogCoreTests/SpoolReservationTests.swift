@@ -244,6 +244,25 @@ import Glibc
         #expect(readAll(reopened).records == text(0..<2))
     }
 
+    /// The pipeline's queue asks before journaling an event it holds in memory: "no" exactly when the record would
+    /// start a segment past the cap, which drops the oldest.
+    @Test func takesWithoutDroppingSaysNoExactlyWhenTheNextRecordWouldDropTheOldest() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let spool = try Spool(configuration: configuration(folder, segmentBytes: 16 << 10, maxTotalBytes: 64 << 10))
+        defer { spool.close() }
+        var count = 0
+        while spool.takesWithoutDropping(record(count).count), count < 10_000 {
+            _ = try record(count).withUnsafeBytes { try spool.appendRecord($0) }
+            count += 1
+        }
+        #expect(count > 400, "four 16 KiB segments hold ~550 records of ~115 bytes")
+        #expect(readAll(spool).records == text(0..<count), "nothing dropped up to the answer \"no\"")
+        #expect(spool.takesWithoutDropping(2_000), "a record too large for the spool drops nothing: it is refused")
+        _ = try record(count).withUnsafeBytes { try spool.appendRecord($0) }
+        #expect(readAll(spool).records.first != text(0..<1).first, "the record it said no to dropped the oldest")
+    }
+
     /// Threads logging at once through the fast lane (places reserved under the locks, filled outside them) while
     /// the worker reads behind them: every event once, each thread's in its order, none counted as dropped.
     @Test func threadsLoggingAtOnceThroughTheFastLaneLandExactlyOnceInOrder() async throws {

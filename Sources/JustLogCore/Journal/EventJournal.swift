@@ -184,6 +184,10 @@ public final class EventJournal: Sendable {
     /// thread back (``PipelineHoldingBack``).
     var isLessThanHalfFull: Bool { unacknowledgedBytes < configuration.maxTotalBytes / 2 }
 
+    /// Whether a record of `count` bytes would be journaled now without reaching the cap, where the oldest records
+    /// not yet written would be dropped.
+    func takesWithoutDropping(_ count: Int) -> Bool { spool.takesWithoutDropping(count) }
+
     /// Where the records not yet acknowledged begin.
     var cursor: SpoolPosition { spool.cursor }
 

@@ -116,6 +116,10 @@ final class PipelineQueue: @unchecked Sendable {
     /// A control item is queued that the worker has not taken yet: it does not linger (see ``linger()``).
     @exclusivity(unchecked) private var controlPending = false
     @exclusivity(unchecked) private var producersWaiting = 0
+    /// `batchesTaken` when a fast-lane call last waited in vain for room at half the journal (the destinations made
+    /// no progress for `fullQueueWait`): until they move again, later calls take the full path at once, which
+    /// queues them in memory while there is room — a stalled destination costs one call the wait, not every call.
+    @exclusivity(unchecked) private var journalWaitGaveUpAt: UInt64?
     @exclusivity(unchecked) private var batchesTaken: UInt64 = 0
     @exclusivity(unchecked) private var state: State = .running
     @exclusivity(unchecked) private var workerFinished = false
@@ -209,14 +213,19 @@ final class PipelineQueue: @unchecked Sendable {
             queued = !dispatcher.backgroundRoutes.isEmpty
             // Only the background destinations wait in the queue. When it stays full (a stuck terminal), the
             // event is dropped for them — and still written to the inline ones: a healthy spool loses nothing.
-            guard queued, !hasRoom(for: bytes) else { break }
+            guard queued, !hasRoom(for: bytes, journaling: journalRecord?.record.count ?? 0) else { break }
             // With a journal, the event waits there instead: the caller does not wait (lock released on success).
             let spilled = spill(&journalRecord, of: event)
             if spilled == .spilled { return }
             // The lock is released while waiting: a reconfiguration may have begun meanwhile (look again).
             // A reconfiguration that begins meanwhile ends the wait: the event then waits as the reconfiguration's
             // do (look again), not only `fullQueueWait` while the worker is busy replacing the destinations.
-            if waitForRoom(bytes: bytes, orReconfiguration: true, orJournalRoom: spilled == .journalHalfFull) {
+            if waitForRoom(
+                bytes: bytes,
+                journaling: journalRecord?.record.count ?? 0,
+                orReconfiguration: true,
+                orJournalRoom: spilled == .journalHalfFull
+            ) {
                 continue
             }
             queued = false
@@ -356,8 +365,27 @@ final class PipelineQueue: @unchecked Sendable {
     /// worker reads the event back once it is. `lane` is the version of the ``FastLaneGate`` values the record was encoded with. Returns
     /// `false`, having done nothing, whenever the event needs the full path: the pipeline is not running or not set
     /// up, destinations are being replaced or are written inline, the intake changed since the caller read the
-    /// gate, the journal is half full or more, or it could not take the record.
+    /// gate, or the journal could not take the record. At half the journal the call waits for room while the
+    /// destinations make progress (``queueJournaledOnceThereIsRoom(_:lane:)``), and takes the full path if they
+    /// make none for `fullQueueWait`.
     func submitJournaled(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> Bool {
+        let attempt = queueJournaled(record, lane: lane)
+        if attempt == .queued { return true }
+        return attempt == .journalHalfFull && queueJournaledOnceThereIsRoom(record, lane: lane)
+    }
+
+    /// What one attempt of the fast lane did.
+    private enum JournaledAttempt {
+        case queued
+        /// Nothing done: the event needs the full path.
+        case declined
+        /// Nothing done: the journal is half full (see ``waitForJournalRoom()``).
+        case journalHalfFull
+    }
+
+    /// One attempt of ``submitJournaled(_:lane:)``.
+    @inline(__always)
+    private func queueJournaled(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> JournaledAttempt {
         lock.lock()
         // The version says the intake is the one the record was encoded with, and so that every destination reads
         // the journal (`fastLaneJournal`, the dispatcher's).
@@ -365,21 +393,57 @@ final class PipelineQueue: @unchecked Sendable {
             reconfigurationsInProgress == 0, inlineBacklog == 0
         else {
             lock.unlock()
-            return false
+            return .declined
         }
         JournalCodec.setSequence(nextSequence, in: record)
         var reserved: SpoolReservation?
         journal._withUnsafeGuaranteedRef { reserved = $0.reserveWhileLessThanHalfFull(record.count) }
         guard let reservation = reserved.take() else {
+            let halfFull = !journal._withUnsafeGuaranteedRef { $0.isLessThanHalfFull }
             lock.unlock()
-            return false
+            return halfFull ? .journalHalfFull : .declined
         }
         queueJournaled(from: reservation.start, to: reservation.end)
         let wake = unlockNotingWake()
         // The copy and its checksums, outside every lock: the worker waits at this place until it is filled.
         reservation.fill(with: UnsafeRawBufferPointer(record))
         if wake { lock.broadcast() }
-        return true
+        return .queued
+    }
+
+    /// At half the journal the fast lane waits for room, as a call waits for a full queue (the journal is the fast
+    /// lane's queue), and then takes it: leaving it for the full path would cost the call a capture and the
+    /// pipeline's thread a record rebuilt from it — a stream faster than the destinations would slow down to half
+    /// what they can write (BENCHMARKS part 18) — and queue in memory events the journal holds too, toward its
+    /// cap. `false` when the destinations made no progress for `fullQueueWait` (or the pipeline changed): the full
+    /// path then takes the event.
+    @inline(never)
+    private func queueJournaledOnceThereIsRoom(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> Bool {
+        while waitForJournalRoom() {
+            switch queueJournaled(record, lane: lane) {
+            case .queued: return true
+            case .declined: return false
+            case .journalHalfFull: continue
+            }
+        }
+        return false
+    }
+
+    /// Waits (lock not held) while the fast lane's journal is half full or more and the destinations make progress;
+    /// `true` once it has room, `false` when they made none for `fullQueueWait`, the fast lane changed or the
+    /// pipeline stopped.
+    private func waitForJournalRoom() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let journal = fastLaneJournal?.takeUnretainedValue(), state == .running,
+            journalWaitGaveUpAt != batchesTaken
+        else { return false }
+        let lane = fastLaneVersion
+        let moved = waitForProgress(patience: limits.fullQueueWait) {
+            journal.isLessThanHalfFull || fastLaneVersion != lane || state != .running
+        }
+        if !moved { journalWaitGaveUpAt = batchesTaken }
+        return moved && fastLaneVersion == lane && state == .running
     }
 
     /// Before the first configuration (lock held): keeps the event; past `capacity` the oldest is dropped and
@@ -461,30 +525,53 @@ final class PipelineQueue: @unchecked Sendable {
             && (queuedBytes == 0 || queuedBytes + bytes <= limits.maximumQueuedBytes)
     }
 
+    /// Room in the queue for an event whose journal record takes `recordBytes` (0: not journaled): the journal too
+    /// must take the record without reaching its cap, where it would drop its oldest records — events the queue may
+    /// hold by their place alone, not yet written (lock held).
+    private func hasRoom(for bytes: Int, journaling recordBytes: Int) -> Bool {
+        guard hasRoom(for: bytes) else { return false }
+        guard recordBytes > 0, let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else {
+            return true
+        }
+        return journal.takesWithoutDropping(recordBytes)
+    }
+
     /// Waits (lock held) for room; `false` when the worker made no progress for `fullQueueWait`.
     ///
     /// The deadline restarts each time the worker shows progress (see ``progress``): a slow destination that
     /// keeps moving slows the caller down (back-pressure) but loses nothing; a stalled one costs each caller at
     /// most `fullQueueWait`, after which events are dropped and counted.
     ///
+    /// - Parameter journaling: the size of the event's journal record (see ``hasRoom(for:journaling:)``).
     /// - Parameter orJournalRoom: also return (`true`) once the journal is less than half full again, for the
     ///   caller to spill its event there. The worker frees journal room as it writes, and a destination may then
     ///   hold the worker back while the journal is less than half full (``PipelineHoldingBack``): a caller that
     ///   waited only for the queue would see no progress, and drop.
     private func waitForRoom(
         bytes: Int,
+        journaling recordBytes: Int = 0,
         patience: Double? = nil,
         orReconfiguration: Bool = false,
         orJournalRoom: Bool = false
     ) -> Bool {
-        let patience = patience ?? limits.fullQueueWait
+        var other = false
+        let moved = waitForProgress(patience: patience ?? limits.fullQueueWait) {
+            if hasRoom(for: bytes, journaling: recordBytes) || state != .running { return true }
+            if orReconfiguration, reconfigurationsInProgress > 0 { other = true }
+            if orJournalRoom, let journal = dispatcher.journal, journal.isLessThanHalfFull { other = true }
+            return other
+        }
+        return moved && (other || state == .running)
+    }
+
+    /// Waits (lock held) until `done()`, while the worker makes progress; `false` when it made none for `patience`
+    /// seconds. Every progress the worker shows (see ``progress``) wakes the waiters and restarts the deadline.
+    private func waitForProgress(patience: Double, until done: () -> Bool) -> Bool {
         var seenBatches = batchesTaken
         var deadline = Date().addingTimeInterval(patience)
         producersWaiting += 1
         defer { producersWaiting -= 1 }
-        while !hasRoom(for: bytes), state == .running {
-            if orReconfiguration, reconfigurationsInProgress > 0 { return true }
-            if orJournalRoom, let journal = dispatcher.journal, journal.isLessThanHalfFull { return true }
+        while !done() {
             if batchesTaken != seenBatches {
                 seenBatches = batchesTaken
                 deadline = Date().addingTimeInterval(patience)
@@ -494,7 +581,7 @@ final class PipelineQueue: @unchecked Sendable {
             if workerIsWaiting || workerIsLingering { lock.broadcast() }
             _ = lock.wait(seconds: remaining)
         }
-        return state == .running
+        return true
     }
 
     /// Appends a control item; `false` (and nothing appended) once the queue has stopped, or while it holds
@@ -812,7 +899,13 @@ final class PipelineQueue: @unchecked Sendable {
                 let written = dispatcher.writeBackground(journaled: chunk)
                 journal.acknowledge(chunk)
                 unreadable += written.unreadable
-                lock.withLock { counters.delivered += UInt64(written.records) }
+                lock.withLock {
+                    counters.delivered += UInt64(written.records)
+                    // Progress, and journal room: a call waiting at half the journal (the fast lane) or for the
+                    // queue goes on now, not at the next batch — a place may hold thousands of events.
+                    batchesTaken += 1
+                    if producersWaiting > 0 { lock.broadcast() }
+                }
             }
         }
         let lost = remaining + unreadable

@@ -240,6 +240,17 @@ public final class Spool: @unchecked Sendable {
         return SpoolReservation(place)
     }
 
+    /// Whether a record of `count` bytes would be appended now without dropping the oldest records at the cap (see
+    /// ``Configuration/maxTotalBytes``); `true` when the spool is not open or the record can't be spooled at all
+    /// (appending then fails, and says so, dropping nothing).
+    package func takesWithoutDropping(_ count: Int) -> Bool {
+        guard count > 0, count <= configuration.maxRecordBytes else { return true }
+        return lock.withLock {
+            guard let open = openStorageReference else { return true }
+            return open._withUnsafeGuaranteedRef { $0.takesWithoutDropping(count) }
+        }
+    }
+
     /// The open storage, or the error appending meets when the spool is not open or closed (lock held).
     private func openStorage() throws -> SpoolStorage {
         guard case .open(let storage) = state else { throw notOpen() }

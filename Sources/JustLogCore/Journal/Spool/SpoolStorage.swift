@@ -279,6 +279,12 @@ final class SpoolStorage {
         return place
     }
 
+    /// Whether a record of `count` bytes would be appended now without dropping the oldest segment at the cap (a
+    /// segment wholly acknowledged but not yet retired counts as holding records: the answer errs toward "no").
+    func takesWithoutDropping(_ count: Int) -> Bool {
+        segments.count < maxSegments || segments[segments.count - 1].fits(count)
+    }
+
     /// Waits (lock held) until every reserved place is filled: before a segment that may hold one is unmapped. A
     /// fill takes microseconds and needs no lock; a filler's thread that was preempted makes this wait longer — only
     /// when the oldest segment is dropped at the cap, or the spool closed.
