@@ -391,17 +391,70 @@ import Testing
         defer { folder.remove() }
         let blocking = BlockingDestination()
         let capture = CapturingDestination()
-        // 3,000 calls take ~750 KiB of a 2 MiB journal: past its half, short of its cap.
-        let (pipeline, _) = try pipeline(on: folder, [blocking, capture], journalBytes: 2 << 20, fullQueueWait: 0.5)
+        // 3,000 calls of ~390 bytes take ~1.1 MiB of a 1.5 MiB journal: ~1,000 of them past its half, none at its cap.
+        let (pipeline, journal) = try pipeline(
+            on: folder,
+            [blocking, capture],
+            journalBytes: 1536 << 10,
+            fullQueueWait: 0.5
+        )
         let count = 3_000
         let done = logOnAThread(pipeline, count: count, padding: 200)
-        // ~2,000 calls come past half the journal: waiting 0.5 s each would take over 15 minutes. Once one call has
-        // waited in vain, the others queue in memory (room for 16,384) until the destinations move again.
+        // Waiting 0.5 s each, the calls past half the journal would take over 8 minutes. Once one call has waited in
+        // vain, the others queue in memory (room for 16,384) until the destinations move again.
         #expect(await eventually(timeout: .seconds(60)) { done.current }, "the calls were not held a wait each")
+        #expect(!journal.isLessThanHalfFull, "the calls went past half the journal")
         #expect(pipeline.currentStatistics.dropped == 0)
         blocking.release()
         try await pipeline.flush()
         expectEveryEventInOrder(capture, count: count)
+        #expect(pipeline.currentStatistics.dropped == 0)
+        await pipeline.shutdown()
+    }
+
+    /// What an earlier run left in the journal is recovered when the logger is set up, not when the first event
+    /// comes: left with no room below its half, it would hold that event's call waiting for progress only the
+    /// recovery makes (`fullQueueWait`, and then every call after it, at the cap).
+    @Test func aJournalAnEarlierRunLeftPastItsHalfIsRecoveredAtSetupNotAtTheFirstEvent() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let configuration = EventJournal.Configuration(
+            directory: folder.file("app.log.journal"),
+            segmentBytes: 64 << 10,
+            maxTotalBytes: 256 << 10
+        )
+        // The earlier run: events journaled past half the journal, never written.
+        let earlier = try EventJournal(configuration: configuration, diagnostics: DiagnosticSink { _ in })
+        var left = 0
+        while earlier.isLessThanHalfFull, left < 100_000 {
+            var bytes: [UInt8] = []
+            JournalCodec.encode(Fixtures.event(.info, "earlier \(left)"), chain: nil, eventIDPrefix: 7, into: &bytes)
+            JournalCodec.setSequence(UInt64(left), in: &bytes)
+            #expect(earlier.append(bytes) != nil)
+            left += 1
+        }
+        earlier.close()
+
+        // This run: `Logger.shared`'s way, a pipeline holding events until its setup.
+        let pipeline = LogPipeline(holdingUpTo: 100, diagnostics: DiagnosticSink { _ in })
+        let capture = CapturingDestination()
+        let journal = try EventJournal(configuration: configuration, diagnostics: DiagnosticSink { _ in })
+        await offThePool {
+            _ = pipeline.reconfigure {
+                .init(routes: [.init(capture)], configuration: .init(fullQueueWait: 60), journal: journal)
+            }
+        }
+        #expect(pipeline.intake.journalOnly, "the fast lane is open")
+        #expect(
+            await eventually(timeout: .seconds(30)) { journal.isLessThanHalfFull },
+            "recovered without an event to wake the pipeline"
+        )
+        let done = logOnAThread(pipeline, count: 1)
+        #expect(await eventually(timeout: .seconds(30)) { done.current }, "the call did not wait")
+        try await pipeline.flush()
+        let messages = capture.records.map(\.message)
+        #expect(messages.filter { $0.hasPrefix("earlier ") }.count == left)
+        #expect(messages.last == "fast lane event 0")
         #expect(pipeline.currentStatistics.dropped == 0)
         await pipeline.shutdown()
     }

@@ -263,6 +263,35 @@ import Glibc
         #expect(readAll(spool).records.first != text(0..<1).first, "the record it said no to dropped the oldest")
     }
 
+    /// With few segments, half the bytes may span all but one: a place below the limit is still not taken when it
+    /// would start a segment past the cap, which drops the oldest — records not yet acknowledged.
+    @Test func aPlaceBelowTheLimitIsNotTakenWhenItWouldDropTheOldestAtTheCap() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        // Two 16 KiB segments at most (~115 records each); a limit of 23 KiB not yet acknowledged (~190 records).
+        let spool = try Spool(configuration: configuration(folder, segmentBytes: 16 << 10, maxTotalBytes: 47 << 10))
+        defer { spool.close() }
+        let limit = 23 << 10
+        var ends: [SpoolPosition] = []
+        for index in 0..<150 {
+            let reservation = try reserve(index, in: spool)
+            ends.append(reservation.end)
+            fill(reservation, with: index)
+        }
+        // A reader wrote the first 100 (most of the first segment, not all of it).
+        spool.acknowledge(upTo: ends[99])
+        var count = 150
+        while count < 1_000,
+            let reservation = try spool.reserveRecord(record(count).count, whileQueuedBytesBelow: limit)
+        {
+            fill(reservation, with: count)
+            count += 1
+        }
+        #expect(count < 1_000, "a place was refused")
+        #expect(spool.counterSnapshot.queuedBytes < limit, "refused below the limit: at the cap")
+        #expect(readAll(spool).records == text(100..<count), "every record not acknowledged is still there")
+    }
+
     /// Threads logging at once through the fast lane (places reserved under the locks, filled outside them) while
     /// the worker reads behind them: every event once, each thread's in its order, none counted as dropped.
     @Test func threadsLoggingAtOnceThroughTheFastLaneLandExactlyOnceInOrder() async throws {

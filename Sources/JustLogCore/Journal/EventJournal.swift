@@ -188,6 +188,17 @@ public final class EventJournal: Sendable {
     /// not yet written would be dropped.
     func takesWithoutDropping(_ count: Int) -> Bool { spool.takesWithoutDropping(count) }
 
+    /// Whether a record of `count` bytes may wait in the journal alone (the fast lane, a full queue's spill): what
+    /// the destinations have not written takes less than half of it, and the record starts no segment past the cap
+    /// (with few segments, half the bytes may already span all but one).
+    func hasRoomBelowHalf(for count: Int) -> Bool { isLessThanHalfFull && takesWithoutDropping(count) }
+
+    /// Whether a record of `count` bytes, which the journal takes, finds no room below half of it now: it may wait
+    /// for the destinations to make some (see ``hasRoomBelowHalf(for:)``).
+    func lacksRoomBelowHalf(for count: Int) -> Bool {
+        count > 0 && count <= maximumRecordBytes && !hasRoomBelowHalf(for: count)
+    }
+
     /// Where the records not yet acknowledged begin.
     var cursor: SpoolPosition { spool.cursor }
 

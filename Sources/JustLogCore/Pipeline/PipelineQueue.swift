@@ -311,7 +311,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// (nothing done, lock held) why not.
     private func spill(_ encoded: inout (record: [UInt8], journal: EventJournal)?, of event: LogEvent) -> Spill {
         guard let journal = dispatcher.journal else { return .notSpilled }
-        guard journal.isLessThanHalfFull else { return .journalHalfFull }
+        guard journal.hasRoomBelowHalf(for: encoded?.record.count ?? 0) else { return .journalHalfFull }
         guard let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence) else { return .notSpilled }
         let sequence = nextSequence
         queueJournaled(from: start, to: end)
@@ -323,8 +323,8 @@ final class PipelineQueue: @unchecked Sendable {
     /// What ``spill(_:of:)`` did.
     private enum Spill {
         case spilled
-        /// The journal is at least half full: the caller may spill once it is not (see
-        /// ``waitForRoom(bytes:patience:orReconfiguration:orJournalRoom:)``).
+        /// The journal has no room below its half: the caller may spill once it has (see
+        /// ``waitForRoom(bytes:journaling:patience:orReconfiguration:orJournalRoom:)``).
         case journalHalfFull
         /// No journal, or the record could not be appended.
         case notSpilled
@@ -371,7 +371,7 @@ final class PipelineQueue: @unchecked Sendable {
     func submitJournaled(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> Bool {
         let attempt = queueJournaled(record, lane: lane)
         if attempt == .queued { return true }
-        return attempt == .journalHalfFull && queueJournaledOnceThereIsRoom(record, lane: lane)
+        return attempt == .journalFull && queueJournaledOnceThereIsRoom(record, lane: lane)
     }
 
     /// What one attempt of the fast lane did.
@@ -379,8 +379,9 @@ final class PipelineQueue: @unchecked Sendable {
         case queued
         /// Nothing done: the event needs the full path.
         case declined
-        /// Nothing done: the journal is half full (see ``waitForJournalRoom()``).
-        case journalHalfFull
+        /// Nothing done: the journal has no room below its half for the record (see
+        /// ``EventJournal/hasRoomBelowHalf(for:)``, ``waitForJournalRoom(for:)``).
+        case journalFull
     }
 
     /// One attempt of ``submitJournaled(_:lane:)``.
@@ -399,9 +400,9 @@ final class PipelineQueue: @unchecked Sendable {
         var reserved: SpoolReservation?
         journal._withUnsafeGuaranteedRef { reserved = $0.reserveWhileLessThanHalfFull(record.count) }
         guard let reservation = reserved.take() else {
-            let halfFull = !journal._withUnsafeGuaranteedRef { $0.isLessThanHalfFull }
+            let full = journal._withUnsafeGuaranteedRef { $0.lacksRoomBelowHalf(for: record.count) }
             lock.unlock()
-            return halfFull ? .journalHalfFull : .declined
+            return full ? .journalFull : .declined
         }
         queueJournaled(from: reservation.start, to: reservation.end)
         let wake = unlockNotingWake()
@@ -419,20 +420,21 @@ final class PipelineQueue: @unchecked Sendable {
     /// path then takes the event.
     @inline(never)
     private func queueJournaledOnceThereIsRoom(_ record: UnsafeMutableRawBufferPointer, lane: UInt64) -> Bool {
-        while waitForJournalRoom() {
+        while waitForJournalRoom(for: record.count) {
             switch queueJournaled(record, lane: lane) {
             case .queued: return true
             case .declined: return false
-            case .journalHalfFull: continue
+            case .journalFull: continue
             }
         }
         return false
     }
 
-    /// Waits (lock not held) while the fast lane's journal is half full or more and the destinations make progress;
-    /// `true` once it has room, `false` when they made none for `fullQueueWait`, the fast lane changed or the
-    /// pipeline stopped.
-    private func waitForJournalRoom() -> Bool {
+    /// Waits (lock not held) while the fast lane's journal has no room below its half for a record of `count` bytes
+    /// and the destinations make progress; `true` once it has, `false` when they made none for `fullQueueWait`, the
+    /// fast lane changed, a reconfiguration began (the call then waits as the reconfiguration's do) or the pipeline
+    /// stopped.
+    private func waitForJournalRoom(for count: Int) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         guard let journal = fastLaneJournal?.takeUnretainedValue(), state == .running,
@@ -440,10 +442,11 @@ final class PipelineQueue: @unchecked Sendable {
         else { return false }
         let lane = fastLaneVersion
         let moved = waitForProgress(patience: limits.fullQueueWait) {
-            journal.isLessThanHalfFull || fastLaneVersion != lane || state != .running
+            journal.hasRoomBelowHalf(for: count) || fastLaneVersion != lane || reconfigurationsInProgress > 0
+                || state != .running
         }
         if !moved { journalWaitGaveUpAt = batchesTaken }
-        return moved && fastLaneVersion == lane && state == .running
+        return moved && fastLaneVersion == lane && reconfigurationsInProgress == 0 && state == .running
     }
 
     /// Before the first configuration (lock held): keeps the event; past `capacity` the oldest is dropped and
@@ -558,7 +561,9 @@ final class PipelineQueue: @unchecked Sendable {
         let moved = waitForProgress(patience: patience ?? limits.fullQueueWait) {
             if hasRoom(for: bytes, journaling: recordBytes) || state != .running { return true }
             if orReconfiguration, reconfigurationsInProgress > 0 { other = true }
-            if orJournalRoom, let journal = dispatcher.journal, journal.isLessThanHalfFull { other = true }
+            if orJournalRoom, let journal = dispatcher.journal, journal.hasRoomBelowHalf(for: recordBytes) {
+                other = true
+            }
             return other
         }
         return moved && (other || state == .running)
@@ -578,7 +583,9 @@ final class PipelineQueue: @unchecked Sendable {
             }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return false }
-            if workerIsWaiting || workerIsLingering { lock.broadcast() }
+            // The worker, if it has something to take (woken with nothing, it sleeps again; and the broadcast
+            // would wake the other waiters into a round of broadcasts of their own).
+            if workerIsWaiting || workerIsLingering, !isEmpty { lock.broadcast() }
             _ = lock.wait(seconds: remaining)
         }
         return true
@@ -899,13 +906,7 @@ final class PipelineQueue: @unchecked Sendable {
                 let written = dispatcher.writeBackground(journaled: chunk)
                 journal.acknowledge(chunk)
                 unreadable += written.unreadable
-                lock.withLock {
-                    counters.delivered += UInt64(written.records)
-                    // Progress, and journal room: a call waiting at half the journal (the fast lane) or for the
-                    // queue goes on now, not at the next batch — a place may hold thousands of events.
-                    batchesTaken += 1
-                    if producersWaiting > 0 { lock.broadcast() }
-                }
+                lock.withLock { counters.delivered += UInt64(written.records) }
             }
         }
         let lost = remaining + unreadable
@@ -1091,6 +1092,13 @@ final class PipelineQueue: @unchecked Sendable {
             defer { self.heldDrops = 0 }
             guard let capacity = holdCapacity else { return (0, 0) }
             holdCapacity = nil
+            // The worker recovers what an earlier run left in the journal when it takes a batch: one now, not at the
+            // first event — a journal left with no room below its half would hold that event's call waiting (the
+            // fast lane) for progress only the recovery makes.
+            if replacement.journal != nil, !replacement.backgroundRoutes.isEmpty {
+                enqueue(.action({}))
+                controlPending = true
+            }
             return (self.heldDrops, capacity)
         }
         lock.broadcast()
