@@ -399,10 +399,12 @@ import Testing
             fullQueueWait: 0.5
         )
         let count = 3_000
+        let started = ContinuousClock.now
         let done = logOnAThread(pipeline, count: count, padding: 200)
         // Waiting 0.5 s each, the calls past half the journal would take over 8 minutes. Once one call has waited in
         // vain, the others queue in memory (room for 16,384) until the destinations move again.
         #expect(await eventually(timeout: .seconds(60)) { done.current }, "the calls were not held a wait each")
+        #expect(ContinuousClock.now - started >= .milliseconds(500), "one call waited for the journal, in vain")
         #expect(!journal.isLessThanHalfFull, "the calls went past half the journal")
         #expect(pipeline.currentStatistics.dropped == 0)
         blocking.release()

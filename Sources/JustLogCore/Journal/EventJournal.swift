@@ -99,8 +99,9 @@ public final class EventJournal: Sendable {
         }
     }
 
-    /// Takes the place of a record of `count` bytes while the journal ``isLessThanHalfFull`` (looked at under the
-    /// spool's lock, with the reservation), for the caller to fill once it has released its own lock (see
+    /// Takes the place of a record of `count` bytes while the journal ``isLessThanHalfFull`` and the record starts no
+    /// segment past the cap (both looked at under the spool's lock, with the reservation: see
+    /// ``hasRoomBelowHalf(for:)``), for the caller to fill once it has released its own lock (see
     /// ``SpoolReservation``); `nil` otherwise, or — said once — if it can't be taken.
     func reserveWhileLessThanHalfFull(_ count: Int) -> SpoolReservation? {
         do {

@@ -465,7 +465,9 @@ struct RecordDispatcher: Sendable {
         self.directFormat = direct ? DirectFormat(builder: builder) : nil
         if let journal {
             for route in backgroundRoutes {
-                (route.destination as? any PipelineHoldingBack)?.pipelineAttached { journal.isLessThanHalfFull }
+                // While the journal has room below its half, the calls' events wait there (the fast lane, a full
+                // queue's spill); past it, callers would wait for the destination it holds back.
+                (route.destination as? any PipelineHoldingBack)?.pipelineAttached { journal.hasRoomBelowHalf(for: 1) }
             }
         }
     }

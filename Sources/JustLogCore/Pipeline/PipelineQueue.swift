@@ -546,10 +546,10 @@ final class PipelineQueue: @unchecked Sendable {
     /// most `fullQueueWait`, after which events are dropped and counted.
     ///
     /// - Parameter journaling: the size of the event's journal record (see ``hasRoom(for:journaling:)``).
-    /// - Parameter orJournalRoom: also return (`true`) once the journal is less than half full again, for the
-    ///   caller to spill its event there. The worker frees journal room as it writes, and a destination may then
-    ///   hold the worker back while the journal is less than half full (``PipelineHoldingBack``): a caller that
-    ///   waited only for the queue would see no progress, and drop.
+    /// - Parameter orJournalRoom: also return (`true`) once the journal has room below its half again
+    ///   (``EventJournal/hasRoomBelowHalf(for:)``), for the caller to spill its event there. The worker frees
+    ///   journal room as it writes, and a destination may then hold the worker back while that holds
+    ///   (``PipelineHoldingBack``): a caller that waited only for the queue would see no progress, and drop.
     private func waitForRoom(
         bytes: Int,
         journaling recordBytes: Int = 0,

@@ -224,9 +224,9 @@ public final class Spool: @unchecked Sendable {
 
     /// Takes the place of a record of `count` bytes, to be copied in with ``SpoolReservation/fill(with:)`` after this
     /// returns (outside the spool's lock), if the records not yet acknowledged take fewer than `limit` bytes and the
-    /// record drops nothing at the cap; `nil`, and nothing reserved, otherwise. Throws as ``appendRecord(_:)`` does. Once filled, the record is appended
-    /// exactly as ``appendRecord(_:)`` appends it; a process killed before the fill leaves a frame that recovery
-    /// skips, not a loss (the call that reserved it never returned).
+    /// record drops nothing at the cap; `nil`, and nothing reserved, otherwise. Throws as ``appendRecord(_:)`` does.
+    /// Once filled, the record is appended exactly as ``appendRecord(_:)`` appends it; a process killed before the
+    /// fill leaves a frame that recovery skips, not a loss (the call that reserved it never returned).
     package func reserveRecord(_ count: Int, whileQueuedBytesBelow limit: Int) throws -> SpoolReservation? {
         try check(count: count)
         lock.lock()
