@@ -176,7 +176,10 @@ func makeClient(
     }
 
     @Test func drainsTheSpoolWhenTheCollectorStartsLate() async throws {
-        let port = try FreePort.make()
+        // Held until the collector binds it: a port found free and let go could be given to another test's
+        // receiver, which would then take this client's records (and this test's bind would fail).
+        let held = try RefusingPort()
+        let port = held.port
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
         let client = try makeClient(port: port, directory: directory, activity: activity)
@@ -186,6 +189,7 @@ func makeClient(
         await #expect(throws: LogstashError.self) { try await client.flush() }
         // Now the collector appears on that port.
         let receiver = try await LineReceiver.bind(port: port)
+        withExtendedLifetime(held) {}
         #expect(await receiver.waitForLines(300))
         await client.shutdown()
         await receiver.stop()

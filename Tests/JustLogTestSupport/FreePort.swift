@@ -1,32 +1,24 @@
 import Foundation
 
-/// Free TCP ports on 127.0.0.1, found by binding port 0 and reading back what the kernel chose.
+/// Loopback ports for tests: the kernel's choice of a free one, whether something accepts on one, polling.
 ///
-/// There is a small window between closing the probe socket and the collector binding the port; the
-/// kernel hands ports out in sequence, so a collision needs another process racing for the same port.
+/// A port a test finds free and lets go can be given to another test's server on port 0 before the test binds it
+/// again; a test that needs a port nothing listens on for a while (a collector that starts late, is killed and
+/// started again, or never comes) holds a ``RefusingPort``.
 public enum FreePort {
-    /// One free port on 127.0.0.1.
-    public static func make() throws -> Int {
-        try make(count: 1)[0]
-    }
-
-    /// `count` distinct free ports (all probe sockets are held open together so they differ).
-    public static func make(count: Int) throws -> [Int] {
-        var sockets: [Int32] = []
-        defer { for socket in sockets { close(socket) } }
-        var ports: [Int] = []
-        for _ in 0..<count {
-            let (fd, port) = try bindLoopback()
-            sockets.append(fd)
-            ports.append(port)
-        }
-        return ports
-    }
-
-    /// A TCP socket bound (not listening) to 127.0.0.1 on a port the kernel chose, and that port.
-    static func bindLoopback() throws -> (descriptor: Int32, port: Int) {
+    /// A TCP socket bound (not listening) to 127.0.0.1 on a port the kernel chose, and that port; with
+    /// `reusable`, the socket sets `SO_REUSEADDR` before binding.
+    static func bindLoopback(reusable: Bool = false) throws -> (descriptor: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        if reusable {
+            var on: Int32 = 1
+            guard setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+                let code = errno
+                close(fd)
+                throw POSIXError(.init(rawValue: code) ?? .EIO)
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -82,15 +74,25 @@ public enum FreePort {
     }
 }
 
-/// A loopback port that refuses every connection for as long as this value lives: bound but never
-/// listening, so no other test running in parallel can start a server on it (a port found free and then
-/// released could be taken by one).
+/// A loopback port held for as long as this value lives: bound with `SO_REUSEADDR` but never listening, so
+/// connections to it are refused until the test starts its own server there.
+///
+/// Linux gives such a port to no one else: the kernel never picks it for another bind to port 0 and refuses a
+/// plain bind to it. A server that sets `SO_REUSEADDR` itself (every receiver in these tests does, and
+/// `justlog receive`) may bind and listen on it while it is held: a collector that starts late, or is killed and
+/// started again, comes back on the port its client expects without a moment in which a server of another
+/// test running in parallel could take it (a port found free and then released could be taken by one).
 public final class RefusingPort: @unchecked Sendable {
     public let port: Int
     private let descriptor: Int32
 
     public init() throws {
-        (descriptor, port) = try FreePort.bindLoopback()
+        (descriptor, port) = try FreePort.bindLoopback(reusable: true)
+    }
+
+    /// `count` distinct held ports.
+    public static func make(count: Int) throws -> [RefusingPort] {
+        try (0..<count).map { _ in try RefusingPort() }
     }
 
     deinit { close(descriptor) }

@@ -14,6 +14,7 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
     @Test func sixtyFourThreadsLoggingWhileReconfiguredKeepEveryFileLineOnceAndInOrder() async throws {
         let folder = try TemporaryDirectory(prefix: "threads")
         let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
         let logger = Logger()
         logger.baseUrlForFileLogging = folder.url
         logger.logFilename = "threads.log"

@@ -10,8 +10,9 @@ import Testing
     func everyEventWhoseCallReturnedIsInTheFileOnceInOrderAfterSIGKILLAndRestart(variant: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let deadPort = try FreePort.make()
-        let child = try ChildProcess(arguments: ["journal-kill", folder.path, variant, String(deadPort)])
+        let deadPort = try RefusingPort()
+        defer { withExtendedLifetime(deadPort) {} }
+        let child = try ChildProcess(arguments: ["journal-kill", folder.path, variant, String(deadPort.port)])
         #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
         await child.kill()
         let returned = child.lastAcknowledged + 1

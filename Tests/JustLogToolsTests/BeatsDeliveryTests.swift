@@ -199,7 +199,11 @@ struct KillRunResult: CustomStringConvertible {
 
     @Test func failoverToASecondReceiverWhenTheFirstIsKilledLosesNothing() async throws {
         let folder = try TemporaryDirectory(prefix: "beats-failover")
-        let ports = try FreePort.make(count: 2)
+        // Held for the whole test: the client keeps trying a killed receiver's port, which must not become
+        // another test's server meanwhile.
+        let held = try RefusingPort.make(count: 2)
+        defer { withExtendedLifetime(held) {} }
+        let ports = held.map(\.port)
         let outs = [folder.file("a.jsonl"), folder.file("b.jsonl")]
         let first = try ReceiverProcess(wireProtocol: "beats", port: ports[0], out: outs[0])
         let second = try ReceiverProcess(wireProtocol: "beats", port: ports[1], out: outs[1])
@@ -246,7 +250,11 @@ struct KillRunResult: CustomStringConvertible {
 
     @Test func loadBalancingSendsToBothReceiversAndLosesNothingWhenOneIsKilled() async throws {
         let folder = try TemporaryDirectory(prefix: "beats-balance")
-        let ports = try FreePort.make(count: 2)
+        // Held for the whole test: the client keeps trying a killed receiver's port, which must not become
+        // another test's server meanwhile.
+        let held = try RefusingPort.make(count: 2)
+        defer { withExtendedLifetime(held) {} }
+        let ports = held.map(\.port)
         let outs = [folder.file("a.jsonl"), folder.file("b.jsonl")]
         let first = try ReceiverProcess(wireProtocol: "beats", port: ports[0], out: outs[0])
         let second = try ReceiverProcess(wireProtocol: "beats", port: ports[1], out: outs[1])
@@ -298,7 +306,10 @@ struct KillRunResult: CustomStringConvertible {
         kills: Int
     ) async throws -> KillRunResult {
         let name = transport.isBeatsForTests ? "beats" : "json_lines"
-        let port = try FreePort.make()
+        // Held for the whole test: between a kill and the restart, the port must not become another test's server.
+        let held = try RefusingPort()
+        defer { withExtendedLifetime(held) {} }
+        let port = held.port
         let out = folder.file("\(name).jsonl")
         var receiver = try ReceiverProcess(wireProtocol: name, port: port, out: out)
         #expect(await receiver.waitUntilListening())

@@ -9,6 +9,9 @@ public final class RSyslog: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let plainPort: Int
     public let tlsPort: Int
+    /// Both ports, held for the collector's whole life: it binds them with `SO_REUSEADDR`, and while it is down
+    /// (killed, not yet started) no other test's server can be given them.
+    private let heldPorts: [RefusingPort]
     private let root: String
     private let daemon: CollectorProcess
 
@@ -55,9 +58,9 @@ public final class RSyslog: @unchecked Sendable {
     public init(certificate: TestCertificates.Pair, caFile: String) throws {
         root = try Self.packageRoot.get()
         directory = try TemporaryDirectory(prefix: "rsyslog")
-        let ports = try FreePort.make(count: 2)
-        plainPort = ports[0]
-        tlsPort = ports[1]
+        heldPorts = try RefusingPort.make(count: 2)
+        plainPort = heldPorts[0].port
+        tlsPort = heldPorts[1].port
         let dir = directory.path
         try FileManager.default.createDirectory(atPath: dir + "/work", withIntermediateDirectories: true)
         let config = """

@@ -12,6 +12,9 @@ public final class SyslogNG: @unchecked Sendable {
     public let directory: TemporaryDirectory
     public let plainPort: Int
     public let tlsPort: Int
+    /// Both ports, held for the collector's whole life: it binds them with `SO_REUSEADDR`, and while it is down
+    /// (killed, not yet started) no other test's server can be given them.
+    private let heldPorts: [RefusingPort]
     private let serverCertificate: TestCertificates.Pair
     private let daemon: CollectorProcess
 
@@ -23,9 +26,9 @@ public final class SyslogNG: @unchecked Sendable {
             throw ProcessRunner.Failure(description: "syslog-ng is not installed (/usr/sbin/syslog-ng)")
         }
         directory = try TemporaryDirectory(prefix: "syslog-ng")
-        let ports = try FreePort.make(count: 2)
-        plainPort = ports[0]
-        tlsPort = ports[1]
+        heldPorts = try RefusingPort.make(count: 2)
+        plainPort = heldPorts[0].port
+        tlsPort = heldPorts[1].port
         serverCertificate = certificate
         let dir = directory.path
         // syslog-ng 3.38 often lingers on SIGTERM while it has client connections; its files are flushed per line.
