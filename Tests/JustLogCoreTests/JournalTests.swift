@@ -485,6 +485,64 @@ import Testing
         )
         await pipeline.shutdown()
     }
+
+    /// A destination that logs through its own pipeline while it writes makes its calls on the pipeline's thread,
+    /// the one thread that makes room: past half the journal they don't wait for room (they would only wait out
+    /// `fullQueueWait` — here an hour — with the pipeline stopped meanwhile); what finds no room is dropped and
+    /// counted.
+    @Test func callsOnThePipelinesOwnThreadNeverWaitForRoom() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let logging = LoggingWhileWriting(calls: 3_000)
+        let capture = CapturingDestination()
+        let (pipeline, _) = try pipeline(on: folder, [logging, capture], fullQueueWait: 3_600)
+        logging.pipeline.withLock { $0 = pipeline }
+        pipeline.submitCall(
+            .info,
+            "the first event",
+            error: nil,
+            userInfo: [:],
+            callSite: CallSite(file: #fileID, function: #function, line: #line)
+        )
+        let waitingCallers = { pipeline.currentStatistics.callersWaiting }
+        #expect(await eventually(timeout: .seconds(90)) { logging.done || waitingCallers() > 0 })
+        // (On failure the pipeline's thread is left waiting: the test ends without flushing.)
+        try #require(waitingCallers() == 0, "a call on the pipeline's thread waits for room only it can make")
+        try #require(logging.done, "the destination's calls returned")
+        try await pipeline.flush()
+        let dropped = Int(pipeline.currentStatistics.dropped)
+        let logged = capture.records.map(\.message).filter { $0.hasPrefix("logged while writing") }
+        #expect(dropped > 0, "3,000 calls don't fit in 256 KiB of journal")
+        #expect(logged.count + dropped == 3_000, "every call written or counted")
+        await pipeline.shutdown()
+    }
+}
+
+/// A background destination that, on its first write, logs `calls` events through its own pipeline.
+final class LoggingWhileWriting: LogDestination {
+    let pipeline = LockedValue<LogPipeline?>(nil)
+    let calls: Int
+    private let finished = LockedValue(false)
+
+    init(calls: Int) {
+        self.calls = calls
+    }
+
+    var done: Bool { finished.current }
+
+    func write(_ batch: LogBatch) {
+        guard !finished.current, let pipeline = pipeline.current else { return }
+        for index in 0..<calls {
+            pipeline.submitCall(
+                .info,
+                "logged while writing \(index)",
+                error: nil,
+                userInfo: ["padding": String(repeating: "p", count: 200)],
+                callSite: CallSite(file: #fileID, function: #function, line: #line)
+            )
+        }
+        finished.withLock { $0 = true }
+    }
 }
 
 /// A background destination that records what the pipeline told it about holding it back.

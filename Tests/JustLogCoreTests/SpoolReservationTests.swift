@@ -263,6 +263,31 @@ import Glibc
         #expect(readAll(spool).records.first != text(0..<1).first, "the record it said no to dropped the oldest")
     }
 
+    /// A reader that has written every record of the oldest segment leaves the cursor at its end (the segment is
+    /// retired once the cursor moves into the next): starting a segment at the cap then drops nothing, and the answer
+    /// is "yes" — with two segments, "no" here refused a whole segment early.
+    @Test func aWhollyAcknowledgedOldestSegmentIsNoReasonToSayNoAtTheCap() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        // Two 16 KiB segments at most (~115 records each).
+        let spool = try Spool(configuration: configuration(folder, segmentBytes: 16 << 10, maxTotalBytes: 47 << 10))
+        defer { spool.close() }
+        var ends: [SpoolPosition] = []
+        while spool.takesWithoutDropping(record(ends.count).count), ends.count < 10_000 {
+            ends.append(try record(ends.count).withUnsafeBytes { try spool.appendRecord($0) }.end)
+        }
+        let first = ends[0].segment
+        let lastOfFirst = try #require(ends.lastIndex { $0.segment == first })
+        #expect(lastOfFirst < ends.count - 1, "the records span two segments")
+        spool.acknowledge(upTo: ends[lastOfFirst])
+        #expect(spool.cursor == ends[lastOfFirst], "the cursor rests at the end of the oldest segment")
+        #expect(spool.takesWithoutDropping(record(ends.count).count), "starting a segment now drops nothing")
+        let next = ends.count
+        _ = try record(next).withUnsafeBytes { try spool.appendRecord($0) }
+        #expect(spool.counterSnapshot.droppedRecords == 0)
+        #expect(readAll(spool).records == text((lastOfFirst + 1)...next))
+    }
+
     /// With few segments, half the bytes may span all but one: a place below the limit is still not taken when it
     /// would start a segment past the cap, which drops the oldest — records not yet acknowledged.
     @Test func aPlaceBelowTheLimitIsNotTakenWhenItWouldDropTheOldestAtTheCap() throws {

@@ -99,13 +99,12 @@ public final class EventJournal: Sendable {
         }
     }
 
-    /// Takes the place of a record of `count` bytes while the journal ``isLessThanHalfFull`` and the record starts no
-    /// segment past the cap (both looked at under the spool's lock, with the reservation: see
-    /// ``hasRoomBelowHalf(for:)``), for the caller to fill once it has released its own lock (see
-    /// ``SpoolReservation``); `nil` otherwise, or — said once — if it can't be taken.
-    func reserveWhileLessThanHalfFull(_ count: Int) -> SpoolReservation? {
+    /// Takes the place of a record of `count` bytes while the journal has room for it below its half (looked at under
+    /// the spool's lock, with the reservation: see ``roomBelowHalf(for:)``), for the caller to fill once it has
+    /// released its own lock (see ``SpoolReservation``); `nil` otherwise, or — said once — if it can't be taken.
+    func reserveBelowHalf(_ count: Int) -> SpoolReservation? {
         do {
-            return try spool.reserveRecord(count, whileQueuedBytesBelow: configuration.maxTotalBytes / 2)
+            return try spool.reserveRecord(count, whileQueuedBytesBelow: halfOfTheJournal)
         } catch {
             reportAppendFailure(error)
             return nil
@@ -179,26 +178,28 @@ public final class EventJournal: Sendable {
     /// The bytes of the records not yet acknowledged.
     var unacknowledgedBytes: Int { spool.counterSnapshot.queuedBytes }
 
-    /// Whether what the destinations have not written takes less than half the journal: the bound up to which
-    /// events may wait here instead of in the queue (the fast lane, a full queue's spill), so that the journal
-    /// never reaches its cap, where it would drop the oldest — and up to which a destination may hold the pipeline's
-    /// thread back (``PipelineHoldingBack``).
-    var isLessThanHalfFull: Bool { unacknowledgedBytes < configuration.maxTotalBytes / 2 }
+    /// Whether what the destinations have not written takes less than half the journal (the bytes half of
+    /// ``roomBelowHalf(for:)``'s condition).
+    var isLessThanHalfFull: Bool { unacknowledgedBytes < halfOfTheJournal }
 
     /// Whether a record of `count` bytes would be journaled now without reaching the cap, where the oldest records
     /// not yet written would be dropped.
     func takesWithoutDropping(_ count: Int) -> Bool { spool.takesWithoutDropping(count) }
 
-    /// Whether a record of `count` bytes may wait in the journal alone (the fast lane, a full queue's spill): what
-    /// the destinations have not written takes less than half of it, and the record starts no segment past the cap
-    /// (with few segments, half the bytes may already span all but one).
-    func hasRoomBelowHalf(for count: Int) -> Bool { isLessThanHalfFull && takesWithoutDropping(count) }
-
-    /// Whether a record of `count` bytes, which the journal takes, finds no room below half of it now: it may wait
-    /// for the destinations to make some (see ``hasRoomBelowHalf(for:)``).
-    func lacksRoomBelowHalf(for count: Int) -> Bool {
-        count > 0 && count <= maximumRecordBytes && !hasRoomBelowHalf(for: count)
+    /// Whether a record of `count` bytes may wait in the journal alone (the fast lane, a full queue's spill) now —
+    /// the bound up to which events wait here instead of in the queue, so that the journal never reaches its cap,
+    /// where it would drop the oldest, and up to which a destination may hold the pipeline's thread back
+    /// (``PipelineHoldingBack``):
+    /// what the destinations have not written takes less than half of it and the record starts no segment past the
+    /// cap (with few segments, half the bytes may already span all but one) — ``SpoolRoom/available``, and
+    /// ``reserveBelowHalf(_:)`` takes its place; ``SpoolRoom/notNow``, and the caller may wait for the destinations
+    /// to make room; ``SpoolRoom/never`` for a record the journal can't take at all (reserving says why).
+    func roomBelowHalf(for count: Int) -> SpoolRoom {
+        spool.room(for: count, whileQueuedBytesBelow: halfOfTheJournal)
     }
+
+    /// The bound below which what the destinations have not written lets events wait in the journal alone.
+    private var halfOfTheJournal: Int { configuration.maxTotalBytes / 2 }
 
     /// Where the records not yet acknowledged begin.
     var cursor: SpoolPosition { spool.cursor }

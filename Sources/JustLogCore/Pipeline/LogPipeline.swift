@@ -467,7 +467,9 @@ struct RecordDispatcher: Sendable {
             for route in backgroundRoutes {
                 // While the journal has room below its half, the calls' events wait there (the fast lane, a full
                 // queue's spill); past it, callers would wait for the destination it holds back.
-                (route.destination as? any PipelineHoldingBack)?.pipelineAttached { journal.hasRoomBelowHalf(for: 1) }
+                (route.destination as? any PipelineHoldingBack)?.pipelineAttached {
+                    journal.roomBelowHalf(for: 1) == .available
+                }
             }
         }
     }

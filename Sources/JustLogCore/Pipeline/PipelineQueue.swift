@@ -116,6 +116,9 @@ final class PipelineQueue: @unchecked Sendable {
     /// A control item is queued that the worker has not taken yet: it does not linger (see ``linger()``).
     @exclusivity(unchecked) private var controlPending = false
     @exclusivity(unchecked) private var producersWaiting = 0
+    /// The worker's thread. A call made on it — a destination or an action that logs through its own pipeline —
+    /// never waits for room: only the worker makes room, so it would only wait out its patience.
+    @exclusivity(unchecked) private var workerThread: pthread_t?
     /// `batchesTaken` when a fast-lane call last waited in vain for room at half the journal (the destinations made
     /// no progress for `fullQueueWait`): until they move again, later calls take the full path at once, which
     /// queues them in memory while there is room — a stalled destination costs one call the wait, not every call.
@@ -289,6 +292,18 @@ final class PipelineQueue: @unchecked Sendable {
         sequence: UInt64
     ) -> (start: SpoolPosition, end: SpoolPosition)? {
         guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else { return nil }
+        encode(&encoded, of: event, for: journal, sequence: sequence)
+        return journal.append(encoded!.record)
+    }
+
+    /// Makes `encoded` the event's record for `journal` — encoding it again if it was encoded for another (a
+    /// reconfiguration between encoding and taking the lock: rare) — numbered `sequence` (lock held).
+    private func encode(
+        _ encoded: inout (record: [UInt8], journal: EventJournal)?,
+        of event: LogEvent,
+        for journal: EventJournal,
+        sequence: UInt64
+    ) {
         if encoded?.journal !== journal {
             var event = event
             let record = JournalCodec.record(
@@ -300,7 +315,6 @@ final class PipelineQueue: @unchecked Sendable {
         }
         // Written in place: the record is not copied (it is uniquely referenced here).
         JournalCodec.setSequence(sequence, in: &encoded!.record)
-        return journal.append(encoded!.record)
     }
 
     /// The queue is full (lock held): with a journal, and while what the destinations have not written takes less
@@ -310,11 +324,17 @@ final class PipelineQueue: @unchecked Sendable {
     /// destinations get it now, as usual. Returns ``Spill/spilled`` once done, with the lock released; otherwise
     /// (nothing done, lock held) why not.
     private func spill(_ encoded: inout (record: [UInt8], journal: EventJournal)?, of event: LogEvent) -> Spill {
-        guard let journal = dispatcher.journal else { return .notSpilled }
-        guard journal.hasRoomBelowHalf(for: encoded?.record.count ?? 0) else { return .journalHalfFull }
-        guard let (start, end) = self.journal(&encoded, of: event, sequence: nextSequence) else { return .notSpilled }
+        guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty else { return .notSpilled }
+        encode(&encoded, of: event, for: journal, sequence: nextSequence)
+        // Room and place taken in one look under the spool's lock: the condition a caller then waits for is exactly
+        // the one that failed (``waitForRoom(bytes:journaling:patience:orReconfiguration:orJournalRoom:)``).
+        guard let reservation = journal.reserveBelowHalf(encoded!.record.count) else {
+            return journal.roomBelowHalf(for: encoded!.record.count) == .notNow ? .journalHalfFull : .notSpilled
+        }
         let sequence = nextSequence
-        queueJournaled(from: start, to: end)
+        queueJournaled(from: reservation.start, to: reservation.end)
+        var unfilled: SpoolReservation? = consume reservation
+        encoded!.record.withUnsafeBytes { unfilled.take()?.fill(with: $0) }
         if !dispatcher.inlineRoutes.isEmpty { dispatcher.writeInline(dispatcher.record(event, sequence: sequence)) }
         unlockWakingTheWorker()
         return .spilled
@@ -380,7 +400,7 @@ final class PipelineQueue: @unchecked Sendable {
         /// Nothing done: the event needs the full path.
         case declined
         /// Nothing done: the journal has no room below its half for the record (see
-        /// ``EventJournal/hasRoomBelowHalf(for:)``, ``waitForJournalRoom(for:)``).
+        /// ``EventJournal/roomBelowHalf(for:)``, ``waitForJournalRoom(for:)``).
         case journalFull
     }
 
@@ -398,9 +418,9 @@ final class PipelineQueue: @unchecked Sendable {
         }
         JournalCodec.setSequence(nextSequence, in: record)
         var reserved: SpoolReservation?
-        journal._withUnsafeGuaranteedRef { reserved = $0.reserveWhileLessThanHalfFull(record.count) }
+        journal._withUnsafeGuaranteedRef { reserved = $0.reserveBelowHalf(record.count) }
         guard let reservation = reserved.take() else {
-            let full = journal._withUnsafeGuaranteedRef { $0.lacksRoomBelowHalf(for: record.count) }
+            let full = journal._withUnsafeGuaranteedRef { $0.roomBelowHalf(for: record.count) == .notNow }
             lock.unlock()
             return full ? .journalFull : .declined
         }
@@ -438,11 +458,11 @@ final class PipelineQueue: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let journal = fastLaneJournal?.takeUnretainedValue(), state == .running,
-            journalWaitGaveUpAt != batchesTaken
+            journalWaitGaveUpAt != batchesTaken, !isWorkerThread
         else { return false }
         let lane = fastLaneVersion
         let moved = waitForProgress(patience: limits.fullQueueWait) {
-            journal.hasRoomBelowHalf(for: count) || fastLaneVersion != lane || reconfigurationsInProgress > 0
+            journal.roomBelowHalf(for: count) != .notNow || fastLaneVersion != lane || reconfigurationsInProgress > 0
                 || state != .running
         }
         if !moved { journalWaitGaveUpAt = batchesTaken }
@@ -547,7 +567,7 @@ final class PipelineQueue: @unchecked Sendable {
     ///
     /// - Parameter journaling: the size of the event's journal record (see ``hasRoom(for:journaling:)``).
     /// - Parameter orJournalRoom: also return (`true`) once the journal has room below its half again
-    ///   (``EventJournal/hasRoomBelowHalf(for:)``), for the caller to spill its event there. The worker frees
+    ///   (``EventJournal/roomBelowHalf(for:)``), for the caller to spill its event there. The worker frees
     ///   journal room as it writes, and a destination may then hold the worker back while that holds
     ///   (``PipelineHoldingBack``): a caller that waited only for the queue would see no progress, and drop.
     private func waitForRoom(
@@ -561,7 +581,7 @@ final class PipelineQueue: @unchecked Sendable {
         let moved = waitForProgress(patience: patience ?? limits.fullQueueWait) {
             if hasRoom(for: bytes, journaling: recordBytes) || state != .running { return true }
             if orReconfiguration, reconfigurationsInProgress > 0 { other = true }
-            if orJournalRoom, let journal = dispatcher.journal, journal.hasRoomBelowHalf(for: recordBytes) {
+            if orJournalRoom, let journal = dispatcher.journal, journal.roomBelowHalf(for: recordBytes) != .notNow {
                 other = true
             }
             return other
@@ -569,14 +589,22 @@ final class PipelineQueue: @unchecked Sendable {
         return moved && (other || state == .running)
     }
 
+    /// Whether the calling thread is the worker's (lock held).
+    private var isWorkerThread: Bool {
+        guard let workerThread else { return false }
+        return pthread_equal(workerThread, pthread_self()) != 0
+    }
+
     /// Waits (lock held) until `done()`, while the worker makes progress; `false` when it made none for `patience`
-    /// seconds. Every progress the worker shows (see ``progress``) wakes the waiters and restarts the deadline.
+    /// seconds, or at once on the worker's own thread (see ``workerThread``). Every progress the worker shows (see
+    /// ``progress``) wakes the waiters and restarts the deadline.
     private func waitForProgress(patience: Double, until done: () -> Bool) -> Bool {
         var seenBatches = batchesTaken
         var deadline = Date().addingTimeInterval(patience)
         producersWaiting += 1
         defer { producersWaiting -= 1 }
         while !done() {
+            guard !isWorkerThread else { return false }
             if batchesTaken != seenBatches {
                 seenBatches = batchesTaken
                 deadline = Date().addingTimeInterval(patience)
@@ -695,7 +723,12 @@ final class PipelineQueue: @unchecked Sendable {
     // MARK: - Worker
 
     private func runWorker() {
-        recoverJournal(with: lock.withLock { dispatcher })
+        recoverJournal(
+            with: lock.withLock {
+                workerThread = pthread_self()
+                return dispatcher
+            }
+        )
         var batch: [Item] = []
         batch.reserveCapacity(min(configuration.capacity, 4096))
         /// Whether the worker has taken a batch since it last slept: then it lingers before it sleeps again.
@@ -740,6 +773,8 @@ final class PipelineQueue: @unchecked Sendable {
                 lock.withLock {
                     destinationFailure = failure
                     workerFinished = true
+                    // Its thread ends: the system may give its identity to another.
+                    workerThread = nil
                     lock.broadcast()
                 }
                 return

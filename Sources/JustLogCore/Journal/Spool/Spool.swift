@@ -233,11 +233,22 @@ public final class Spool: @unchecked Sendable {
         defer { lock.unlock() }
         guard let open = openStorageReference else { throw notOpen() }
         let place = try open._withUnsafeGuaranteedRef { storage -> SpoolReservation.Place? in
-            guard storage.counters.queuedBytes < limit, storage.takesWithoutDropping(count) else { return nil }
+            guard storage.hasRoom(for: count, whileQueuedBytesBelow: limit) else { return nil }
             return try storage.reserve(count)
         }
         guard let place else { return nil }
         return SpoolReservation(place)
+    }
+
+    /// What ``reserveRecord(_:whileQueuedBytesBelow:)`` would do now with a record of `count` bytes (one look under
+    /// the spool's lock, at the condition it reserves under).
+    package func room(for count: Int, whileQueuedBytesBelow limit: Int) -> SpoolRoom {
+        guard count > 0, count <= configuration.maxRecordBytes else { return .never }
+        return lock.withLock {
+            guard let open = openStorageReference else { return .never }
+            return open._withUnsafeGuaranteedRef { $0.hasRoom(for: count, whileQueuedBytesBelow: limit) }
+                ? .available : .notNow
+        }
     }
 
     /// Whether a record of `count` bytes would be appended now without dropping the oldest records at the cap (see
@@ -470,4 +481,16 @@ public final class Spool: @unchecked Sendable {
             return 0
         }
     }
+}
+
+/// Whether the spool has room for a record now (see ``Spool/room(for:whileQueuedBytesBelow:)``).
+package enum SpoolRoom: Equatable, Sendable {
+    /// Reserving it now takes its place.
+    case available
+    /// Not now: the records not yet acknowledged take the limit, or the record would drop some at the cap. Room comes
+    /// as they are acknowledged.
+    case notNow
+    /// Never: the record is empty or too large for the spool, or the spool is not open — reserving throws, and
+    /// waiting would not change that.
+    case never
 }
