@@ -282,15 +282,21 @@ final class SpoolStorage {
     /// Whether a record of `count` bytes would be appended now without dropping records not yet acknowledged at the
     /// cap: it fits in the last segment, or starting a segment for it drops none (the spool is below its cap, or the
     /// oldest segment is wholly acknowledged — its end reached, not yet retired while the cursor stays in it).
+    @inline(__always)
     func takesWithoutDropping(_ count: Int) -> Bool {
-        segments.count < maxSegments || segments[segments.count - 1].fits(count)
-            || (segments.count > 1 && cursor.segment == segments[0].sequence && cursor.offset >= segments[0].end)
+        segments.count < maxSegments || segments[segments.count - 1].fits(count) || oldestIsWhollyAcknowledged
+    }
+
+    /// Whether every record of the oldest segment, which is not the last, is acknowledged: the cursor rests at its end.
+    private var oldestIsWhollyAcknowledged: Bool {
+        segments.count > 1 && cursor.segment == segments[0].sequence && cursor.offset >= segments[0].end
     }
 
     /// Whether a record of `count` bytes may be appended now while the records not yet acknowledged take fewer than
     /// `limit` bytes: they do, and it drops nothing (``takesWithoutDropping(_:)``). The one condition
     /// ``Spool/reserveRecord(_:whileQueuedBytesBelow:)`` reserves under and ``Spool/room(for:whileQueuedBytesBelow:)``
     /// reports: a caller told to wait for room waits for exactly what reserving needs.
+    @inline(__always)
     func hasRoom(for count: Int, whileQueuedBytesBelow limit: Int) -> Bool {
         counters.queuedBytes < limit && takesWithoutDropping(count)
     }
