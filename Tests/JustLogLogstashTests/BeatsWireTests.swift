@@ -34,7 +34,7 @@ private func eventID(_ payload: String) -> String? {
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()
         // A flush fails with the reason when the connection is lost; the records are resent by themselves.
-        #expect(await eventually(timeout: .seconds(20)) { client.spool.counterSnapshot.queuedRecords == 0 })
+        #expect(await eventually(timeout: .seconds(120)) { client.spool.counterSnapshot.queuedRecords == 0 })
         await client.shutdown()
         await server.stop()
         let first = try #require(server.windows.first)
@@ -57,7 +57,7 @@ private func eventID(_ payload: String) -> String? {
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()
         // A flush fails with the reason when the connection is lost; the records are resent by themselves.
-        #expect(await eventually(timeout: .seconds(20)) { client.spool.counterSnapshot.queuedRecords == 0 })
+        #expect(await eventually(timeout: .seconds(120)) { client.spool.counterSnapshot.queuedRecords == 0 })
         await client.shutdown()
         await server.stop()
         let ids = server.payloads.compactMap(eventID)
@@ -164,7 +164,7 @@ private func eventID(_ payload: String) -> String? {
         client.start()
         try? await client.flush()
         #expect(await activity.wait(for: "failing over from 127.0.0.1:\(refusing.port)"))
-        #expect(await eventually(timeout: .seconds(20)) { client.spool.counterSnapshot.queuedRecords == 0 })
+        #expect(await eventually(timeout: .seconds(120)) { client.spool.counterSnapshot.queuedRecords == 0 })
         await client.shutdown()
         await server.stop()
         #expect(Set(server.payloads.compactMap(eventID)) == Set((0..<10).map { "e\($0)" }))

@@ -58,8 +58,9 @@ final class LineReceiver: @unchecked Sendable {
         }
     }
 
-    /// Polls until `count` lines arrived or `timeout` passed.
-    func waitForLines(_ count: Int, timeout: Duration = .seconds(20)) async -> Bool {
+    /// Polls until `count` lines arrived or `timeout` passed (a bound for a failing wait only: a loaded machine may
+    /// take long).
+    func waitForLines(_ count: Int, timeout: Duration = .seconds(120)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if lines.count >= count { return true }

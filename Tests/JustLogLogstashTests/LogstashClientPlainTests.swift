@@ -14,7 +14,8 @@ final class ActivityLog: @unchecked Sendable {
     func append(_ line: String) { lock.withLock { stored.append(line) } }
     var lines: [String] { lock.withLock { stored } }
     func contains(_ text: String) -> Bool { lines.contains { $0.contains(text) } }
-    func wait(for text: String, timeout: Duration = .seconds(20)) async -> Bool {
+    /// Polls until a line contains `text`; `timeout` only bounds a failing wait (a loaded machine may take long).
+    func wait(for text: String, timeout: Duration = .seconds(120)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if contains(text) { return true }

@@ -171,7 +171,7 @@ struct KillRunResult: CustomStringConvertible {
                 } else {
                     #expect(bytes.isEmpty && closed, "no ACK, connection closed: \(bytes)")
                     #expect(
-                        await eventually(timeout: .seconds(10)) { errors.text.contains("not acknowledged") },
+                        await eventually(timeout: .seconds(120)) { errors.text.contains("not acknowledged") },
                         "\(errors.text)"
                     )
                 }

@@ -25,7 +25,7 @@ final class CollectorProcess: @unchecked Sendable {
 
     deinit { shutdown() }
 
-    /// Starts the daemon and waits (at most 10 s) until every port accepts connections.
+    /// Starts the daemon and waits (at most 60 s: a loaded machine may take long) until every port accepts connections.
     func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -39,7 +39,7 @@ final class CollectorProcess: @unchecked Sendable {
         process.standardError = log
         try process.run()
         lock.withLock { self.process = process }
-        let ready = FreePort.poll(timeout: .seconds(10)) { process.isRunning && ports.allSatisfy(FreePort.isAccepting) }
+        let ready = FreePort.poll(timeout: .seconds(60)) { process.isRunning && ports.allSatisfy(FreePort.isAccepting) }
         guard ready else {
             shutdown()
             let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""

@@ -20,7 +20,7 @@ public final class SyslogNG: @unchecked Sendable {
 
     /// Writes the configuration and (unless `startImmediately` is `false`, for a collector that is down
     /// at first) starts syslog-ng, serving `certificate` on the TLS port; returns once both ports accept
-    /// connections (or throws after 10 s).
+    /// connections (or throws after 60 s).
     public init(certificate: TestCertificates.Pair, startImmediately: Bool = true) throws {
         guard Self.executable != nil else {
             throw ProcessRunner.Failure(description: "syslog-ng is not installed (/usr/sbin/syslog-ng)")
