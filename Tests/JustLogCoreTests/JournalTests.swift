@@ -506,7 +506,8 @@ import Testing
         )
         let waitingCallers = { pipeline.currentStatistics.callersWaiting }
         #expect(await eventually(timeout: .seconds(90)) { logging.done || waitingCallers() > 0 })
-        // (On failure the pipeline's thread is left waiting: the test ends without flushing.)
+        // On failure the pipeline's thread is left waiting: the test ends without flushing or shutting down (the
+        // destination holds the pipeline, so no deinit shuts it down on the test's thread either).
         try #require(waitingCallers() == 0, "a call on the pipeline's thread waits for room only it can make")
         try #require(logging.done, "the destination's calls returned")
         try await pipeline.flush()

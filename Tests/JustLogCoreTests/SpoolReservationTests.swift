@@ -288,6 +288,36 @@ import Glibc
         #expect(readAll(spool).records == text((lastOfFirst + 1)...next))
     }
 
+    /// A spool reopened with a smaller cap holds more segments than it: starting one drops several — past the wholly
+    /// acknowledged oldest, records nobody wrote — so the answer stays "no" when the last segment is full.
+    @Test func pastItsCapAReopenedSpoolSaysNoThoughItsOldestIsWhollyAcknowledged() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        var ends: [SpoolPosition] = []
+        do {
+            // Four 16 KiB segments.
+            let spool = try Spool(configuration: configuration(folder, segmentBytes: 16 << 10, maxTotalBytes: 64 << 10))
+            while spool.counterSnapshot.segmentCount < 4, ends.count < 10_000 {
+                ends.append(try record(ends.count).withUnsafeBytes { try spool.appendRecord($0) }.end)
+            }
+            spool.close()
+        }
+        // Reopened with a cap of two segments; a reader then writes every record of the oldest.
+        let spool = try Spool(configuration: configuration(folder, segmentBytes: 16 << 10, maxTotalBytes: 32 << 10))
+        defer { spool.close() }
+        #expect(spool.counterSnapshot.segmentCount == 4)
+        let lastOfFirst = try #require(ends.lastIndex { $0.segment == ends[0].segment })
+        spool.acknowledge(upTo: ends[lastOfFirst])
+        #expect(spool.cursor == ends[lastOfFirst])
+        var appended = 0
+        while spool.takesWithoutDropping(record(ends.count + appended).count), appended < 1_000 {
+            _ = try record(ends.count + appended).withUnsafeBytes { try spool.appendRecord($0) }
+            appended += 1
+        }
+        #expect(appended < 1_000, "it said no once the last segment was full")
+        #expect(spool.counterSnapshot.droppedRecords == 0, "nothing dropped up to the answer \"no\"")
+    }
+
     /// With few segments, half the bytes may span all but one: a place below the limit is still not taken when it
     /// would start a segment past the cap, which drops the oldest — records not yet acknowledged.
     @Test func aPlaceBelowTheLimitIsNotTakenWhenItWouldDropTheOldestAtTheCap() throws {

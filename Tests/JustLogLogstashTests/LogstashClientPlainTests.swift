@@ -180,6 +180,7 @@ func makeClient(
         // Held until the collector binds it: a port found free and let go could be given to another test's
         // receiver, which would then take this client's records (and this test's bind would fail).
         let held = try RefusingPort()
+        defer { withExtendedLifetime(held) {} }
         let port = held.port
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
@@ -190,7 +191,6 @@ func makeClient(
         await #expect(throws: LogstashError.self) { try await client.flush() }
         // Now the collector appears on that port.
         let receiver = try await LineReceiver.bind(port: port)
-        withExtendedLifetime(held) {}
         #expect(await receiver.waitForLines(300))
         await client.shutdown()
         await receiver.stop()

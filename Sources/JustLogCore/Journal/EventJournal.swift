@@ -101,10 +101,16 @@ public final class EventJournal: Sendable {
 
     /// Takes the place of a record of `count` bytes while the journal has room for it below its half (looked at under
     /// the spool's lock, with the reservation: see ``roomBelowHalf(for:)``), for the caller to fill once it has
-    /// released its own lock (see ``SpoolReservation``); `nil` otherwise, or — said once — if it can't be taken.
-    func reserveBelowHalf(_ count: Int) -> SpoolReservation? {
+    /// released its own lock (see ``SpoolReservation``); `nil` otherwise — with `noRoom` set when that look found no
+    /// room (the caller may wait for some), left alone when the place can't be taken at all (said once).
+    @inline(__always)
+    func reserveBelowHalf(_ count: Int, noRoom: inout Bool) -> SpoolReservation? {
         do {
-            return try spool.reserveRecord(count, whileQueuedBytesBelow: halfOfTheJournal)
+            guard let reservation = try spool.reserveRecord(count, whileQueuedBytesBelow: halfOfTheJournal) else {
+                noRoom = true
+                return nil
+            }
+            return reservation
         } catch {
             reportAppendFailure(error)
             return nil
@@ -191,10 +197,10 @@ public final class EventJournal: Sendable {
     /// where it would drop the oldest, and up to which a destination may hold the pipeline's thread back
     /// (``PipelineHoldingBack``):
     /// what the destinations have not written takes less than half of it and the record starts no segment past the
-    /// cap (with few segments, half the bytes may already span all but one) — ``SpoolRoom/available``, and
-    /// ``reserveBelowHalf(_:)`` takes its place; ``SpoolRoom/notNow``, and the caller may wait for the destinations
-    /// to make room; ``SpoolRoom/never`` for a record the journal can't take at all (reserving says why).
-    func roomBelowHalf(for count: Int) -> SpoolRoom {
+    /// cap (with few segments, half the bytes may already span all but one) — ``RecordRoom/available``, and
+    /// ``reserveBelowHalf(_:noRoom:)`` takes its place; ``RecordRoom/notNow``, and the caller may wait for the destinations
+    /// to make room; ``RecordRoom/never`` for a record the journal can't take at all (reserving says why).
+    func roomBelowHalf(for count: Int) -> RecordRoom {
         spool.room(for: count, whileQueuedBytesBelow: halfOfTheJournal)
     }
 

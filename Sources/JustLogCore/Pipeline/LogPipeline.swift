@@ -27,7 +27,10 @@ import Foundation
 ///   file system — the event is dropped for the background destinations *and counted* (inline ones, such as
 ///   a Logstash spool without a journal, still get it): a program must not hang because logging stalls.
 ///   The count is reported once on the diagnostics sink and then as a warning record sent to every
-///   destination when the queue moves again.
+///   destination when the queue moves again. A call made on the pipeline's own thread — a destination or a
+///   ``performInOrder(_:)`` action that logs through this pipeline — never waits for room (only that thread
+///   makes it): what finds none is dropped and counted at once. Flushing, reconfiguring or shutting the pipeline
+///   down from that thread is not supported (it would wait for itself).
 /// - **Flush.** ``flush(completion:)`` completes once every event submitted before it has been written and
 ///   every destination has flushed. At process exit (returning from `main`, or `exit()`), every live
 ///   pipeline is flushed; the exit handler waits while the destinations make progress and gives up only on
@@ -42,7 +45,8 @@ public final class LogPipeline: Sendable {
         /// Message bytes waiting in memory at most (a few huge messages must not exhaust memory). Default 32 MiB.
         public var maximumQueuedBytes: Int
         /// How long a log call waits in a full queue for the destinations to make progress before its event is
-        /// dropped and counted. The wait restarts whenever they do. Default 1 s.
+        /// dropped and counted. The wait restarts whenever they do. A call on the pipeline's own thread does not
+        /// wait. Default 1 s.
         public var fullQueueWait: Double
         /// At process exit, how long the destinations may go *without progress* before the exit handler stops
         /// waiting for them (it waits as long as they keep writing); also the bound on the flush in `deinit`.

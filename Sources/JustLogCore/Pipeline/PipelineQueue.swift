@@ -235,7 +235,7 @@ final class PipelineQueue: @unchecked Sendable {
             counters.dropped += 1
             unreportedDrops += 1
             let stopped = state != .running
-            let waited = limits.fullQueueWait
+            let waited = isWorkerThread ? nil : limits.fullQueueWait
             lock.unlock()
             reportFullQueue(after: waited)
             guard hasInline, !stopped else { return }
@@ -328,8 +328,9 @@ final class PipelineQueue: @unchecked Sendable {
         encode(&encoded, of: event, for: journal, sequence: nextSequence)
         // Room and place taken in one look under the spool's lock: the condition a caller then waits for is exactly
         // the one that failed (``waitForRoom(bytes:journaling:patience:orReconfiguration:orJournalRoom:)``).
-        guard let reservation = journal.reserveBelowHalf(encoded!.record.count) else {
-            return journal.roomBelowHalf(for: encoded!.record.count) == .notNow ? .journalHalfFull : .notSpilled
+        var noRoom = false
+        guard let reservation = journal.reserveBelowHalf(encoded!.record.count, noRoom: &noRoom) else {
+            return noRoom ? .journalHalfFull : .notSpilled
         }
         let sequence = nextSequence
         queueJournaled(from: reservation.start, to: reservation.end)
@@ -418,11 +419,11 @@ final class PipelineQueue: @unchecked Sendable {
         }
         JournalCodec.setSequence(nextSequence, in: record)
         var reserved: SpoolReservation?
-        journal._withUnsafeGuaranteedRef { reserved = $0.reserveBelowHalf(record.count) }
+        var noRoom = false
+        journal._withUnsafeGuaranteedRef { reserved = $0.reserveBelowHalf(record.count, noRoom: &noRoom) }
         guard let reservation = reserved.take() else {
-            let full = journal._withUnsafeGuaranteedRef { $0.roomBelowHalf(for: record.count) == .notNow }
             lock.unlock()
-            return full ? .journalFull : .declined
+            return noRoom ? .journalFull : .declined
         }
         queueJournaled(from: reservation.start, to: reservation.end)
         let wake = unlockNotingWake()
@@ -500,7 +501,7 @@ final class PipelineQueue: @unchecked Sendable {
         if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
             counters.dropped += 1
             unreportedDrops += 1
-            let waited = patience
+            let waited = isWorkerThread ? nil : patience
             lock.unlock()
             reportFullQueue(after: waited)
             return
@@ -535,8 +536,15 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     /// Reports (lock released) that the queue made no progress for `waited` seconds (`fullQueueWait`, read under
-    /// the lock).
-    private func reportFullQueue(after waited: Double) {
+    /// the lock), or — `nil` — that an event logged on the pipeline's own thread found it full (it did not wait).
+    private func reportFullQueue(after waited: Double?) {
+        guard let waited else {
+            diagnostics.reportOnce(
+                key: "pipeline.full.own-thread",
+                "events logged on the log pipeline's own thread (by a destination or an action while it ran) found the queue full, where they can't wait for room; dropping them for the background destinations and counting them"
+            )
+            return
+        }
         diagnostics.reportOnce(
             key: "pipeline.full",
             "the log queue made no progress for \(waited) s (a destination is stalled); dropping events for the background destinations and counting them"
@@ -1065,7 +1073,7 @@ final class PipelineQueue: @unchecked Sendable {
 
     private func dropReport(_ count: UInt64, dispatcher: RecordDispatcher) -> LogRecord {
         reportRecord(
-            "JustLog dropped \(count) event(s): the log queue made no progress for \(configuration.fullQueueWait) s",
+            "JustLog dropped \(count) event(s): the log queue was full (its destinations made no progress for \(configuration.fullQueueWait) s, or they were logged on the pipeline's own thread)",
             userInfo: ["dropped_events": .uint(count)],
             dispatcher: dispatcher
         )

@@ -39,7 +39,10 @@ final class CollectorProcess: @unchecked Sendable {
         process.standardError = log
         try process.run()
         lock.withLock { self.process = process }
-        let ready = FreePort.poll(timeout: .seconds(60)) { process.isRunning && ports.allSatisfy(FreePort.isAccepting) }
+        // A daemon that exits (a bind error, a bad configuration) ends the wait at once.
+        let ready =
+            FreePort.poll(timeout: .seconds(60)) { !process.isRunning || ports.allSatisfy(FreePort.isAccepting) }
+            && process.isRunning
         guard ready else {
             shutdown()
             let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""

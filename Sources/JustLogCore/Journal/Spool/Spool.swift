@@ -242,7 +242,7 @@ public final class Spool: @unchecked Sendable {
 
     /// What ``reserveRecord(_:whileQueuedBytesBelow:)`` would do now with a record of `count` bytes (one look under
     /// the spool's lock, at the condition it reserves under).
-    package func room(for count: Int, whileQueuedBytesBelow limit: Int) -> SpoolRoom {
+    package func room(for count: Int, whileQueuedBytesBelow limit: Int) -> RecordRoom {
         guard count > 0, count <= configuration.maxRecordBytes else { return .never }
         return lock.withLock {
             guard let open = openStorageReference else { return .never }
@@ -484,13 +484,13 @@ public final class Spool: @unchecked Sendable {
 }
 
 /// Whether the spool has room for a record now (see ``Spool/room(for:whileQueuedBytesBelow:)``).
-package enum SpoolRoom: Equatable, Sendable {
+package enum RecordRoom: Equatable, Sendable {
     /// Reserving it now takes its place.
     case available
     /// Not now: the records not yet acknowledged take the limit, or the record would drop some at the cap. Room comes
     /// as they are acknowledged.
     case notNow
-    /// Never: the record is empty or too large for the spool, or the spool is not open — reserving throws, and
-    /// waiting would not change that.
+    /// Not by waiting for acknowledgements: the record is empty or too large for the spool, or the spool is not open
+    /// (closed, or not opened yet) — reserving throws.
     case never
 }

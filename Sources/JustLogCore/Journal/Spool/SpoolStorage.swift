@@ -284,12 +284,16 @@ final class SpoolStorage {
     /// oldest segment is wholly acknowledged — its end reached, not yet retired while the cursor stays in it).
     @inline(__always)
     func takesWithoutDropping(_ count: Int) -> Bool {
-        segments.count < maxSegments || segments[segments.count - 1].fits(count) || oldestIsWhollyAcknowledged
+        segments.count < maxSegments || segments[segments.count - 1].fits(count) || dropsOnlyAcknowledged
     }
 
-    /// Whether every record of the oldest segment, which is not the last, is acknowledged: the cursor rests at its end.
-    private var oldestIsWhollyAcknowledged: Bool {
-        segments.count > 1 && cursor.segment == segments[0].sequence && cursor.offset >= segments[0].end
+    /// Whether starting a segment now drops only the oldest, every record of which is acknowledged (the cursor rests
+    /// at its end): the spool is exactly at its cap — one reopened with a smaller cap may be past it, and would drop
+    /// more than one.
+    @inline(never)
+    private var dropsOnlyAcknowledged: Bool {
+        segments.count == maxSegments && segments.count > 1 && cursor.segment == segments[0].sequence
+            && cursor.offset >= segments[0].end
     }
 
     /// Whether a record of `count` bytes may be appended now while the records not yet acknowledged take fewer than
