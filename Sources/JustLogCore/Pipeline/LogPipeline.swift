@@ -26,8 +26,8 @@ import Foundation
 ///   loses nothing); if they make none for ``Configuration/fullQueueWait`` — a stuck terminal, a hung network
 ///   file system — the event is dropped for the background destinations *and counted* (inline ones, such as
 ///   a Logstash spool without a journal, still get it): a program must not hang because logging stalls.
-///   The count is reported once on the diagnostics sink and then as a warning record sent to every
-///   destination when the queue moves again. A call made on the pipeline's own thread — a destination or a
+///   The count is reported once for each cause on the diagnostics sink and then as a warning record sent to
+///   every destination when the queue moves again. A call made on the pipeline's own thread — a destination or a
 ///   ``performInOrder(_:)`` action that logs through this pipeline — never waits for room (only that thread
 ///   makes it): what finds none is dropped and counted at once. Flushing, reconfiguring or shutting the pipeline
 ///   down from that thread is not supported (it would wait for itself).
@@ -81,8 +81,9 @@ public final class LogPipeline: Sendable {
     public struct Statistics: Hashable, Sendable {
         /// Events accepted by ``submit(_:)``.
         public var submitted: UInt64 = 0
-        /// Events that missed destinations: the queue made no progress (they still reached the inline
-        /// destinations, such as the Logstash spool), or the pipeline was shut down (they reached none).
+        /// Events that missed destinations: the queue made no progress, or they were logged on the pipeline's own
+        /// thread into a full queue (either way they still reached the inline destinations, such as the Logstash
+        /// spool), or the pipeline was shut down (they reached none).
         public var dropped: UInt64 = 0
         /// Records handed to the background destinations (including JustLog's own drop reports).
         public var delivered: UInt64 = 0

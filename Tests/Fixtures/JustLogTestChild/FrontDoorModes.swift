@@ -31,6 +31,7 @@ func frontDoors(_ logger: JustLog.Logger, threads: Int, events: Int) {
     logger.setup()
     let group = DispatchGroup()
     let setupsDone = LockedValue(0)
+    let threadsLogging = LockedValue(0)
     for thread in 0..<threads {
         DispatchQueue.global().async(group: group) {
             for index in 0..<events {
@@ -41,9 +42,14 @@ func frontDoors(_ logger: JustLog.Logger, threads: Int, events: Int) {
                 } else {
                     swiftLog.info("t\(thread)-\(index)", metadata: ["front": "swift-log"])
                 }
+                if index == 0 { threadsLogging.withLock { $0 += 1 } }
             }
         }
     }
+    // The first setup()'s settings are seen to apply too: the next setup() comes once every thread has logged under
+    // it (on a loaded machine the threads may start later than 20 ms after being dispatched; none logged under phase
+    // 0 then).
+    while threadsLogging.current < threads { usleep(1000) }
     for phase in 1...3 {
         usleep(20_000)
         logger.defaultUserInfo = ["phase": phase]

@@ -280,8 +280,9 @@ final class SpoolStorage {
     }
 
     /// Whether a record of `count` bytes would be appended now without dropping records not yet acknowledged at the
-    /// cap: it fits in the last segment, or starting a segment for it drops none (the spool is below its cap, or the
-    /// oldest segment is wholly acknowledged — its end reached, not yet retired while the cursor stays in it).
+    /// cap: it fits in the last segment, or starting a segment for it drops none (the spool is below its cap, or exactly
+    /// at it with the oldest segment wholly acknowledged — its end reached, not yet retired while the cursor stays in
+    /// it: see ``dropsOnlyAcknowledged``).
     @inline(__always)
     func takesWithoutDropping(_ count: Int) -> Bool {
         segments.count < maxSegments || segments[segments.count - 1].fits(count) || dropsOnlyAcknowledged
@@ -361,8 +362,13 @@ final class SpoolStorage {
         let oldest = segments.removeFirst()
         var lost = (records: oldest.recordCount, bytes: oldest.payloadBytes)
         if oldest.sequence == cursor.segment {
-            let acknowledged = oldest.count(from: oldest.firstFrameOffset, to: cursor.offset)
-            lost = (lost.records - acknowledged.records, lost.bytes - acknowledged.bytes)
+            if cursor.offset >= oldest.end {
+                // Wholly acknowledged (see ``dropsOnlyAcknowledged``): nothing lost, and no frame to walk.
+                lost = (0, 0)
+            } else {
+                let acknowledged = oldest.count(from: oldest.firstFrameOffset, to: cursor.offset)
+                lost = (lost.records - acknowledged.records, lost.bytes - acknowledged.bytes)
+            }
         }
         if cursor.segment <= oldest.sequence {
             cursor = SpoolPosition(segment: segments[0].sequence, offset: segments[0].firstFrameOffset)
