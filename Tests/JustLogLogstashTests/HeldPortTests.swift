@@ -20,20 +20,10 @@ import Testing
         #expect(!receivers.contains { $0.port == held.port })
         for receiver in receivers { await receiver.stop() }
         // A plain bind to it is refused: the port is in use.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(held.port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        #expect(throws: POSIXError(.EADDRINUSE)) {
+            let (descriptor, _) = try FreePort.bindLoopback(port: held.port)
+            close(descriptor)
         }
-        let code = errno
-        #expect(bound != 0 && code == EADDRINUSE)
     }
 
     /// What the tests rely on (and what fails without `SO_REUSEADDR` on the held socket).

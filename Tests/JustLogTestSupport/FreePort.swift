@@ -6,9 +6,9 @@ import Foundation
 /// again; a test that needs a port nothing listens on for a while (a collector that starts late, is killed and
 /// started again, or never comes) holds a ``RefusingPort``.
 public enum FreePort {
-    /// A TCP socket bound (not listening) to 127.0.0.1 on a port the kernel chose, and that port; with
-    /// `reusable`, the socket sets `SO_REUSEADDR` before binding.
-    static func bindLoopback(reusable: Bool = false) throws -> (descriptor: Int32, port: Int) {
+    /// A TCP socket bound (not listening) to 127.0.0.1 on `port` (0: a port the kernel chose), and that port; with
+    /// `reusable`, the socket sets `SO_REUSEADDR` before binding. Throws the `bind` error (`EADDRINUSE`: taken).
+    package static func bindLoopback(port: Int = 0, reusable: Bool = false) throws -> (descriptor: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         if reusable {
@@ -21,7 +21,7 @@ public enum FreePort {
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

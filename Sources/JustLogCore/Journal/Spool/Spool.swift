@@ -255,11 +255,7 @@ public final class Spool: @unchecked Sendable {
     /// ``Configuration/maxTotalBytes``); `true` when the spool is not open or the record can't be spooled at all
     /// (appending then fails, and says so, dropping nothing).
     package func takesWithoutDropping(_ count: Int) -> Bool {
-        guard count > 0, count <= configuration.maxRecordBytes else { return true }
-        return lock.withLock {
-            guard let open = openStorageReference else { return true }
-            return open._withUnsafeGuaranteedRef { $0.takesWithoutDropping(count) }
-        }
+        room(for: count, whileQueuedBytesBelow: .max) != .notNow
     }
 
     /// The open storage, or the error appending meets when the spool is not open or closed (lock held).
