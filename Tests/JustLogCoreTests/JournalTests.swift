@@ -448,11 +448,11 @@ import Testing
         }
         #expect(pipeline.intake.journalOnly, "the fast lane is open")
         #expect(
-            await eventually(timeout: .seconds(30)) { journal.isLessThanHalfFull },
+            await eventually(timeout: .seconds(120)) { journal.isLessThanHalfFull },
             "recovered without an event to wake the pipeline"
         )
         let done = logOnAThread(pipeline, count: 1)
-        #expect(await eventually(timeout: .seconds(30)) { done.current }, "the call did not wait")
+        #expect(await eventually(timeout: .seconds(120)) { done.current }, "the call did not wait")
         try await pipeline.flush()
         let messages = capture.records.map(\.message)
         #expect(messages.filter { $0.hasPrefix("earlier ") }.count == left)

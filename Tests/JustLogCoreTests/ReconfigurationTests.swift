@@ -71,7 +71,7 @@ import Testing
         )
         // The worker takes the first event and blocks writing it; four more fill the queue.
         logger.info("e0")
-        #expect(await eventually(timeout: .seconds(30)) { logger.pipeline.currentStatistics.submitted == 1 })
+        #expect(await eventually(timeout: .seconds(120)) { logger.pipeline.currentStatistics.submitted == 1 })
         try await Task.sleep(for: .milliseconds(50))
         for index in 1...4 { logger.info("e\(index)") }
         // On threads of their own, not tasks: a task may wait seconds for the test pool's two threads. The
@@ -103,9 +103,9 @@ import Testing
         }
         #expect(await eventually(timeout: .seconds(60)) { stillWaiting.current != nil })
         #expect(stillWaiting.current == true, "e5 waited past fullQueueWait, and was not dropped")
-        #expect(await eventually(timeout: .seconds(30)) { outcome.current != nil })
+        #expect(await eventually(timeout: .seconds(120)) { outcome.current != nil })
         #expect(outcome.current == "done", "the reconfiguration succeeded")
-        #expect(await eventually(timeout: .seconds(30)) { done.current })
+        #expect(await eventually(timeout: .seconds(120)) { done.current })
         try await logger.flush()
         let statistics = logger.pipeline.currentStatistics
         #expect(statistics.dropped == 0)

@@ -308,7 +308,7 @@ struct LogstashDeliveryTests {
     @Test func unresolvableHostNeitherCrashesNorHangsExitNorLosesEvents() async throws {
         let folder = try TemporaryDirectory(prefix: "unresolvable")
         let child = try ChildProcess(arguments: ["unresolvable", folder.path, "500"])
-        let status = await child.waitForExit(timeout: .seconds(30))
+        let status = await child.waitForExit(timeout: .seconds(120))
         #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
         let spool = try LogstashSpool(configuration: .init(directory: folder.appending("child.log.spool").path))
         defer { spool.close() }

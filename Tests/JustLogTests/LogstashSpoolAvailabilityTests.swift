@@ -46,7 +46,7 @@ private func runMount(_ tool: String, _ arguments: [String]) async throws -> Int
     process.executableURL = URL(fileURLWithPath: tool)
     process.arguments = arguments
     try process.run()
-    _ = await eventually(timeout: .seconds(30)) { !process.isRunning }
+    _ = await eventually(timeout: .seconds(120)) { !process.isRunning }
     process.waitUntilExit()
     return process.terminationStatus
 }

@@ -39,21 +39,21 @@ final class ReceiverProcess: @unchecked Sendable {
 
     /// Waits until the port accepts connections (or the process died).
     func waitUntilListening() async -> Bool {
-        await eventually(timeout: .seconds(30)) { FreePort.isAccepting(port) || !process.isRunning }
+        await eventually(timeout: .seconds(120)) { FreePort.isAccepting(port) || !process.isRunning }
             && process.isRunning
     }
 
     /// SIGKILL, then wait for the process to be gone.
     func kill9() async {
         kill(process.processIdentifier, SIGKILL)
-        _ = await eventually(timeout: .seconds(30)) { !process.isRunning }
+        _ = await eventually(timeout: .seconds(120)) { !process.isRunning }
         process.waitUntilExit()
     }
 
     /// SIGTERM (the receiver prints its summary and exits), then wait.
     func stop() async {
         kill(process.processIdentifier, SIGTERM)
-        if !(await eventually(timeout: .seconds(30)) { !process.isRunning }) { await kill9() }
+        if !(await eventually(timeout: .seconds(120)) { !process.isRunning }) { await kill9() }
         process.waitUntilExit()
     }
 }

@@ -17,7 +17,7 @@ import Testing
         try process.run()
         let reader = errors.fileHandleForReading
         let data = await offThePool { reader.readDataToEndOfFile() }
-        #expect(await eventually(timeout: .seconds(30)) { !process.isRunning })
+        #expect(await eventually(timeout: .seconds(120)) { !process.isRunning })
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }

@@ -71,7 +71,7 @@ struct ShipChildProcessTests {
         // First run: interrupted once some lines reached syslog-ng and a checkpoint was saved (by then the
         // signal handlers are installed).
         let first = try ship()
-        let started = await eventually(timeout: .seconds(30)) {
+        let started = await eventually(timeout: .seconds(120)) {
             !first.isRunning
                 || (syslog.receivedLines().count > 100
                     && FileManager.default.fileExists(atPath: spool + "/checkpoints.json"))
@@ -79,7 +79,7 @@ struct ShipChildProcessTests {
         #expect(started)
         let killedMidway = first.isRunning
         kill(first.processIdentifier, signal)
-        _ = await eventually(timeout: .seconds(30)) { !first.isRunning }
+        _ = await eventually(timeout: .seconds(120)) { !first.isRunning }
         first.waitUntilExit()
         let afterKill = syslog.receivedLines().count
         let name = signal == SIGINT ? "SIGINT" : "SIGKILL"

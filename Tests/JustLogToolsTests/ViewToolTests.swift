@@ -267,12 +267,36 @@ private func view(
         try manager.moveItem(atPath: url.path + ".1", toPath: url.path + ".2")
         try manager.moveItem(atPath: url.path, toPath: url.path + ".1")
         try line("third file").write(to: url, atomically: false, encoding: .utf8)
-        #expect(await eventually(timeout: .seconds(30)) { output.lines.count >= 3 })
+        #expect(await eventually(timeout: .seconds(120)) { output.lines.count >= 3 })
         task.cancel()
         let summary = try await task.value
         #expect(output.lines.map(shownMessage) == ["first file", "second file", "third file"])
         #expect(summary.rotations == 2)
         #expect(errors.text.isEmpty, "\(errors.text)")
+    }
+
+    /// The files a follower that fell behind must catch up on lie between the one it had open and the new file at
+    /// the path — which it opens *before* looking them up: a rotation between the look-up and that opening skipped a
+    /// whole file (the follower opened the file after it). Here the new file is rotated right after it was opened.
+    @Test func aFileRotatedRightAfterItWasOpenedAsTheNewestIsNotAlsoCaughtUpOn() throws {
+        let folder = try TemporaryDirectory(prefix: "view-rotated-newest")
+        defer { folder.remove() }
+        let path = folder.file("app.log")
+        let manager = FileManager.default
+        try "first\n".write(toFile: path, atomically: false, encoding: .utf8)
+        let following = try LogFileReader(path: path)
+        try manager.moveItem(atPath: path, toPath: path + ".1")
+        try "second\n".write(toFile: path, atomically: false, encoding: .utf8)
+        let newest = try LogFileReader(path: path)
+        try manager.moveItem(atPath: path + ".1", toPath: path + ".2")
+        try manager.moveItem(atPath: path, toPath: path + ".1")
+        try "third\n".write(toFile: path, atomically: false, encoding: .utf8)
+        // "second" is the newest opened: the follower reads it next, then follows its rotation to "third".
+        #expect(try #require(following.filesRotatedAfterThisOne(before: newest)).map(\.path) == [])
+
+        // Opened after both rotations, the newest is "third": "second" (now .1) is the one to catch up on.
+        let third = try LogFileReader(path: path)
+        #expect(try #require(following.filesRotatedAfterThisOne(before: third)).map(\.path) == [path + ".1"])
     }
 
     @Test func followStartsAgainWhenTheFileIsTruncated() async throws {

@@ -12,9 +12,9 @@ import Darwin
 /// as the file grows and follow it when it is rotated (`tail -F`).
 ///
 /// Used by one task at a time (`justlog view`, `justlog ship`); not thread-safe.
-final class LogFileReader {
+package final class LogFileReader {
     /// One line, without its `\n` (nor a trailing `\r`).
-    struct Line {
+    package struct Line {
         /// 1 for the first line of the file.
         var number: Int
         var bytes: [UInt8]
@@ -37,7 +37,7 @@ final class LogFileReader {
     /// The longest line kept; a longer one is reported as too long (memory stays bounded).
     static let maxLineBytes = 16 << 20
 
-    let path: String
+    package let path: String
     private(set) var device: UInt64
     private(set) var inode: UInt64
     /// Bytes consumed up to the end of the last complete line returned.
@@ -52,7 +52,7 @@ final class LogFileReader {
 
     /// Opens `path` and positions at `offset` (a line boundary from an earlier run), counting `lineNumber`
     /// lines before it.
-    init(path: String, offset: Int = 0, lineNumber: Int = 0) throws {
+    package init(path: String, offset: Int = 0, lineNumber: Int = 0) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
@@ -88,7 +88,7 @@ final class LogFileReader {
 
     /// Reads what is available now, up to about `maxBytes`, and returns the complete lines in it;
     /// `nil` at the end of the file (nothing more to read now).
-    func readLines(maxBytes: Int = 1 << 20) -> [Line]? {
+    package func readLines(maxBytes: Int = 1 << 20) -> [Line]? {
         var lines: [Line] = []
         var consumed = 0
         while consumed < maxBytes {
@@ -132,18 +132,26 @@ final class LogFileReader {
         lineNumber = 0
     }
 
-    /// After a rotation, the files rotated *after* the open one, oldest first — `path.(N-1)` … `path.1` when the
-    /// open file is now `path.N` — opened now, so that a reader that fell behind several rotations reads each of
-    /// them instead of skipping to the newest. `nil` when the open file is no longer among `path.1` …
-    /// `path.<limit>` (deleted, or rotated past the retention): which files it missed can't be known.
-    func filesRotatedAfterThisOne(limit: Int = 1000) -> [LogFileReader]? {
+    /// After a rotation, the files rotated *after* the open one and before `newest`, oldest first —
+    /// `path.(N-1)` … `path.1` when the open file is now `path.N` — opened now, so that a reader that fell behind
+    /// several rotations reads each of them instead of skipping to the newest. `newest` is the file at the path,
+    /// opened *before* this look-up: if it was rotated meanwhile it is among those names, and it and what came
+    /// after it are left out (they are read by following `newest`). Opened the other way round, a rotation between
+    /// the look-up and the opening of the new file skipped a whole file. `nil` when the open file is no longer
+    /// among `path.1` … `path.<limit>` (deleted, or rotated past the retention): which files it missed can't be
+    /// known.
+    package func filesRotatedAfterThisOne(before newest: LogFileReader, limit: Int = 1000) -> [LogFileReader]? {
         for attempt in 0..<3 {
             guard let position = (1...limit).first(where: { isThisFile("\(path).\($0)") }) else {
                 return attempt == 0 ? nil : []
             }
-            let newer = (1..<position).reversed().compactMap { try? LogFileReader(path: "\(path).\($0)") }
+            var newer = (1..<position).reversed().compactMap { try? LogFileReader(path: "\(path).\($0)") }
             // A rotation between the look-up and the opens shifts every name: look again.
-            if isThisFile("\(path).\(position)"), newer.count == position - 1 { return newer }
+            guard isThisFile("\(path).\(position)"), newer.count == position - 1 else { continue }
+            if let index = newer.firstIndex(where: { $0.device == newest.device && $0.inode == newest.inode }) {
+                newer.removeSubrange(index...)
+            }
+            return newer
         }
         return []
     }
@@ -153,24 +161,6 @@ final class LogFileReader {
         var info = stat()
         guard stat(other, &info) == 0 else { return false }
         return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
-    }
-
-    /// Opens the new file at the path (after a rotation), from its beginning; `false` if there is none yet.
-    func reopen() -> Bool {
-        let newFD = open(path, O_RDONLY | O_CLOEXEC)
-        guard newFD >= 0 else { return false }
-        var info = stat()
-        fstat(newFD, &info)
-        _ = close(fd)
-        fd = newFD
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        pending.removeAll()
-        skipping = false
-        offset = 0
-        readOffset = 0
-        lineNumber = 0
-        return true
     }
 
     // MARK: - Splitting

@@ -103,7 +103,7 @@ package struct ViewTool: Sendable {
         // Open every file first, so a wrong name fails before anything is printed.
         var readers = try options.files.map { try LogFileReader(path: $0) }
         var printer = Printer(options: options)
-        let last = readers.removeLast()
+        var last = readers.removeLast()
         for reader in readers {
             printer.drain(reader)
             printer.finishFile(reader)
@@ -128,9 +128,11 @@ package struct ViewTool: Sendable {
                 continue
             case .replaced:
                 // Rotated: the old file may have got lines since the last read; finish it, then the files rotated
-                // after it (when the reader fell behind several rotations), then switch to the new one.
+                // after it (when the reader fell behind several rotations), then switch to the new one — opened
+                // first, so that a rotation during the look-up can't skip a file. Nothing at the path yet: wait.
+                guard let newest = try? LogFileReader(path: last.path) else { break }
                 printer.drain(last, atEnd: true)
-                if let newer = last.filesRotatedAfterThisOne() {
+                if let newer = last.filesRotatedAfterThisOne(before: newest) {
                     for file in newer {
                         printer.drain(file, atEnd: true)
                         printer.summary.rotations += 1
@@ -140,10 +142,9 @@ package struct ViewTool: Sendable {
                         "\(TerminalSafeText.escape(last.path)) was replaced and the file being read is gone (deleted, or rotated past the retention) before it was read to the end: lines of files rotated meanwhile may be missing"
                     )
                 }
-                if last.reopen() {
-                    printer.summary.rotations += 1
-                    continue
-                }
+                last = newest
+                printer.summary.rotations += 1
+                continue
             case .same, .missing:
                 break
             }
