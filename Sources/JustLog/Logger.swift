@@ -261,7 +261,9 @@ public final class Logger: @unchecked Sendable {
     public func setup() {
         let configuration = settings.withLock { $0.configuration(switches: switches) }
         let failure = pipeline.reconfigure { Self.setup(configuration, switches: switches) }
-        if let failure {
+        if let failure = failure as? JustLogError, failure.code == .pipelineThread {
+            configuration.diagnostics.report("setup(): nothing changed: \(failure.message)")
+        } else if let failure {
             configuration.diagnostics.report("setup(): the previous destinations did not close cleanly: \(failure)")
         }
     }

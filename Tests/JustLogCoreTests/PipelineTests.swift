@@ -409,6 +409,47 @@ import Testing
         try await logger.flush()
         #expect(inline.records.contains { $0.message.hasPrefix("JustLog dropped") }, "and the drop report")
     }
+
+    /// A destination that flushes, reconfigures or shuts down its own pipeline would wait for itself — the flush and
+    /// the shutdown out their timeouts (an hour here), the reconfiguration forever: each says so at once instead,
+    /// and the pipeline goes on with the same destinations.
+    @Test func waitingForThePipelineOnItsOwnThreadFailsAtOnceAndChangesNothing() async throws {
+        let waiting = WaitingOnItsOwnThread { pipeline in
+            [pipeline.flush(timeout: 3_600), pipeline.reconfigure { .init(routes: [.init(CapturingDestination())]) }]
+        }
+        let capture = CapturingDestination()
+        let logger = logger([.init(waiting), .init(capture)])
+        waiting.pipeline.withLock { $0 = logger.pipeline }
+        logger.info("first")
+        // On failure the pipeline's thread is left waiting: the test ends without flushing or shutting down.
+        try #require(await eventually(timeout: .seconds(120)) { waiting.results != nil }, "the calls returned")
+        #expect(waiting.results == ["pipelineThread", "pipelineThread"])
+        logger.info("second")
+        try await logger.flush()
+        #expect(capture.records.map(\.message) == ["first", "second"], "still running, with the same destinations")
+        #expect(await logger.pipeline.shutdown() == nil)
+    }
+
+    /// A shutdown on the pipeline's own thread can't wait for itself: it says so at once, and the pipeline stops once
+    /// it has written what is queued — its destinations shut down, its thread ended — as a pipeline whose last
+    /// reference is let go on its own thread must (its `deinit` shuts it down there).
+    @Test func aShutdownOnThePipelinesOwnThreadStopsItOnceWhatIsQueuedIsWritten() async throws {
+        let waiting = WaitingOnItsOwnThread { [$0.shutdown(timeout: 3_600)] }
+        let logger = logger([.init(waiting)])
+        waiting.pipeline.withLock { $0 = logger.pipeline }
+        // The pipeline's thread held until all three are queued: the destination's shutdown call comes after them.
+        let gate = LockedValue(false)
+        logger.pipeline.performInOrder { while !gate.current { usleep(1_000) } }
+        for index in 0..<3 { logger.info("event \(index)") }
+        gate.withLock { $0 = true }
+        try #require(await eventually(timeout: .seconds(120)) { waiting.results != nil }, "the call returned")
+        #expect(waiting.results == ["pipelineThread"])
+        #expect(await eventually(timeout: .seconds(120)) { waiting.isShutDown }, "the destinations were shut down")
+        #expect(waiting.written == (0..<3).map { "event \($0)" }, "what was queued was written first")
+        logger.info("after")
+        #expect(logger.pipeline.currentStatistics.dropped == 1, "a stopped pipeline counts what comes later")
+        #expect(await logger.pipeline.shutdown() == nil, "a second shutdown does nothing")
+    }
 }
 
 /// Takes `secondsPerRecord` per record: a destination that keeps moving, slowly.
@@ -459,6 +500,49 @@ private final class PerRecordSlowDestination: LogDestination {
             state.written += batch.records.count
             state.largest = max(state.largest, batch.records.count)
         }
+    }
+}
+
+/// On its first write, calls what waits for the pipeline — by default a flush with a timeout, a reconfiguration and
+/// a shutdown — from the pipeline's own thread, and keeps what each returned (an error's code).
+private final class WaitingOnItsOwnThread: LogDestination {
+    let pipeline = LockedValue<LogPipeline?>(nil)
+    private let calls: @Sendable (LogPipeline) -> [(any Error)?]
+    private let outcomes = LockedValue<[String]?>(nil)
+    private let messages = LockedValue<[String]>([])
+    private let shutDown = LockedValue(false)
+
+    init(
+        calls: @escaping @Sendable (LogPipeline) -> [(any Error)?] = { pipeline in
+            [
+                pipeline.flush(timeout: 3_600),
+                pipeline.reconfigure { .init(routes: [.init(CapturingDestination())]) },
+                pipeline.shutdown(timeout: 3_600),
+            ]
+        }
+    ) {
+        self.calls = calls
+    }
+
+    /// What each call returned, once the write that made them returned.
+    var results: [String]? { outcomes.current }
+    /// The messages written, in order.
+    var written: [String] { messages.current }
+    var isShutDown: Bool { shutDown.current }
+
+    func write(_ batch: LogBatch) {
+        messages.withLock { $0 += batch.records.map(\.message) }
+        // Let go of the pipeline (no cycle) as the calls are made.
+        guard outcomes.current == nil, let pipeline = pipeline.withLock({ $0.take() }) else { return }
+        let codes = calls(pipeline).map { error -> String in
+            guard let error else { return "no error" }
+            return (error as? JustLogError)?.code.description ?? "\(error)"
+        }
+        outcomes.withLock { $0 = codes }
+    }
+
+    func shutdown() {
+        shutDown.withLock { $0 = true }
     }
 }
 

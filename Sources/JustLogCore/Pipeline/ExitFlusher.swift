@@ -50,15 +50,22 @@ final class ExitFlusher: @unchecked Sendable {
         }
         for (queue, flush) in flushes {
             let patience = queue.configuration.exitFlushTimeout
-            let error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
-            guard let error, error.code == .timeout else { continue }
-            let waiting = queue.waitingEvents
             let fate =
                 queue.isJournaled
                 ? "are in the log journal and will be written when the program next starts on the same folder"
                 : "were not written to the console and file destinations"
+            // `exit` called by a destination (or an action run in log order): this pipeline's own thread can't write
+            // while it waits here.
+            if queue.callerIsWorker {
+                queue.diagnostics.report(
+                    "at exit, called on a log pipeline's own thread (by a destination), which can't write while it exits; \(queue.waitingEvents) queued event(s) \(fate)"
+                )
+                continue
+            }
+            let error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
+            guard let error, error.code == .timeout else { continue }
             queue.diagnostics.report(
-                "at exit, the log destinations made no progress for \(patience) s; \(waiting) queued event(s) \(fate)"
+                "at exit, the log destinations made no progress for \(patience) s; \(queue.waitingEvents) queued event(s) \(fate)"
             )
         }
     }

@@ -29,8 +29,12 @@ import Foundation
 ///   The count is reported once for each cause on the diagnostics sink and then as a warning record sent to
 ///   every destination when the queue moves again. A call made on the pipeline's own thread — a destination or a
 ///   ``performInOrder(_:)`` action that logs through this pipeline — never waits for room (only that thread
-///   makes it): what finds none is dropped and counted at once. Flushing, reconfiguring or shutting the pipeline
-///   down from that thread is not supported (it would wait for itself).
+///   makes it): what finds none is dropped and counted at once. ``flush(timeout:)``, ``reconfigure(_:)`` and
+///   ``shutdown(timeout:)`` called on that thread (by a background destination, or an action) would wait for
+///   themselves: they return ``JustLogError/Code/pipelineThread`` at once — the flush and the reconfiguration doing
+///   nothing, the shutdown stopping the pipeline once it has written what is queued, without waiting
+///   (``flush(completion:)`` and the async `flush()` don't wait, and work there). An inline destination is written
+///   under the pipeline's lock: it must not call the pipeline at all.
 /// - **Flush.** ``flush(completion:)`` completes once every event submitted before it has been written and
 ///   every destination has flushed. At process exit (returning from `main`, or `exit()`), every live
 ///   pipeline is flushed; the exit handler waits while the destinations make progress and gives up only on
@@ -268,7 +272,9 @@ public final class LogPipeline: Sendable {
     /// ``Configuration/exitFlushTimeout``); then every old destination is shut down, and only then is `build`
     /// called (on this thread): new destinations can take over what the old ones held — the same file, the same
     /// spool folder. Log calls made meanwhile wait in the queue. Returns when the new destinations are in place,
-    /// with the old ones' shutdown failure, if any. Not to be called from a destination.
+    /// with the old ones' shutdown failure, if any. Called from a background destination (on the pipeline's own
+    /// thread), it would wait for itself: it returns ``JustLogError/Code/pipelineThread`` at once and changes
+    /// nothing.
     @discardableResult
     public func reconfigure(_ build: () -> Setup) -> (any Error)? {
         queue.reconfigure {
@@ -402,7 +408,8 @@ public final class LogPipeline: Sendable {
         queue.flush(completion: completion)
     }
 
-    /// Flushes and waits at most `timeout` seconds; returns the error, or a timeout error.
+    /// Flushes and waits at most `timeout` seconds; returns the error, or a timeout error (or
+    /// ``JustLogError/Code/pipelineThread`` at once on the pipeline's own thread).
     @discardableResult
     public func flush(timeout: Double) -> (any Error)? {
         queue.flush(timeout: timeout)
@@ -420,7 +427,9 @@ public final class LogPipeline: Sendable {
     /// Flushes (waiting while the destinations make progress, until they make none for `timeout` seconds), shuts
     /// every destination down and ends the worker thread.
     /// Events logged afterwards are dropped and counted. Calling it again does nothing. Returns the flush's
-    /// error, a timeout, or the first destination's ``LogDestination/shutdownFailure``.
+    /// error, a timeout, or the first destination's ``LogDestination/shutdownFailure`` — or, on the pipeline's own
+    /// thread, ``JustLogError/Code/pipelineThread`` at once: the pipeline then stops once it has written what is
+    /// queued, without this call waiting.
     @discardableResult
     public func shutdown(timeout: Double = 5) -> (any Error)? {
         queue.shutdown(timeout: timeout)

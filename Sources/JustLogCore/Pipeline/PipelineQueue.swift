@@ -597,6 +597,9 @@ final class PipelineQueue: @unchecked Sendable {
         return moved && (other || state == .running)
     }
 
+    /// Whether the calling thread is the worker's: a destination's, or an action's run in log order.
+    var callerIsWorker: Bool { lock.withLock { isWorkerThread } }
+
     /// Whether the calling thread is the worker's (lock held).
     private var isWorkerThread: Bool {
         guard let workerThread else { return false }
@@ -663,7 +666,18 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     func flush(timeout: Double) -> (any Error)? {
-        requestFlush().wait(timeout: timeout, restartingOnProgress: false)
+        if let error = waitsForItself("flush(timeout:)") { return error }
+        return requestFlush().wait(timeout: timeout, restartingOnProgress: false)
+    }
+
+    /// The error a call that waits for the worker gets on the worker's own thread, where it would wait for itself
+    /// (until its timeout, or forever for a reconfiguration); `nil` on any other thread.
+    private func waitsForItself(_ call: String) -> JustLogError? {
+        guard callerIsWorker else { return nil }
+        return JustLogError(
+            .pipelineThread,
+            "\(call) was called on the pipeline's own thread (by a destination, or an action run in log order), where it would wait for itself; call it from another thread"
+        )
     }
 
     /// Queues a flush now and returns the handle to wait for it: the exit handler requests every pipeline's
@@ -694,13 +708,23 @@ final class PipelineQueue: @unchecked Sendable {
     /// Flushes (at most `timeout`), then stops the worker, which shuts the destinations down after the
     /// last item: a destination is never shut down while the worker may still write to it.
     func shutdown(timeout: Double) -> (any Error)? {
-        let first = lock.withLock { () -> Bool in
-            guard state == .running else { return false }
-            state = .stopping
+        let (first, onWorkerThread) = lock.withLock { () -> (Bool, Bool) in
+            guard state == .running else { return (false, false) }
+            // On the worker's own thread (a destination, an action — or the pipeline's last reference let go there)
+            // nothing can be waited for: the worker stops once it has written what is queued.
+            let onWorkerThread = isWorkerThread
+            state = onWorkerThread ? .stopped : .stopping
             lock.broadcast()
-            return true
+            return (true, onWorkerThread)
         }
         guard first else { return nil }
+        if onWorkerThread {
+            ExitFlusher.shared.unregister(self)
+            return JustLogError(
+                .pipelineThread,
+                "shutdown(timeout:) was called on the pipeline's own thread (by a destination, or an action run in log order), where it can't wait for itself: the pipeline stops once it has written what is queued"
+            )
+        }
         // Like the exit handler: small batches, so that progress shows as writes complete, and a flush that waits
         // while the destinations make progress (`timeout` is how long they may go without any). A pipeline still
         // waiting for its first configuration has nothing to flush (the worker reports what it held).
@@ -1102,6 +1126,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// delivers what it held. Returns the old destinations' ``LogDestination/shutdownFailure``, or their final
     /// flush's error.
     func reconfigure(_ build: () -> (RecordDispatcher, LogPipeline.Configuration, LogPipeline.Intake)) -> (any Error)? {
+        if let error = waitsForItself("reconfigure") { return error }
         reconfiguring.lock()
         defer { reconfiguring.unlock() }
         let reconfiguration = Reconfiguration()

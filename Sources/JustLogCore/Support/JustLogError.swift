@@ -21,6 +21,9 @@ public struct JustLogError: Error, Hashable, CustomStringConvertible {
         public static let shutdown = Code("shutdown")
         /// An operation (a flush, a connection's close) did not complete before its deadline.
         public static let timeout = Code("timeout")
+        /// A call that waits for the pipeline's thread — a flush with a timeout, a shutdown, a reconfiguration — was
+        /// made on that thread (by a destination, or an action run in log order): it would wait for itself.
+        public static let pipelineThread = Code("pipelineThread")
         /// A configuration value can't be used (the message says which).
         public static let invalidConfiguration = Code("invalidConfiguration")
         /// A line or a frame could not be read back.

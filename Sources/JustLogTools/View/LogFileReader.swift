@@ -138,13 +138,11 @@ package final class LogFileReader {
     /// opened *before* this look-up: if it was rotated meanwhile it is among those names, and it and what came
     /// after it are left out (they are read by following `newest`). Opened the other way round, a rotation between
     /// the look-up and the opening of the new file skipped a whole file. `nil` when the open file is no longer
-    /// among `path.1` … `path.<limit>` (deleted, or rotated past the retention): which files it missed can't be
-    /// known.
+    /// among `path.1` … `path.<limit>` (deleted, or rotated past the retention), or the names kept shifting under
+    /// three look-ups: which files it missed can't be known.
     package func filesRotatedAfterThisOne(before newest: LogFileReader, limit: Int = 1000) -> [LogFileReader]? {
-        for attempt in 0..<3 {
-            guard let position = (1...limit).first(where: { isThisFile("\(path).\($0)") }) else {
-                return attempt == 0 ? nil : []
-            }
+        for _ in 0..<3 {
+            guard let position = (1...limit).first(where: { isThisFile("\(path).\($0)") }) else { return nil }
             var newer = (1..<position).reversed().compactMap { try? LogFileReader(path: "\(path).\($0)") }
             // A rotation between the look-up and the opens shifts every name: look again.
             guard isThisFile("\(path).\(position)"), newer.count == position - 1 else { continue }
@@ -153,7 +151,7 @@ package final class LogFileReader {
             }
             return newer
         }
-        return []
+        return nil
     }
 
     /// Whether the file at `other` is the open one (same device and inode).

@@ -129,8 +129,18 @@ package struct ViewTool: Sendable {
             case .replaced:
                 // Rotated: the old file may have got lines since the last read; finish it, then the files rotated
                 // after it (when the reader fell behind several rotations), then switch to the new one — opened
-                // first, so that a rotation during the look-up can't skip a file. Nothing at the path yet: wait.
-                guard let newest = try? LogFileReader(path: last.path) else { break }
+                // first, so that a rotation during the look-up can't skip a file.
+                let newest: LogFileReader
+                do {
+                    newest = try LogFileReader(path: last.path)
+                } catch {
+                    // Nothing at the path yet (between the rename and the new file): wait for it.
+                    if access(last.path, F_OK) != 0, errno == ENOENT { break }
+                    printer.drain(last, atEnd: true)
+                    throw ToolError(
+                        "stopped following: \(last.path) was rotated, and the new file can't be read: \((error as? ToolError)?.message ?? "\(error)")"
+                    )
+                }
                 printer.drain(last, atEnd: true)
                 if let newer = last.filesRotatedAfterThisOne(before: newest) {
                     for file in newer {
