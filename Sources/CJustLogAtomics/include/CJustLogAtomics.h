@@ -27,17 +27,6 @@ static inline void cjustlog_atomic_store_release_u8(uint8_t *value, uint8_t newV
     atomic_store_explicit((_Atomic uint8_t *)value, newValue, memory_order_release);
 }
 
-// A count of journal places being filled outside the spool's lock (see `SpoolStorage`): taken under the lock,
-// given back by the thread that filled its place (release: its copy comes before), waited for before a segment is
-// unmapped (acquire).
-static inline void cjustlog_atomic_increment_u64(uint64_t *value) {
-    atomic_fetch_add_explicit((_Atomic uint64_t *)value, 1, memory_order_relaxed);
-}
-
-static inline void cjustlog_atomic_decrement_release_u64(uint64_t *value) {
-    atomic_fetch_sub_explicit((_Atomic uint64_t *)value, 1, memory_order_release);
-}
-
 static inline uint64_t cjustlog_atomic_load_acquire_u64(const uint64_t *value) {
     return atomic_load_explicit((const _Atomic uint64_t *)value, memory_order_acquire);
 }

@@ -1,5 +1,3 @@
-import CJustLogAtomics
-
 /// The place of one record in a spool, taken under the spool's lock (``Spool/reserveRecord(_:whileQueuedBytesBelow:)``)
 /// and filled after it is released (``fill(with:)``): the log call copies its record and computes its checksums
 /// while other calls take their places, instead of holding their locks for it.
@@ -16,8 +14,6 @@ package struct SpoolReservation: ~Copyable {
         var end: SpoolPosition
         var frame: UnsafeMutableRawPointer
         var count: Int
-        /// The spool's count of places being filled: this one's is given back once the record is in.
-        var fills: UnsafeMutablePointer<UInt64>
     }
 
     private let place: Place
@@ -36,6 +32,5 @@ package struct SpoolReservation: ~Copyable {
     package consuming func fill(with record: UnsafeRawBufferPointer) {
         precondition(record.count == place.count, "a spool reservation is filled with a record of the size reserved")
         SpoolSegment.fill(place.frame, with: record)
-        cjustlog_atomic_decrement_release_u64(place.fills)
     }
 }

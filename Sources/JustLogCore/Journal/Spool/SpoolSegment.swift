@@ -130,6 +130,10 @@ final class SpoolSegment {
     @exclusivity(unchecked) var recordCount: Int
     /// Sum of the payload sizes of those records.
     @exclusivity(unchecked) var payloadBytes: Int
+    /// Where the first place reserved in this segment to be filled after the spool's lock (``reserve(_:serial:)``
+    /// called by ``SpoolStorage/reserve(_:)``) starts: no frame before it can still be being filled. `Int.max` while
+    /// there is none — always, in a spool that only appends.
+    @exclusivity(unchecked) var firstReservedOffset = Int.max
     /// Damaged stretches before ``end``, found when the segment was opened: where each starts → where the next
     /// intact record starts. Reading jumps over them. Set when the segment is opened, and looked at for every record
     /// read or counted (without the run-time exclusivity check).
@@ -210,6 +214,7 @@ final class SpoolSegment {
         end = format.headerSize
         recordCount = 0
         payloadBytes = 0
+        firstReservedOffset = .max
         skips = [:]
         return true
     }
@@ -341,6 +346,17 @@ final class SpoolSegment {
         guard format.isFramed else { return true }
         return cjustlog_atomic_load_acquire_u8((base + offset).assumingMemoryBound(to: UInt8.self))
             != Self.reservedMark
+    }
+
+    /// Waits until every place reserved from `offset` (a frame boundary) to ``end`` is filled — its commit mark
+    /// set, loaded with acquire ordering: the filler's last write to the segment. Yields the processor meanwhile.
+    func waitUntilFilled(from offset: Int) {
+        guard format.isFramed, firstReservedOffset < end else { return }
+        var position = frameStart(max(offset, firstReservedOffset))
+        while position < end {
+            while !isCommitted(at: position) { sched_yield() }
+            position = nextFrame(after: position)
+        }
     }
 
     /// Records `serial` as the last one appended, with its complement.

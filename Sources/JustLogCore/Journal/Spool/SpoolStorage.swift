@@ -1,5 +1,3 @@
-import CJustLogAtomics
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -37,10 +35,6 @@ final class SpoolStorage {
     /// The cursor last written to the file (under `cursorWriteLock`): an older one is not written over it.
     @exclusivity(unchecked) private var writtenCursor: SpoolPosition?
     @exclusivity(unchecked) private var cursorSaveFailed = false  // under `cursorWriteLock`
-    /// Places reserved (``reserve(_:)``) whose records are still being copied in, outside the spool's lock: no segment
-    /// is unmapped while there are any (see ``waitForFills()``). A word of its own, for the fillers' atomic
-    /// decrements (a retain and a release of the segment cost a log call twice as much).
-    private let fillsInFlight = CacheLine.allocate(repeating: UInt64(0))
 
     // MARK: - Opening
 
@@ -217,14 +211,10 @@ final class SpoolStorage {
         return false
     }
 
-    deinit {
-        CacheLine.deallocate(fillsInFlight)
-    }
-
     /// Unmaps and closes the files, once no reserved place is being filled. Records stay on disk for the next spool
     /// opened on the folder.
     func close() {
-        waitForFills()
+        waitForFills(in: segments)
         segments.removeAll()
         spare?.remove()
         spare = nil
@@ -237,7 +227,7 @@ final class SpoolStorage {
     /// Appends one record (already checked: not empty, not too large) and returns its position and the position
     /// just after it.
     func append(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
-        let (start, frame, end) = try takePlace(record.count)
+        let (start, frame, end) = try takePlace(record.count, reserving: false)
         SpoolSegment.fill(frame, with: record)
         return (start, end)
     }
@@ -248,16 +238,17 @@ final class SpoolStorage {
     /// call.
     @inline(__always)
     func reserve(_ count: Int) throws -> SpoolReservation.Place {
-        let (start, frame, end) = try takePlace(count)
-        cjustlog_atomic_increment_u64(fillsInFlight)
-        return SpoolReservation.Place(start: start, end: end, frame: frame, count: count, fills: fillsInFlight)
+        let (start, frame, end) = try takePlace(count, reserving: true)
+        return SpoolReservation.Place(start: start, end: end, frame: frame, count: count)
     }
 
     /// The frame of the next record, of `count` bytes, reserved in the last segment (or a new one): the serial, the
-    /// counters and the frame's stub (``SpoolSegment/reserve(_:serial:)``); the caller fills it.
+    /// counters and the frame's stub (``SpoolSegment/reserve(_:serial:)``); the caller fills it — after the spool's
+    /// lock when `reserving` (noted in the segment, for ``waitForFills(in:)``).
     @inline(__always)
     private func takePlace(
-        _ count: Int
+        _ count: Int,
+        reserving: Bool
     ) throws -> (start: SpoolPosition, frame: UnsafeMutableRawPointer, end: SpoolPosition) {
         // Unretained (an append spares a retain and a release): `segments` holds the segment throughout.
         var last = Unmanaged.passUnretained(segments[segments.count - 1])
@@ -267,6 +258,7 @@ final class SpoolStorage {
         let serial = nextSerial
         let place = last._withUnsafeGuaranteedRef { segment in
             let start = SpoolPosition(segment: segment.sequence, offset: segment.end)
+            if reserving { segment.firstReservedOffset = min(segment.firstReservedOffset, start.offset) }
             let frame = segment.reserve(count, serial: serial)
             return (start, frame, SpoolPosition(segment: segment.sequence, offset: segment.end))
         }
@@ -306,11 +298,21 @@ final class SpoolStorage {
         counters.queuedBytes < limit && takesWithoutDropping(count)
     }
 
-    /// Waits (lock held) until every reserved place is filled: before a segment that may hold one is unmapped. A
-    /// fill takes microseconds and needs no lock; a filler's thread that was preempted makes this wait longer — only
-    /// when the oldest segment is dropped at the cap, or the spool closed.
-    private func waitForFills() {
-        while cjustlog_atomic_load_acquire_u64(fillsInFlight) > 0 { sched_yield() }
+    /// Waits (lock held) until every place reserved in `segments` is filled: before a segment that may hold one is
+    /// unmapped — only when the oldest segment is dropped at the cap, or the spool closed. A fill takes microseconds
+    /// and needs no lock; a filler's thread that was preempted makes this wait longer.
+    ///
+    /// The frames are walked — from the cursor (a reader stops at a place not filled, so none is acknowledged) and
+    /// from the segment's first reservation by this spool (none in a spool that only appends; a stub before it was
+    /// left by a process that was killed, and is never filled) — instead of counting the places in flight: a count
+    /// is an atomic increment and decrement on every log call, on a word both logging threads write (BENCHMARKS
+    /// part 20).
+    private func waitForFills(in segments: some Sequence<SpoolSegment>) {
+        for segment in segments where segment.sequence >= cursor.segment {
+            segment.waitUntilFilled(
+                from: segment.sequence == cursor.segment ? cursor.offset : segment.firstFrameOffset
+            )
+        }
     }
 
     /// Opens the next segment, first deleting the oldest if the spool is at its cap.
@@ -358,7 +360,7 @@ final class SpoolStorage {
     /// Deletes the oldest segment, counting its unacknowledged records as dropped.
     private func dropOldestSegment() {
         // A place reserved in it may still be being filled (its thread preempted while this many segments filled).
-        waitForFills()
+        waitForFills(in: segments.prefix(1))
         let oldest = segments.removeFirst()
         var lost = (records: oldest.recordCount, bytes: oldest.payloadBytes)
         if oldest.sequence == cursor.segment {
