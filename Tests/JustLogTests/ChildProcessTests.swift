@@ -40,4 +40,18 @@ func childProgram() throws -> URL {
         let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
         #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
     }
+
+    /// `exit()` called by a destination runs the exit flush on that pipeline's own thread, which can't write while it
+    /// waits: with an exit patience of an hour it waited the hour. It says what it left instead, and the program exits.
+    @Test func exitCalledByADestinationDoesNotWaitForItsOwnPipeline() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["exit-from-destination", folder.path, "-"])
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 3, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        #expect(
+            child.errorOutput.contains("at exit, called on a log pipeline's own thread"),
+            "stderr: \(child.errorOutput)"
+        )
+    }
 }

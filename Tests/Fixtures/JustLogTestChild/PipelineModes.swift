@@ -46,3 +46,27 @@ final class SlowDestination: LogDestination {
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { next.flush(completion: completion) }
     func shutdown() { next.shutdown() }
 }
+
+/// `exit-from-destination`: a destination calls `exit(3)` on its first write, with an exit patience of an hour; the
+/// exit flush must not wait for the pipeline whose own thread is exiting (it can't write meanwhile), and says what
+/// it left.
+func exitFromDestination() -> Never {
+    let logger = StructuredLogger(
+        configuration: .init(
+            destinations: [.init(ExitingDestination())],
+            pipeline: .init(exitFlushTimeout: 3_600)
+        )
+    )
+    for index in 0..<100 {
+        logger.info("child event \(index)")
+    }
+    exitingLogger = logger
+    while true { Thread.sleep(forTimeInterval: 3_600) }
+}
+
+nonisolated(unsafe) var exitingLogger: StructuredLogger?
+
+/// Calls `exit(3)` on its first write.
+final class ExitingDestination: LogDestination {
+    func write(_ batch: LogBatch) { exit(3) }
+}
