@@ -58,11 +58,16 @@ final class ExitFlusher: @unchecked Sendable {
             // while it waits here.
             if queue.callerIsWorker {
                 queue.diagnostics.report(
-                    "at exit, called on a log pipeline's own thread (by a destination), which can't write while it exits; \(queue.waitingEvents) queued event(s) \(fate)"
+                    "at exit, called on a log pipeline's own thread (by a destination), which can't write while it exits; the events of the batch it was writing and \(queue.waitingEvents) more queued \(fate)"
                 )
                 continue
             }
-            let error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
+            var error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
+            // Stopped on its own thread (a destination's shutdown), its worker still writing what was queued: wait for
+            // it as for a flush.
+            if error?.code == .shutdown {
+                error = queue.waitForWorkerToFinish(patience: patience) ? nil : JustLogError(.timeout, "")
+            }
             guard let error, error.code == .timeout else { continue }
             queue.diagnostics.report(
                 "at exit, the log destinations made no progress for \(patience) s; \(queue.waitingEvents) queued event(s) \(fate)"

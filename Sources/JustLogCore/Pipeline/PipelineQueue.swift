@@ -597,6 +597,12 @@ final class PipelineQueue: @unchecked Sendable {
         return moved && (other || state == .running)
     }
 
+    /// Waits until the worker, stopped, has written what was queued and shut the destinations down — as long as it
+    /// makes progress; `false` when it made none for `patience` seconds (or at once on its own thread).
+    func waitForWorkerToFinish(patience: Double) -> Bool {
+        lock.withLock { waitForProgress(patience: patience) { workerFinished } }
+    }
+
     /// Whether the calling thread is the worker's: a destination's, or an action's run in log order.
     var callerIsWorker: Bool { lock.withLock { isWorkerThread } }
 
@@ -709,17 +715,25 @@ final class PipelineQueue: @unchecked Sendable {
     /// last item: a destination is never shut down while the worker may still write to it.
     func shutdown(timeout: Double) -> (any Error)? {
         let (first, onWorkerThread) = lock.withLock { () -> (Bool, Bool) in
-            guard state == .running else { return (false, false) }
-            // On the worker's own thread (a destination, an action — or the pipeline's last reference let go there)
-            // nothing can be waited for: the worker stops once it has written what is queued.
             let onWorkerThread = isWorkerThread
+            guard state == .running else { return (false, onWorkerThread) }
+            // On the worker's own thread (a destination, an action — or the pipeline's last reference let go there)
+            // nothing can be waited for: the worker stops once it has written what is queued (and leaves the exit
+            // handler then: until it has, a shutdown elsewhere and the exit flush wait for it).
             state = onWorkerThread ? .stopped : .stopping
             lock.broadcast()
             return (true, onWorkerThread)
         }
-        guard first else { return nil }
+        guard first else {
+            // Stopped already — perhaps on the worker's own thread, which could not wait: wait here for the worker to
+            // write what is queued and shut the destinations down (they are closed when this returns `nil`).
+            if onWorkerThread || waitForWorkerToFinish(patience: timeout) { return nil }
+            return JustLogError(
+                .timeout,
+                "shutdown: the destinations made no progress for \(timeout) s; they are closed when the worker finishes"
+            )
+        }
         if onWorkerThread {
-            ExitFlusher.shared.unregister(self)
             return JustLogError(
                 .pipelineThread,
                 "shutdown(timeout:) was called on the pipeline's own thread (by a destination, or an action run in log order), where it can't wait for itself: the pipeline stops once it has written what is queued"
@@ -809,6 +823,7 @@ final class PipelineQueue: @unchecked Sendable {
                     workerThread = nil
                     lock.broadcast()
                 }
+                ExitFlusher.shared.unregister(self)
                 return
             }
             closePlace()

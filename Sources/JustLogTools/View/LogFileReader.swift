@@ -52,10 +52,22 @@ package final class LogFileReader {
 
     /// Opens `path` and positions at `offset` (a line boundary from an earlier run), counting `lineNumber`
     /// lines before it.
-    package init(path: String, offset: Int = 0, lineNumber: Int = 0) throws {
+    package convenience init(path: String, offset: Int = 0, lineNumber: Int = 0) throws {
+        try self.init(path: path, offset: offset, lineNumber: lineNumber, nilIfMissing: false)!
+    }
+
+    /// Opens `path` if there is a file there, from its beginning: `nil` if there is none (`ENOENT`: between a
+    /// rotation's rename and the new file), throws if there is one that can't be read.
+    static func openIfPresent(_ path: String) throws -> LogFileReader? {
+        try LogFileReader(path: path, offset: 0, lineNumber: 0, nilIfMissing: true)
+    }
+
+    private init?(path: String, offset: Int, lineNumber: Int, nilIfMissing: Bool) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let error = errno
+            if nilIfMissing && error == ENOENT { return nil }
+            let reason = String(cString: strerror(error))
             throw ToolError("\(path): \(reason); give the path of a log file written by the file destination")
         }
         var info = stat()

@@ -132,10 +132,10 @@ package struct ViewTool: Sendable {
                 // first, so that a rotation during the look-up can't skip a file.
                 let newest: LogFileReader
                 do {
-                    newest = try LogFileReader(path: last.path)
-                } catch {
                     // Nothing at the path yet (between the rename and the new file): wait for it.
-                    if access(last.path, F_OK) != 0, errno == ENOENT { break }
+                    guard let opened = try LogFileReader.openIfPresent(last.path) else { break }
+                    newest = opened
+                } catch {
                     printer.drain(last, atEnd: true)
                     throw ToolError(
                         "stopped following: \(last.path) was rotated, and the new file can't be read: \((error as? ToolError)?.message ?? "\(error)")"
@@ -149,7 +149,7 @@ package struct ViewTool: Sendable {
                     }
                 } else {
                     printer.warnOnce(
-                        "\(TerminalSafeText.escape(last.path)) was replaced and the file being read is gone (deleted, or rotated past the retention) before it was read to the end: lines of files rotated meanwhile may be missing"
+                        "\(TerminalSafeText.escape(last.path)) was replaced and the file being read is gone (deleted, rotated past the retention, or renamed again at every look) before it was read to the end: lines of files rotated meanwhile may be missing"
                     )
                 }
                 last = newest
