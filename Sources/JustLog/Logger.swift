@@ -426,7 +426,7 @@ public final class Logger: @unchecked Sendable {
 
     /// Flushes (waiting while the destinations make progress, until they make none for `timeout` seconds) and
     /// closes every destination. Later logs are dropped and counted. Called by a destination (on the pipeline's own
-    /// thread), it can't wait: it returns ``JustLogError/Code/pipelineThread`` at once, and the destinations are
+    /// thread), it can't wait: it returns `JustLogError.Code.pipelineThread` at once, and the destinations are
     /// closed once what is queued is written.
     @discardableResult
     public func shutdown(timeout: TimeInterval = 5) -> (any Error)? {
