@@ -14,7 +14,7 @@ import Darwin
 /// Used by one task at a time (`justlog view`, `justlog ship`); not thread-safe.
 package final class LogFileReader {
     /// One line, without its `\n` (nor a trailing `\r`).
-    package struct Line {
+    struct Line {
         /// 1 for the first line of the file.
         var number: Int
         var bytes: [UInt8]
@@ -100,7 +100,7 @@ package final class LogFileReader {
 
     /// Reads what is available now, up to about `maxBytes`, and returns the complete lines in it;
     /// `nil` at the end of the file (nothing more to read now).
-    package func readLines(maxBytes: Int = 1 << 20) -> [Line]? {
+    func readLines(maxBytes: Int = 1 << 20) -> [Line]? {
         var lines: [Line] = []
         var consumed = 0
         while consumed < maxBytes {
