@@ -414,6 +414,55 @@ import Testing
         await pipeline.shutdown()
     }
 
+    /// A destination holds the pipeline back (a Logstash spool at its cap) only while the journal takes any call's
+    /// record: below half of it, a record that would start a segment past the cap still can't be journaled, and its
+    /// call would wait for a worker held back until the destination gives up (for Logstash: while the collector
+    /// takes events, however slowly).
+    @Test func aDestinationHoldsThePipelineBackOnlyWhileTheJournalTakesTheLargestRecordACallMayBring() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        // Holds far longer than this test waits: a call that waited for it would never return in time.
+        let holding = HoldingWhileItMay(patience: .seconds(600), holding: false)
+        // Two segments of 64 KiB: half the journal is one segment's bytes.
+        let (pipeline, journal) = try pipeline(
+            on: folder,
+            [holding],
+            journalBytes: 128 << 10,
+            fullQueueWait: 600
+        )
+        @Sendable func log(_ index: Int, padding: Int) {
+            pipeline.submitCall(
+                .info,
+                "fast lane event \(index)",
+                error: nil,
+                userInfo: ["index": index, "padding": String(repeating: "p", count: padding)],
+                callSite: CallSite(file: #fileID, function: #function, line: #line)
+            )
+        }
+        // ~50 KB written and acknowledged: they stay in the first segment until the rest of it is acknowledged.
+        for index in 0..<45 { log(index, padding: 1_000) }
+        try await pipeline.flush()
+        holding.startHolding()
+        let done = LockedValue(false)
+        Thread.detachNewThread {
+            // ~33 KB more, held back: they fill the first segment and start the second, below half the journal.
+            for index in 45..<75 { log(index, padding: 1_000) }
+            // ~50 KB: more than the second segment has left, so it would start a third, past the cap.
+            log(75, padding: 50_000)
+            done.withLock { $0 = true }
+        }
+        #expect(
+            await eventually(timeout: .seconds(120)) { done.current },
+            "the call with the large record was not held waiting for the held-back destination"
+        )
+        holding.stopHolding()
+        try await pipeline.flush()
+        expectEveryEventInOrder(holding.capture, count: 76)
+        #expect(pipeline.currentStatistics.dropped == 0)
+        #expect(journal.unacknowledgedBytes == 0)
+        await pipeline.shutdown()
+    }
+
     /// What an earlier run left in the journal is recovered when the logger is set up, not when the first event
     /// comes: left with no room below its half, it would hold that event's call waiting for progress only the
     /// recovery makes (`fullQueueWait`, and then every call after it, at the cap).
@@ -563,10 +612,15 @@ final class HoldingBackRecorder: PipelineHoldingBack, @unchecked Sendable {
 final class HoldingWhileItMay: PipelineHoldingBack, @unchecked Sendable {
     let capture = CapturingDestination()
     let patience: Duration
-    private let state = LockedValue<(mayWait: (@Sendable () -> Bool)?, holding: Bool)>((nil, true))
+    private let state: LockedValue<(mayWait: (@Sendable () -> Bool)?, holding: Bool)>
 
-    init(patience: Duration) {
+    init(patience: Duration, holding: Bool = true) {
         self.patience = patience
+        self.state = LockedValue((nil, holding))
+    }
+
+    func startHolding() {
+        state.withLock { $0.holding = true }
     }
 
     func pipelineAttached(mayWait: @escaping @Sendable () -> Bool) {

@@ -8,9 +8,9 @@ package protocol PlainBatchWriting: LogDestination {
 
 /// A background destination that may hold the pipeline's thread back — the Logstash destination waits for room in
 /// its spool while the collector takes events — and so every other background destination with it. The pipeline
-/// tells it how long that is harmless: while its journal is less than half full (the journal holds what is logged
-/// meanwhile, crash-safe; past half, the calls' events would wait in memory, then the calls). Until told, it does
-/// not wait.
+/// tells it how long that is harmless: while its journal is less than half full and takes the largest record a call
+/// may bring (the journal holds what is logged meanwhile, crash-safe; past half, or for a record that would start a
+/// segment past its cap, the calls' events would wait in memory, then the calls). Until told, it does not wait.
 package protocol PipelineHoldingBack: LogDestination {
     /// `mayWait` says (on the pipeline's thread, cheaply) whether the destination may wait now.
     func pipelineAttached(mayWait: @escaping @Sendable () -> Bool)

@@ -479,10 +479,12 @@ struct RecordDispatcher: Sendable {
         self.directFormat = direct ? DirectFormat(builder: builder) : nil
         if let journal {
             for route in backgroundRoutes {
-                // While the journal has room below its half, the calls' events wait there (the fast lane, a full
-                // queue's spill); past it, callers would wait for the destination it holds back.
+                // While the journal has room below its half for any record a call may bring, the calls' events wait
+                // there (the fast lane, a full queue's spill); past it — or when a large record would start a
+                // segment past the journal's cap — callers would wait for the destination it holds back.
+                let largest = journal.maximumRecordBytes
                 (route.destination as? any PipelineHoldingBack)?.pipelineAttached {
-                    journal.roomBelowHalf(for: 1) == .available
+                    journal.roomBelowHalf(for: largest) == .available
                 }
             }
         }

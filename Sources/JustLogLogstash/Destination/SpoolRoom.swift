@@ -7,12 +7,12 @@ import Darwin
 #endif
 
 /// Holds writes to a Logstash spool back while the spool is close to its cap, the collector is taking events and
-/// the pipeline may wait (``PipelineHoldingBack``: its journal is less than half full), so that a burst faster
-/// than the collector waits in the journal instead of making the spool drop its oldest events. Otherwise writes go
-/// through, and the spool drops and counts its oldest events: while the collector takes nothing (no write to it
-/// completed for ``patience``: it is away, or stalled and the connection's buffers are full) its cap bounds the disk
-/// an outage may take; and a collector slower than the program for longer than the journal can hold must not hold
-/// back the other destinations (the file) and the calls.
+/// the pipeline may wait (``PipelineHoldingBack``: its journal is less than half full and takes any call's record),
+/// so that a burst faster than the collector waits in the journal instead of making the spool drop its oldest
+/// events. Otherwise writes go through, and the spool drops and counts its oldest events: while the collector takes
+/// nothing (no write to it completed for ``patience``: it is away, or stalled and the connection's buffers are full)
+/// its cap bounds the disk an outage may take; and a collector slower than the program for longer than the journal
+/// can hold must not hold back the other destinations (the file) and the calls.
 final class SpoolRoom: Sendable {
     /// How long no write to the collector may complete before it counts as taking nothing.
     let patience: Duration
