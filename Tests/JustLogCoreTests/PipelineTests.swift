@@ -321,6 +321,32 @@ import Testing
         #expect(diagnostics.writes.filter { $0.contains("dropping events") }.count == 1, "reported once, not per event")
     }
 
+    /// A caller waiting for room in a full queue when the pipeline shuts down drops its event, counts it — and says
+    /// it was the shutdown, not a destination that made no progress for `fullQueueWait` (it waited far less).
+    @Test func aCallerWaitingForRoomWhenThePipelineShutsDownSaysTheShutdownDroppedItsEvent() async throws {
+        let blocking = BlockingDestination()
+        let diagnostics = LineCapture()
+        let logger = logger(
+            [.init(blocking)],
+            pipeline: .init(capacity: 1, fullQueueWait: 600),
+            diagnostics: diagnostics.diagnostics
+        )
+        let done = LockedValue(false)
+        // On a thread: the third call waits for room (the worker holds the first, the queue the second).
+        Thread.detachNewThread {
+            for index in 0..<3 { logger.info("event \(index)") }
+            done.withLock { $0 = true }
+        }
+        #expect(await eventually(timeout: .seconds(120)) { logger.pipeline.currentStatistics.callersWaiting == 1 })
+        let shutdown = Task.detached { await logger.pipeline.shutdown(timeout: 600) }
+        #expect(await eventually(timeout: .seconds(120)) { done.current }, "the shutdown woke the waiting caller")
+        #expect(logger.pipeline.currentStatistics.dropped == 1)
+        #expect(diagnostics.text.contains("shut down"), "\(diagnostics.text)")
+        #expect(!diagnostics.text.contains("made no progress"), "\(diagnostics.text)")
+        blocking.release()
+        #expect(await shutdown.value == nil)
+    }
+
     @Test func oversizedMessagesAreBoundedByBytesNotJustCount() async throws {
         let blocking = BlockingDestination()
         let logger = logger(

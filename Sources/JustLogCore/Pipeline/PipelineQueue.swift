@@ -235,9 +235,10 @@ final class PipelineQueue: @unchecked Sendable {
             counters.dropped += 1
             unreportedDrops += 1
             let stopped = state != .running
-            let waited = isWorkerThread ? nil : limits.fullQueueWait
+            let why: FullQueueDrop =
+                stopped ? .shutDown : isWorkerThread ? .ownThread : .noProgress(limits.fullQueueWait)
             lock.unlock()
-            reportFullQueue(after: waited)
+            reportFullQueue(why)
             guard hasInline, !stopped else { return }
             lock.lock()
             guard state == .running, reconfigurationsInProgress == 0, inlineBacklog == 0,
@@ -501,14 +502,16 @@ final class PipelineQueue: @unchecked Sendable {
         if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
             counters.dropped += 1
             unreportedDrops += 1
-            let waited = isWorkerThread ? nil : patience
+            let why: FullQueueDrop =
+                state != .running ? .shutDown : isWorkerThread ? .ownThread : .noProgress(patience)
             lock.unlock()
-            reportFullQueue(after: waited)
+            reportFullQueue(why)
             return
         }
         guard state == .running else {
             counters.dropped += 1
             lock.unlock()
+            reportFullQueue(.shutDown)
             return
         }
         counters.submitted += 1
@@ -535,20 +538,35 @@ final class PipelineQueue: @unchecked Sendable {
         return wake
     }
 
-    /// Reports (lock released) that the queue made no progress for `waited` seconds (`fullQueueWait`, read under
-    /// the lock), or — `nil` — that an event logged on the pipeline's own thread found it full (it did not wait).
-    private func reportFullQueue(after waited: Double?) {
-        guard let waited else {
+    /// Why an event found the queue full and was dropped for the background destinations.
+    private enum FullQueueDrop {
+        /// The destinations made no progress for `fullQueueWait` (read under the lock) while the call waited.
+        case noProgress(Double)
+        /// Logged on the pipeline's own thread, where it can't wait for room.
+        case ownThread
+        /// The pipeline began shutting down while the call waited.
+        case shutDown
+    }
+
+    /// Reports (lock released) why an event was dropped at a full queue, once per reason.
+    private func reportFullQueue(_ why: FullQueueDrop) {
+        switch why {
+        case .noProgress(let waited):
+            diagnostics.reportOnce(
+                key: "pipeline.full",
+                "the log queue made no progress for \(waited) s (a destination is stalled); dropping events for the background destinations and counting them"
+            )
+        case .ownThread:
             diagnostics.reportOnce(
                 key: "pipeline.full.own-thread",
                 "events logged on the log pipeline's own thread (by a destination or an action while it ran) found the queue full, where they can't wait for room; dropping them for the background destinations and counting them"
             )
-            return
+        case .shutDown:
+            diagnostics.reportOnce(
+                key: "pipeline.full.shutdown",
+                "the log pipeline shut down while events waited for room in its full queue; dropping them for the background destinations and counting them"
+            )
         }
-        diagnostics.reportOnce(
-            key: "pipeline.full",
-            "the log queue made no progress for \(waited) s (a destination is stalled); dropping events for the background destinations and counting them"
-        )
     }
 
     private func hasRoom(for bytes: Int) -> Bool {
