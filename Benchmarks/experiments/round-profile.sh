@@ -14,7 +14,8 @@
 #      only-one-thread rounds and in only-two-thread rounds (JL_ROUNDS=one|two, 4 M calls a
 #      side) and prints, per function, the callers' samples per million calls in each, the
 #      functions whose share grew most first: what a call costs more when two run at once.
-# With --switches "JL_A JL_B …" it applies submission-switches.patch as well and, instead of
+# With --switches "JL_A JL_B …" it builds the commit that patch was written against (b6c5678,
+# part 17; JUSTLOG_EXPERIMENT_BASE overrides), applies submission-switches.patch as well and, instead of
 # 1 and 2, runs the product and each switch in turn (callers pinned), <runs> times,
 # interleaved, printing per run and switch the callers' CPU time per call in one-thread →
 # two-thread rounds (each caller's share on a CPU), the ratio, its median round and the
@@ -39,7 +40,10 @@ work=$(mktemp -d /tmp/justlog-rounds-data.XXXXXX)
 cleanup_more() { rm -rf "$work"; }
 here=$(cd "$(dirname "$0")" && pwd)
 patches=("$here/round-profile.patch")
-[[ -z $switches ]] || patches+=("$here/submission-switches.patch")
+if [[ -n $switches ]]; then
+    patches+=("$here/submission-switches.patch")
+    experiment_base=${JUSTLOG_EXPERIMENT_BASE:-b6c5678}
+fi
 source "$here/build-with-patches.sh" "${patches[@]}"
 
 if [[ -n $switches ]]; then

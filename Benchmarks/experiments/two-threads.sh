@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where a call's two-thread figure goes: builds this commit with
+# Where a call's two-thread figure goes: builds the commit the patch was written against
+# (b6c5678, part 17; JUSTLOG_EXPERIMENT_BASE overrides) with
 # submission-switches.patch applied (in a git worktree, release, scratch path
 # .build-experiments/ at the repository's root) and runs `justlog bench --only
 # concurrency [--case <case>]` with each switch in turn, interleaved, <runs> times
@@ -34,15 +35,17 @@
 # (a mode with + sets each of its switches)
 # Every switch breaks a guarantee (order, crash safety, delivery: most deliver nothing):
 # they exist in this patch only, never in the product. The patch is written
-# against the commit that added it; when it no longer applies, this script says so and
-# stops (the figures of BENCHMARKS.md part 13 came from b7bf884's version of it, part 14's from
-# ef5057b's, part 15's from this one).
+# against one commit and built there: the product has moved on since (part 20 removed
+# the count JL_NOFILLS switches off), so its figures say what those parts cost then. When it
+# does not apply, this script says so and stops (the figures of BENCHMARKS.md part 13 came
+# from b7bf884's version of it, part 14's from ef5057b's, parts 15–17's from this one).
 #
 # Usage: Benchmarks/experiments/two-threads.sh [runs] [case]
 set -euo pipefail
 runs=${1:-8}
 callcase=${2:-hot_path}
 here=$(cd "$(dirname "$0")" && pwd)
+experiment_base=${JUSTLOG_EXPERIMENT_BASE:-b6c5678}
 source "$here/build-with-patches.sh" "$here/submission-switches.patch"
 modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_PREFETCH JL_OWNSPOOL JL_LANE JL_LANE_SEQ
     JL_PAUSE JL_PAUSE+JL_SKIPREAD JL_PAUSE+JL_SKIPREAD+JL_NOSPARE)
