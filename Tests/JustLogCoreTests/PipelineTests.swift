@@ -477,6 +477,62 @@ import Testing
         logger.info("after")
         #expect(logger.pipeline.currentStatistics.dropped == 1, "a stopped pipeline counts what comes later")
     }
+
+    /// A pipeline whose last reference a destination lets go runs its `deinit` on its own thread, where the shutdown
+    /// in it can't wait (with an hour's patience it would have held the thread that hour): it stops the pipeline,
+    /// whose worker then writes what was queued, shuts the destinations down and closes the journal — unlocking its
+    /// folder, with every event acknowledged.
+    @Test func aPipelineLetGoOnItsOwnThreadWritesWhatIsQueuedAndClosesItsJournal() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let directory = folder.file("app.log.journal")
+        // The destination logs two more events on the pipeline's thread, then lets go of the last reference.
+        let waiting = WaitingOnItsOwnThread { pipeline in
+            for index in 0..<2 {
+                pipeline.submit(event("logged on the thread \(index)"))
+            }
+            return []
+        }
+        var pipeline: LogPipeline? = LogPipeline(
+            setup: .init(
+                routes: [.init(waiting)],
+                configuration: .init(exitFlushTimeout: 3_600),
+                journal: try EventJournal(configuration: .init(directory: directory))
+            ),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        waiting.pipeline.withLock { $0 = pipeline }
+        for index in 0..<3 { pipeline?.submit(event("event \(index)")) }
+        pipeline = nil
+        #expect(await eventually(timeout: .seconds(120)) { waiting.isShutDown }, "the destinations were shut down")
+        #expect(waiting.written == (0..<3).map { "event \($0)" } + (0..<2).map { "logged on the thread \($0)" })
+        // Open again only once the worker has closed the journal after shutting the destinations down.
+        var reopened: EventJournal?
+        #expect(
+            await eventually(timeout: .seconds(120)) {
+                reopened = try? EventJournal(
+                    configuration: .init(directory: directory),
+                    diagnostics: DiagnosticSink { _ in }
+                )
+                return reopened != nil
+            },
+            "the journal's folder was unlocked"
+        )
+        let next = CapturingDestination()
+        let restarted = LogPipeline(setup: .init(routes: [.init(next)], journal: reopened))
+        try await restarted.flush()
+        #expect(next.records.isEmpty, "every event was acknowledged: nothing is recovered")
+        await restarted.shutdown()
+    }
+}
+
+private func event(_ message: String) -> LogEvent {
+    LogEvent(
+        level: .info,
+        message: message,
+        callSite: CallSite(file: #fileID, function: #function, line: #line),
+        timestamp: .now()
+    )
 }
 
 /// Takes `secondsPerRecord` per record: a destination that keeps moving, slowly.
