@@ -17,7 +17,8 @@ git -C "$root" worktree add --detach "$tree" "$base" >/dev/null
 echo "$(basename "$0"): building $(git -C "$root" log -1 --format='%h %s' "$base") with $*" >&2
 for patch in "$@"; do
     if ! git -C "$tree" apply "$patch"; then
-        echo "$(basename "$0"): $patch does not apply to $base; write it again" >&2
+        echo "$(basename "$0"): $patch does not apply to $(git -C "$root" rev-parse --short "$base"); rebase it (and move" \
+            "the script's pinned base, if it has one; JUSTLOG_EXPERIMENT_BASE=<commit> builds another)" >&2
         exit 1
     fi
 done

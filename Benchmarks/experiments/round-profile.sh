@@ -42,7 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 patches=("$here/round-profile.patch")
 if [[ -n $switches ]]; then
     patches+=("$here/submission-switches.patch")
-    experiment_base=${JUSTLOG_EXPERIMENT_BASE:-b6c5678}
+    experiment_base=${JUSTLOG_EXPERIMENT_BASE:-b6c56780b30bd71c481dfdbb71a1aaba513a2dba}
 fi
 source "$here/build-with-patches.sh" "${patches[@]}"
 

@@ -36,16 +36,17 @@
 # Every switch breaks a guarantee (order, crash safety, delivery: most deliver nothing):
 # they exist in this patch only, never in the product. The patch is written
 # against one commit and built there: the product has moved on since (part 20 removed
-# the count JL_NOFILLS switches off), so its figures say what those parts cost then. When it
-# does not apply, this script says so and stops (the figures of BENCHMARKS.md part 13 came
-# from b7bf884's version of it, part 14's from ef5057b's, parts 15–17's from this one).
+# the fill count that JL_NOFILLS switches off), so its figures say what those parts cost
+# then. When it does not apply, this script says so and stops (the figures of BENCHMARKS.md
+# part 13 came from b7bf884's version of it, part 14's from ef5057b's, parts 15–16's from
+# earlier versions of this one, rebased on part 17 at b6c5678).
 #
 # Usage: Benchmarks/experiments/two-threads.sh [runs] [case]
 set -euo pipefail
 runs=${1:-8}
 callcase=${2:-hot_path}
 here=$(cd "$(dirname "$0")" && pwd)
-experiment_base=${JUSTLOG_EXPERIMENT_BASE:-b6c5678}
+experiment_base=${JUSTLOG_EXPERIMENT_BASE:-b6c56780b30bd71c481dfdbb71a1aaba513a2dba}
 source "$here/build-with-patches.sh" "$here/submission-switches.patch"
 modes=(none JL_NOSUBMIT JL_LOCKONLY JL_NOSPOOLLOCK JL_NOCOMMIT JL_NOFILLS JL_NOSHARED JL_IDLEWORKER JL_PREFETCH JL_OWNSPOOL JL_LANE JL_LANE_SEQ
     JL_PAUSE JL_PAUSE+JL_SKIPREAD JL_PAUSE+JL_SKIPREAD+JL_NOSPARE)

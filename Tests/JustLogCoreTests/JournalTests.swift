@@ -443,10 +443,14 @@ import Testing
         for index in 0..<45 { log(index, padding: 1_000) }
         try await pipeline.flush()
         holding.startHolding()
+        // One more in the first segment: below half the journal, with room for the largest record, the destination
+        // holds the pipeline back.
+        log(45, padding: 1_000)
+        #expect(await eventually(timeout: .seconds(120)) { holding.isHoldingAWrite }, "the destination holds")
         let done = LockedValue(false)
         Thread.detachNewThread {
-            // ~33 KB more, held back: they fill the first segment and start the second, below half the journal.
-            for index in 45..<75 { log(index, padding: 1_000) }
+            // ~32 KB more: they fill the first segment and start the second, below half the journal.
+            for index in 46..<75 { log(index, padding: 1_000) }
             // ~50 KB: more than the second segment has left, so it would start a third, past the cap.
             log(75, padding: 50_000)
             done.withLock { $0 = true }
@@ -631,13 +635,19 @@ final class HoldingWhileItMay: PipelineHoldingBack, @unchecked Sendable {
         state.withLock { $0.holding = false }
     }
 
+    /// Whether a write is being held back now.
+    var isHoldingAWrite: Bool { holdingNow.current }
+    private let holdingNow = LockedValue(false)
+
     func write(_ batch: LogBatch) {
         let deadline = ContinuousClock.now + patience
         while ContinuousClock.now < deadline {
             let (mayWait, holding) = state.current
             guard holding, mayWait?() == true else { break }
+            holdingNow.withLock { $0 = true }
             usleep(1_000)
         }
+        holdingNow.withLock { $0 = false }
         capture.write(batch)
     }
 }

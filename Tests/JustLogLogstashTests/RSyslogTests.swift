@@ -34,7 +34,7 @@ struct RSyslogTests {
         try await client.flush()
         await client.shutdown()
         let expected = (0..<total).map { String(decoding: jsonRecord($0), as: UTF8.self) }
-        #expect(await eventually(timeout: .seconds(120)) { rsyslog.receivedLines().count >= total })
+        #expect(await eventually(timeout: .seconds(120)) { rsyslog.receivedLineCount() >= total })
         #expect(rsyslog.receivedLines().map { $0.hasSuffix("\r") ? String($0.dropLast()) : $0 } == expected)
     }
 }

@@ -120,7 +120,7 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
         }
         try await logger.forceSend()
         let expected = events.count * faultScale
-        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= expected })
+        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLineCount() >= expected })
         let lines = syslog.receivedLines()
         var objects: [[String: LogValue]] = []
         for (number, line) in lines.enumerated() {

@@ -111,7 +111,7 @@ struct PrivateValueDeliveryTests {
             metadata: ["card": "\("4111-SECRET-1111", sensitivity: .sensitive)", "amount": "12.50"]
         )
         try await logger.flush()
-        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= 2 })
+        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLineCount() >= 2 })
         await logger.shutdown()
 
         let file = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)

@@ -98,7 +98,7 @@ struct ShipToolTests {
         #expect(summary.progress.eventsSpooled == 1000)
         #expect(summary.leftInSpool == 0)
 
-        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= 1000 })
+        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLineCount() >= 1000 })
         let received = syslog.receivedLines()
         #expect(received.count == 1000)
         // Exactly the flattened form of each file line, in order, with the event's own id and time.
@@ -120,7 +120,7 @@ struct ShipToolTests {
         #expect(first["user.id"] == 42)
         #expect(first["metadata"] == nil && first["userInfo"] == nil)
         #expect(Set(eventIDs(received)).count == 1000)
-        #expect(await eventually { syslog.parsedLines().count == 1000 })
+        #expect(await eventually { syslog.parsedLineCount() == 1000 })
         #expect(syslog.parsedLines().first == "verbose\tevent 0")
     }
 
@@ -158,7 +158,7 @@ struct ShipToolTests {
         let summary = try await ShipTool(options: shipOptions(files, port: syslog.plainPort, spool: spool)).run()
         #expect(summary.resumedBytes > 0)
         #expect(summary.leftInSpool == 0)
-        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLines().count >= 6000 })
+        #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLineCount() >= 6000 })
         let received = syslog.receivedLines()
         let ids = eventIDs(received)
         #expect(received.count == 6000, "first run delivered \(afterFirst)")

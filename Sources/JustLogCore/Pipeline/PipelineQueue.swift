@@ -194,10 +194,7 @@ final class PipelineQueue: @unchecked Sendable {
         guard state == .running else {
             counters.dropped += 1
             lock.unlock()
-            diagnostics.reportOnce(
-                key: "pipeline.stopped",
-                "an event was logged after shutdown and dropped; log before shutting the logger down"
-            )
+            reportLoggedAfterShutdown()
             return
         }
         if let holdCapacity {
@@ -511,7 +508,7 @@ final class PipelineQueue: @unchecked Sendable {
         guard state == .running else {
             counters.dropped += 1
             lock.unlock()
-            reportFullQueue(.shutDown)
+            reportLoggedAfterShutdown()
             return
         }
         counters.submitted += 1
@@ -536,6 +533,14 @@ final class PipelineQueue: @unchecked Sendable {
         if workerIsWaiting { workerIsWoken = true }
         lock.unlock()
         return wake
+    }
+
+    /// Reports (lock released) that an event came after the pipeline stopped, and was dropped.
+    private func reportLoggedAfterShutdown() {
+        diagnostics.reportOnce(
+            key: "pipeline.stopped",
+            "an event was logged after shutdown and dropped; log before shutting the logger down"
+        )
     }
 
     /// Why an event found the queue full and was dropped for the background destinations.

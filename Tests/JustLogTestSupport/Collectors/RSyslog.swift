@@ -108,9 +108,9 @@ public final class RSyslog: @unchecked Sendable {
     /// Stops rsyslogd by PID (SIGTERM, SIGKILL after 2 s). Safe to call twice.
     public func shutdown() { daemon.shutdown() }
 
+    /// How many whole lines `received.jsonl` has: cheap to poll (see ``completeLineCount(ofFileAt:)``).
+    public func receivedLineCount() -> Int { completeLineCount(ofFileAt: directory.file("received.jsonl")) }
+
     /// Lines of `received.jsonl`, each as sent (rsyslog keeps a trailing `\r`).
-    public func receivedLines() -> [String] {
-        guard let data = FileManager.default.contents(atPath: directory.file("received.jsonl")) else { return [] }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-    }
+    public func receivedLines() -> [String] { lines(ofFileAt: directory.file("received.jsonl")) }
 }

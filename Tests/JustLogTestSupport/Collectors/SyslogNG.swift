@@ -88,14 +88,11 @@ public final class SyslogNG: @unchecked Sendable {
     public func shutdown() { daemon.shutdown() }
 
     /// Lines written to `received.jsonl` (each exactly as sent).
-    public func receivedLines() -> [String] { Self.lines(of: receivedFile) }
+    public func receivedLines() -> [String] { lines(ofFileAt: receivedFile) }
     /// Lines of `parsed.tsv` (`log_type<TAB>message`), proving syslog-ng parsed the JSON.
-    public func parsedLines() -> [String] { Self.lines(of: parsedFile) }
-
-    private static func lines(of path: String) -> [String] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).map(
-            String.init
-        )
-    }
+    public func parsedLines() -> [String] { lines(ofFileAt: parsedFile) }
+    /// How many whole lines `received.jsonl` has: cheap to poll (see ``completeLineCount(ofFileAt:)``).
+    public func receivedLineCount() -> Int { completeLineCount(ofFileAt: receivedFile) }
+    /// How many whole lines `parsed.tsv` has.
+    public func parsedLineCount() -> Int { completeLineCount(ofFileAt: parsedFile) }
 }
