@@ -165,6 +165,79 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
     }
 
+    /// A segment that can't be opened is moved aside: the spool opens, keeps every record of the other segments and
+    /// counts the segment's as lost. Before, the open failed, and went on failing at every retry: the whole spool
+    /// (or the journal) stayed closed for good, its intact records never sent.
+    @Test func aFolderInPlaceOfASegmentIsMovedAsideAndOnlyItsRecordsAreLost() throws {
+        try expectUnopenableSegmentMovedAside { path in
+            unlink(path)
+            mkdir(path, 0o700)
+        }
+    }
+
+    /// The same for a segment file its user can't read (root reads it anyway: CI's unprivileged run covers it).
+    @Test(.enabled(if: geteuid() != 0, "root opens a file whatever its permissions; the unprivileged run checks this"))
+    func anUnreadableSegmentIsMovedAsideAndOnlyItsRecordsAreLost() throws {
+        try expectUnopenableSegmentMovedAside { path in chmod(path, 0) }
+    }
+
+    private func expectUnopenableSegmentMovedAside(damage: (String) -> Void) throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-unopenable")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let segments = files.segments
+        try #require(segments.count > 10)
+        let victim = segments[segments.count / 2]
+        let lost = files.records(in: victim, of: 0..<total)
+        try #require(!lost.isEmpty)
+        damage(victim)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+        #expect(spool.takeLossesToReport() == UInt64(lost.count))
+        #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
+        #expect(capture.writes.contains { $0.contains("could not be opened") && $0.contains("moved aside") })
+        #expect(FileManager.default.fileExists(atPath: victim + ".unreadable"), "kept for a look")
+        // Appending works, and the next open has nothing new to report.
+        try spool.append(record(total))
+        spool.close()
+        let again = LineCapture()
+        let reopened = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
+        defer { reopened.close() }
+        #expect(readAll(reopened) == (0...total).filter { !lost.contains($0) }.map(text))
+        #expect(reopened.takeLossesToReport() == 0)
+        #expect(again.writes.isEmpty, "\(again.writes)")
+    }
+
+    /// A cursor that can't be opened is moved aside too: sending starts again from the oldest record (some arrive
+    /// twice), nothing is lost.
+    @Test func aFolderInPlaceOfTheCursorIsMovedAsideAndEveryRecordSentAgain() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-cursor-folder")
+        let total = 2000
+        do {
+            let spool = try LogstashSpool(configuration: configuration(directory))
+            for index in 0..<total { try spool.append(record(index)) }
+            let batch = spool.read(from: spool.cursor, maxBytes: 64 << 20, maxRecords: 500)
+            spool.acknowledge(upTo: batch.end)
+            spool.close()
+        }
+        let cursor = directory.file("cursor")
+        unlink(cursor)
+        mkdir(cursor, 0o700)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        // From the oldest record kept: the segments wholly acknowledged are gone, the rest is sent again.
+        let read = readAll(spool)
+        #expect(read.count > total - 500, "\(read.count) records: some acknowledged ones are sent again")
+        #expect(Array(read.suffix(total - 500)) == (500..<total).map(text))
+        #expect(spool.takeLossesToReport() == 0, "resending is not losing")
+        #expect(capture.writes.contains { $0.contains("the cursor could not be opened") }, "\(capture.writes)")
+    }
+
     @Test func aZeroByteFirstSegmentIsCountedAsLostAndTheRestKept() throws {
         let directory = try TemporaryDirectory(prefix: "recovery-zero")
         let total = 2000

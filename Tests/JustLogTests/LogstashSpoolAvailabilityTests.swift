@@ -190,6 +190,56 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         await logger.shutdown()
     }
 
+    /// A spool folder copied without its holes filled (`cp`, `rsync -S`, a backup restored), opened on a full disk:
+    /// the newest segment's free tail has no blocks, and the first record copied into it raised `SIGBUS`, killing
+    /// the program. Its blocks are now reserved when the spool opens; when they can't be, the spool says why.
+    @Test(.enabled(if: isRoot(), "mounting a tmpfs needs root"))
+    func aSparseSegmentOnAFullDiskIsAnErrorNotACrash() async throws {
+        let folder = try TemporaryDirectory(prefix: "spool-sparse")
+        let mountPoint = folder.file("tmpfs")
+        try await withTmpfs(size: "1m", at: mountPoint) {
+            let directory = mountPoint + "/spool"
+            do {
+                let spool = try Spool(
+                    configuration: .init(directory: directory, segmentBytes: 64 << 10, maxRecordBytes: 1024)
+                )
+                for index in 0..<10 { try spool.append(Array("before the copy \(index)".utf8)) }
+                spool.close()
+            }
+            // The newest segment, as a sparse copy keeps it: its first page, then a hole to its size.
+            let segment = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }.max()
+            )
+            let path = directory + "/" + segment
+            let data = try #require(FileManager.default.contents(atPath: path))
+            unlink(path)
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            try #require(fd >= 0)
+            _ = data.prefix(4096).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            ftruncate(fd, off_t(data.count))
+            close(fd)
+            fill(mountPoint + "/blocker")
+
+            let child = try ChildProcess(arguments: ["spool-append", directory, "2000"])
+            let status = await child.waitForExit(timeout: .seconds(120))
+            #expect(status == 1, "exit status \(String(describing: status)) (7: SIGBUS); stderr: \(child.errorOutput)")
+            #expect(child.errorOutput.contains("No space left on device"), "stderr: \(child.errorOutput)")
+
+            // Once there is room the spool opens, with the records it held, and takes more.
+            unlink(mountPoint + "/blocker")
+            let again = try ChildProcess(arguments: ["spool-append", directory, "100"])
+            #expect(await again.waitForExit(timeout: .seconds(120)) == 0, "stderr: \(again.errorOutput)")
+            let spool = try Spool(
+                configuration: .init(directory: directory, segmentBytes: 64 << 10, maxRecordBytes: 1024)
+            )
+            defer { spool.close() }
+            let batch = spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000)
+            let records = batch.bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+            #expect(records.count == 110)
+            #expect(Array(records.prefix(10)) == (0..<10).map { "before the copy \($0)" })
+        }
+    }
+
     @Test func spoolPastAFileSizeLimitFailsClearlyThenDelivers() async throws {
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-fsize")

@@ -8,6 +8,8 @@
 //       "after raising the limit: ok" once a forceSend succeeds (or the last error), exits 0
 //   JustLogTestChild spool-reuse-kill FOLDER COUNT  a bare spool whose segments are reused while it is appended to
 //       and acknowledged, to be killed (see spoolReuseKill)
+//   JustLogTestChild spool-append FOLDER COUNT  opens a bare spool of 64 KiB segments in FOLDER and appends COUNT
+//       records of ~100 bytes: prints "appended COUNT" and exits 0, or says why on stderr and exits 1
 import Foundation
 import JustLog
 import JustLogCore
@@ -105,4 +107,20 @@ func spoolReuseKill(_ arguments: [String]) {
         say("\(index)")
     }
     while true { Thread.sleep(forTimeInterval: 3_600) }
+}
+
+/// `spool-append FOLDER COUNT` (see the top of this file).
+func spoolAppend(_ arguments: [String]) {
+    let configuration = Spool.Configuration(directory: arguments[2], segmentBytes: 64 << 10, maxRecordBytes: 1024)
+    let count = Int(arguments[3]) ?? 0
+    let padding = String(repeating: "x", count: 80)
+    do {
+        let spool = try Spool(configuration: configuration)
+        for index in 0..<count { try spool.append(Array("appended record \(index) \(padding)".utf8)) }
+        spool.close()
+    } catch {
+        FileHandle.standardError.write(Data("spool-append: \(error)\n".utf8))
+        exit(1)
+    }
+    say("appended \(count)")
 }

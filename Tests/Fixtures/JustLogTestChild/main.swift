@@ -16,7 +16,7 @@
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit,       see SpoolModes.swift
-//   spool-reuse-kill
+//   spool-reuse-kill, spool-append
 //   journal-kill, journal-kill-threads, journal-recover, journal-exit-stalled  see JournalModes.swift
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
@@ -107,6 +107,7 @@ case "spool-cap":
 case "spool-missing-folder": spoolMissingFolder(arguments)
 case "spool-file-size-limit": spoolFileSizeLimit(arguments)
 case "spool-reuse-kill": spoolReuseKill(arguments)
+case "spool-append": spoolAppend(arguments)
 
 case "unresolvable":
     logger.enableFileLogging = false

@@ -51,9 +51,11 @@ struct SpoolRecovery {
     /// - Parameters:
     ///   - segments: the segments opened and scanned, oldest first, with their scans.
     ///   - emptied: names of segment files too short to hold a header (removed by the caller).
+    ///   - unopenable: names of segment files that could not be opened (moved aside by the caller).
     init(
         segments: [(segment: SpoolSegment, scan: SegmentScan)],
         emptied: [UInt64],
+        unopenable: [UInt64] = [],
         cursorFile: SpoolCursorFile.Content,
         ledger: SpoolLossLedger
     ) {
@@ -154,6 +156,11 @@ struct SpoolRecovery {
         if let newestEmptied = emptied.max(), newestEmptied > (segments.last?.segment.sequence ?? 0) {
             uncounted.append(
                 "the newest segment \(SpoolSegment.fileName(newestEmptied)) was empty and was removed; if it held records, how many is unknown"
+            )
+        }
+        if let newestUnopenable = unopenable.max(), newestUnopenable > (segments.last?.segment.sequence ?? 0) {
+            uncounted.append(
+                "the newest segment \(SpoolSegment.fileName(newestUnopenable)) could not be opened; how many records it held is unknown"
             )
         }
     }

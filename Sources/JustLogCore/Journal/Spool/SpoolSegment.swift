@@ -229,8 +229,17 @@ final class SpoolSegment {
         writeHeader()
     }
 
+    /// A segment file whose blocks could not be reserved (``openExisting(path:sequence:)``): the disk is full, and
+    /// the spool can't open until there is room.
+    struct BlocksUnavailable: Error {
+        let error: JustLogError
+    }
+
     /// Maps an existing segment file; ``scan()`` then finds its records. Returns `nil` for a file too short to
     /// hold a header (a process killed between creating and sizing it, or a file truncated to nothing).
+    ///
+    /// - Throws: ``BlocksUnavailable`` if the file's blocks can't be reserved (see below); a ``JustLogError`` if it
+    ///   can't be opened or mapped.
     static func openExisting(path: String, sequence: UInt64) throws -> SpoolSegment? {
         let fd = openReadWrite(path)
         guard fd >= 0 else { throw spoolError("can't open spool segment \(path)") }
@@ -241,6 +250,23 @@ final class SpoolSegment {
             throw error
         }
         let size = Int(info.st_size)
+        #if os(Linux)
+        // Its blocks reserved before it is mapped, as ``create(directory:sequence:capacity:)`` reserves a new one's: a
+        // segment found on disk may be sparse (a folder copied or restored without its holes filled), and on a full
+        // disk a record copied into a hole of the mapping — on tmpfs, even a read of one — raises `SIGBUS`, killing
+        // the program. A file already whole needs no block, full disk or not.
+        let reserved = size > 0 ? posix_fallocate(fd, 0, off_t(size)) : 0
+        if reserved != 0 {
+            close(fd)
+            throw BlocksUnavailable(
+                error: JustLogError(
+                    code: .spoolUnavailable,
+                    message: "can't reserve the blocks of spool segment \(path), which has holes",
+                    cause: String(cString: strerror(reserved))
+                )
+            )
+        }
+        #endif
         var header = [UInt8](repeating: 0, count: magic.count)
         if size >= header.count {
             _ = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, magic.count, 0) }

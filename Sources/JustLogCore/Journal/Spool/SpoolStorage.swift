@@ -60,17 +60,39 @@ final class SpoolStorage {
         var opened = false
         defer { if !opened { closeDescriptor(lockFD) } }
 
-        let cursorFile = try SpoolCursorFile(path: directory + "/cursor")
+        // A file that can't be opened (made unreadable, a folder in its place, an I/O error) is moved aside rather
+        // than keeping the whole spool closed for good: its records count as lost, as a missing segment's do, and a
+        // cursor that can't be read sends again from the oldest record (the new, empty one says nothing). The
+        // folder's lock is held: no other process uses these files.
+        var setAside: [String] = []
+        let cursorPath = directory + "/cursor"
+        let cursorFile: SpoolCursorFile
+        do {
+            cursorFile = try SpoolCursorFile(path: cursorPath)
+        } catch {
+            setAside.append(Self.moveAside(cursorPath, because: error))
+            cursorFile = try SpoolCursorFile(path: cursorPath)
+        }
         defer { if !opened { cursorFile.close() } }
 
         // Segments, by sequence number; files too short for a header hold nothing.
         var entries: [(segment: SpoolSegment, scan: SegmentScan)] = []
         var emptied: [UInt64] = []
+        var unopenable: [UInt64] = []
         for sequence in try Self.segmentSequences(in: directory) {
-            if let segment = try SpoolSegment.openExisting(
-                path: directory + "/" + SpoolSegment.fileName(sequence),
-                sequence: sequence
-            ) {
+            let path = directory + "/" + SpoolSegment.fileName(sequence)
+            let existing: SpoolSegment?
+            do {
+                existing = try SpoolSegment.openExisting(path: path, sequence: sequence)
+            } catch let full as SpoolSegment.BlocksUnavailable {
+                // A full disk: the records are whole; the spool opens once there is room.
+                throw full.error
+            } catch {
+                setAside.append(Self.moveAside(path, because: error))
+                unopenable.append(sequence)
+                continue
+            }
+            if let segment = existing {
                 entries.append((segment, segment.scan()))
             } else {
                 emptied.append(sequence)
@@ -80,6 +102,7 @@ final class SpoolStorage {
         let recovery = SpoolRecovery(
             segments: entries,
             emptied: emptied,
+            unopenable: unopenable,
             cursorFile: cursorFile.read(),
             ledger: storedLedger
         )
@@ -101,7 +124,13 @@ final class SpoolStorage {
         }
         segments.removeAll { segment in removed.contains { $0 === segment } }
         if segments.isEmpty {
-            let sequence = max(entries.last?.segment.sequence ?? 0, emptied.max() ?? 0, recovery.cursor.segment) + 1
+            let sequence =
+                max(
+                    entries.last?.segment.sequence ?? 0,
+                    emptied.max() ?? 0,
+                    unopenable.max() ?? 0,
+                    recovery.cursor.segment
+                ) + 1
             let segment = try SpoolSegment.create(
                 directory: directory,
                 sequence: sequence,
@@ -137,7 +166,25 @@ final class SpoolStorage {
         persistCursor()
         if recovery.ledger != storedLedger { recovery.ledger.save(directory: directory) }
         opened = true
+        for line in setAside { diagnostics.report("the \(configuration.name) in \(directory): \(line)") }
         report(recovery)
+    }
+
+    /// Moves a spool file that can't be opened out of the spool's way (renamed `….unreadable`, kept for a look) and
+    /// says what happened, for the report.
+    private static func moveAside(_ path: String, because error: any Error) -> String {
+        let name = String(path.split(separator: "/").last ?? Substring(path))
+        let what = name == "cursor" ? "the cursor" : "segment \(name)"
+        let target = path + ".unreadable"
+        let moved = rename(path, target) == 0
+        let reason = String(cString: strerror(errno))
+        let consequence =
+            name == "cursor"
+            ? "sending again from the oldest record kept, so some events may arrive twice"
+            : "its records are lost (counted below when the segments around it tell how many)"
+        return moved
+            ? "\(what) could not be opened (\(error)); moved aside to \(target) and \(consequence)"
+            : "\(what) could not be opened (\(error)) nor moved aside (\(reason)); \(consequence)"
     }
 
     /// Says what the recovery found, on the diagnostics sink.
