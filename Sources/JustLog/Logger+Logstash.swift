@@ -17,7 +17,8 @@ extension Logger.Configuration {
         public var allowUntrustedServer: Bool
         /// A PEM bundle of CA certificates to trust instead of the system roots.
         public var caFile: String?
-        /// Base64 SHA-256 digests of the collector's SubjectPublicKeyInfo; when set, one must match.
+        /// Base64 SHA-256 digests of the collector's SubjectPublicKeyInfo; when set, one must match (with
+        /// `allowUntrustedServer` too: then the pins are the only check).
         public var pinnedPublicKeys: [String]
         /// A logz.io token, sent as `"token"` in every event.
         public var token: String?

@@ -172,7 +172,7 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Base64 SHA-256 digests of the collector's SubjectPublicKeyInfo; when set, the collector's key must match one
-    /// (on top of the certificate's verification). Default `[]`.
+    /// (on top of the certificate's verification; with `allowUntrustedServer`, instead of it). Default `[]`.
     public var logstashPinnedPublicKeys: [String] {
         get { read(\.logstash.pinnedPublicKeys) }
         set { write(\.logstash.pinnedPublicKeys, newValue) }

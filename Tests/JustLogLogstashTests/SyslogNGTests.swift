@@ -88,6 +88,37 @@ struct SyslogNGTests {
         #expect(activity.contains("TLS handshake done"))
     }
 
+    /// With verification off (a self-signed collector), pins set are the check: a key that matches none is refused.
+    /// They were ignored, and any certificate accepted.
+    @Test(arguments: [true, false])
+    func pinsHoldWithAllowUntrustedServer(matching: Bool) async throws {
+        guard Collectors.requireSyslogNG() else { return }
+        let certificates = try TestCertificates()
+        let syslog = try SyslogNG(certificate: certificates.selfSigned)
+        defer { syslog.shutdown() }
+        let pin = try certificates.spkiSHA256(
+            of: matching ? certificates.selfSigned.certificate : certificates.goodServer.certificate
+        )
+        let directory = try TemporaryDirectory(prefix: "client")
+        let activity = ActivityLog()
+        let client = try tlsClient(syslog, directory, activity) {
+            $0.allowUntrustedServer = true
+            $0.pinnedSPKISHA256 = [pin]
+        }
+        client.start()
+        try client.spool.append(jsonRecord(1))
+        if matching {
+            try await client.flush()
+            #expect(await eventually { syslog.receivedLineCount() == 1 })
+        } else {
+            #expect(await activity.wait(for: "pin mismatch"))
+            await #expect(throws: LogstashError.self) { try await client.flush() }
+            #expect(syslog.receivedLines().isEmpty)
+        }
+        await client.shutdown()
+        #expect(activity.lines.contains { $0.hasPrefix("WARNING") && $0.contains("only against the pinned") })
+    }
+
     @Test(arguments: [true, false])
     func pinnedPublicKeysAcceptAMatchAndRefuseAMismatch(matching: Bool) async throws {
         guard Collectors.requireSyslogNG() else { return }

@@ -42,7 +42,8 @@ extension LogstashClient {
         /// A PEM bundle of CA certificates to trust instead of the system roots (default `nil`: system roots).
         public var caFile: String?
         /// Base64 SHA-256 digests of accepted server SubjectPublicKeyInfos (default empty: no pinning).
-        /// Checked on the leaf certificate after normal verification succeeded.
+        /// Checked on the leaf certificate after normal verification succeeded — or, with
+        /// ``allowUntrustedServer``, instead of it (a self-signed collector trusted by its key alone).
         public var pinnedSPKISHA256: [String] = []
         /// Time between batched dispatches, the documented `logstashTimeout` (default 5 s).
         public var sendInterval: Duration = .seconds(5)

@@ -222,7 +222,9 @@ public final class LogstashClient: @unchecked Sendable {
             if self.configuration.useTLS && self.configuration.allowUntrustedServer {
                 let hosts = self.configuration.hosts.map { "\($0.host):\($0.port)" }.joined(separator: ", ")
                 self.warning(
-                    "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(hosts) is NOT verified; anyone on the path can read and change the logs"
+                    self.configuration.pinnedSPKISHA256.isEmpty
+                        ? "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(hosts) is NOT verified; anyone on the path can read and change the logs"
+                        : "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(hosts) is checked only against the pinned public keys (no chain, name or expiry checks)"
                 )
             }
             self.run(self.machine.start(at: self.source.cursor))

@@ -11,7 +11,9 @@ import NIOSSL
 ///   the host is an IP literal, which is then not sent as SNI).
 /// - Pins (`pinnedSPKISHA256`, base64 of the SHA-256 of the leaf certificate's SubjectPublicKeyInfo, as
 ///   `openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`
-///   prints) are checked *after* normal verification succeeded, before the connection is used.
+///   prints) are checked *after* normal verification succeeded, before the connection is used — and with
+///   ``LogstashClient/Configuration/allowUntrustedServer`` *instead of* it: a self-signed collector trusted by its
+///   pinned key alone. Pins set are never ignored.
 /// - ``LogstashClient/Configuration/allowUntrustedServer`` keeps TLS but turns verification off.
 struct LogstashTLS: Sendable {
     let context: NIOSSLContext
@@ -19,7 +21,6 @@ struct LogstashTLS: Sendable {
     let serverHostname: String?
     /// Decoded pins (32 bytes each); empty: no pinning.
     let pins: [[UInt8]]
-    let verifies: Bool
 
     /// - Throws: ``LogstashError`` (``LogstashError/Code/invalidTLSConfiguration``) for an unreadable CA
     ///   file or a malformed pin.
@@ -54,7 +55,6 @@ struct LogstashTLS: Sendable {
             }
             return [UInt8](data)
         }
-        verifies = !allowUntrustedServer
         do {
             context = try NIOSSLContext(configuration: tls)
         } catch {
@@ -68,9 +68,10 @@ struct LogstashTLS: Sendable {
         (try? SocketAddress(ipAddress: host, port: 0)) != nil
     }
 
-    /// `nil` if `certificate`'s public key matches a pin (or there are no pins), else the reason.
+    /// `nil` if `certificate`'s public key matches a pin (or there are no pins), else the reason. Checked with
+    /// verification off too: there, the pins are all the trust there is.
     func checkPins(_ certificate: NIOSSLCertificate?) -> String? {
-        guard verifies, !pins.isEmpty else { return nil }
+        guard !pins.isEmpty else { return nil }
         guard let certificate else { return "the server sent no certificate to check the pins against" }
         guard let spki = try? certificate.extractPublicKey().toSPKIBytes() else {
             return "can't read the server certificate's public key"
