@@ -55,7 +55,13 @@ import Testing
         // the collector, and every event arrives.
         let collector = try ThrottledCollector(interval: .milliseconds(5))
         let folder = try TemporaryDirectory(prefix: "destination-burst")
-        let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
+        // Patience past a starved collector thread: in a full run on two cores it went 2 s without a read, and the
+        // writes stopped waiting (192 dropped). What this test shows is the wait, not the patience.
+        let (destination, diagnostics) = try burstDestination(
+            port: collector.port,
+            folder: folder,
+            roomPatience: .seconds(30)
+        )
         destination.pipelineAttached { true }  // a pipeline whose journal has room
         let total = 5_000
         let written = writeBurst(total, to: destination)
@@ -130,7 +136,8 @@ import Testing
     /// window (the connection's buffers may raise it), and its diagnostics.
     private func burstDestination(
         port: Int,
-        folder: TemporaryDirectory
+        folder: TemporaryDirectory,
+        roomPatience: Duration = .seconds(2)
     ) throws -> (LogstashDestination, LineCapture) {
         var client = LogstashClient.Configuration(host: "127.0.0.1", port: port)
         client.useTLS = false
@@ -141,6 +148,7 @@ import Testing
         var configuration = LogstashDestination.Configuration(client: client, spoolDirectory: folder.file("spool"))
         configuration.spool.segmentBytes = 512 << 10
         configuration.spool.maxTotalBytes = 8 << 20
+        configuration.roomPatience = roomPatience
         let diagnostics = LineCapture()
         return (
             try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics), diagnostics

@@ -55,6 +55,10 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
         public var unspooledMemoryLimit: Int = 4 << 20
         /// Seconds between attempts to use a spool that can't be used. Default 1.
         public var spoolRetryInterval: Double = 1
+        /// Near the spool's cap, how long no write to the collector may complete before writes stop waiting for
+        /// room (the collector counts as taking nothing, and the cap drops the oldest). Default 2 s; tests on a
+        /// loaded machine, whose collector thread may not run for longer, raise it.
+        package var roomPatience: Duration = .seconds(2)
 
         public init(
             client: LogstashClient.Configuration,
@@ -149,7 +153,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
             onDeliveryResumed: { count in reports.appendDropReport(count) }
         )
         let client = self.client
-        self.room = SpoolRoom(spool: spool, progress: { client.completedWrites })
+        self.room = SpoolRoom(spool: spool, progress: { client.completedWrites }, patience: configuration.roomPatience)
         reports.destination = self
         handle(appender.open(lockWait: .seconds(1)))
         client.start()

@@ -31,9 +31,9 @@ struct SpoolCursorFile {
     private let fd: CInt
 
     /// Opens (creating, owner-only) the cursor file at `path`.
-    init(path: String) throws {
+    init(path: String) throws(SpoolOpenFailure) {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw spoolError("can't open spool cursor \(path)") }
+        guard fd >= 0 else { throw SpoolOpenFailure("can't open spool cursor \(path)") }
         self.path = path
     }
 

@@ -229,42 +229,43 @@ final class SpoolSegment {
         writeHeader()
     }
 
-    /// A segment file whose blocks could not be reserved (``openExisting(path:sequence:)``): the disk is full, and
-    /// the spool can't open until there is room.
-    struct BlocksUnavailable: Error {
-        let error: JustLogError
-    }
-
     /// Maps an existing segment file; ``scan()`` then finds its records. Returns `nil` for a file too short to
     /// hold a header (a process killed between creating and sizing it, or a file truncated to nothing).
     ///
-    /// - Throws: ``BlocksUnavailable`` if the file's blocks can't be reserved (see below); a ``JustLogError`` if it
-    ///   can't be opened or mapped.
-    static func openExisting(path: String, sequence: UInt64) throws -> SpoolSegment? {
+    /// - Throws: ``SpoolOpenFailure`` if it can't be opened, its blocks reserved (see below) or it mapped.
+    static func openExisting(path: String, sequence: UInt64) throws(SpoolOpenFailure) -> SpoolSegment? {
         let fd = openReadWrite(path)
-        guard fd >= 0 else { throw spoolError("can't open spool segment \(path)") }
+        guard fd >= 0 else { throw SpoolOpenFailure("can't open spool segment \(path)") }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            let error = spoolError("can't stat spool segment \(path)")
+            let failure = SpoolOpenFailure("can't stat spool segment \(path)")
             close(fd)
-            throw error
+            throw failure
         }
         let size = Int(info.st_size)
         #if os(Linux)
         // Its blocks reserved before it is mapped, as ``create(directory:sequence:capacity:)`` reserves a new one's: a
         // segment found on disk may be sparse (a folder copied or restored without its holes filled), and on a full
         // disk a record copied into a hole of the mapping — on tmpfs, even a read of one — raises `SIGBUS`, killing
-        // the program. A file already whole needs no block, full disk or not.
-        let reserved = size > 0 ? posix_fallocate(fd, 0, off_t(size)) : 0
-        if reserved != 0 {
-            close(fd)
-            throw BlocksUnavailable(
-                error: JustLogError(
-                    code: .spoolUnavailable,
-                    message: "can't reserve the blocks of spool segment \(path), which has holes",
-                    cause: String(cString: strerror(reserved))
+        // the program. Only a file with fewer blocks than its size is filled (some file systems reserve space for the
+        // whole range before looking at what is allocated, and would fail a whole file on a nearly full disk). A full
+        // disk here never moves the file aside (its records are whole): the spool opens once there is room. A file
+        // system that can't reserve blocks at all is used as before.
+        if Int(info.st_blocks) * 512 < size {
+            _ = FileSizeLimit.failWritesInsteadOfKilling()  // glibc's fallback writes: a file-size limit would kill
+            var reserved: Int32
+            repeat { reserved = posix_fallocate(fd, 0, off_t(size)) } while reserved == EINTR
+            if reserved != 0, reserved != EOPNOTSUPP, reserved != ENOSYS {
+                close(fd)
+                throw SpoolOpenFailure(
+                    JustLogError(
+                        code: .spoolUnavailable,
+                        message: "can't reserve the blocks of spool segment \(path), which has holes",
+                        cause: String(cString: strerror(reserved))
+                    ),
+                    lasts: SpoolOpenFailure.lasts(reserved)
                 )
-            )
+            }
         }
         #endif
         var header = [UInt8](repeating: 0, count: magic.count)
@@ -277,10 +278,14 @@ final class SpoolSegment {
             close(fd)
             return nil
         }
-        return try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: size, format: format)
+        do {
+            return try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: size, format: format)
+        } catch {
+            throw SpoolOpenFailure(error, lasts: SpoolOpenFailure.lasts(errno))
+        }
     }
 
-    private init(path: String, sequence: UInt64, fd: CInt, capacity: Int, format: Format) throws {
+    private init(path: String, sequence: UInt64, fd: CInt, capacity: Int, format: Format) throws(JustLogError) {
         guard let mapping = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
             mapping != UnsafeMutableRawPointer(bitPattern: -1)
         else {
@@ -464,6 +469,32 @@ final class SpoolSegment {
 /// `open(2)` for an existing file, read-write.
 private func openReadWrite(_ path: String) -> CInt {
     open(path, O_RDWR | O_CLOEXEC)
+}
+
+/// A spool file that could not be opened (a segment, the cursor), and whether that lasts: the spool then moves the
+/// file aside rather than staying closed for good (see `SpoolStorage`). A failure that may pass — too many open
+/// files, no memory, a full or read-only disk — is the open's error instead: moving the file aside for it would lose
+/// records that are whole.
+struct SpoolOpenFailure: Error {
+    let error: JustLogError
+    let lasts: Bool
+
+    init(_ error: JustLogError, lasts: Bool) {
+        self.error = error
+        self.lasts = lasts
+    }
+
+    /// A failed system call's: `errno` says what, and whether it lasts.
+    init(_ message: String) {
+        let code = errno
+        self.init(spoolError(message), lasts: Self.lasts(code))
+    }
+
+    /// Whether a failure with `errno` `code` lasts: the file itself is the problem (no permission, a folder in its
+    /// place, a file the system can't map, an I/O error), not the process or the disk for now.
+    static func lasts(_ code: Int32) -> Bool {
+        ![EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN, EROFS, ENOSPC, EDQUOT, EFBIG, ETXTBSY].contains(code)
+    }
 }
 
 /// A ``JustLogError`` for a failed system call, with `errno`'s description as the cause.

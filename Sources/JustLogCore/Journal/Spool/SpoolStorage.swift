@@ -65,13 +65,21 @@ final class SpoolStorage {
         // cursor that can't be read sends again from the oldest record (the new, empty one says nothing). The
         // folder's lock is held: no other process uses these files.
         var setAside: [String] = []
+        // Said even if the open fails later: the files were moved meanwhile.
+        defer {
+            if !opened {
+                for line in setAside { diagnostics.report("the \(configuration.name) in \(directory): \(line)") }
+            }
+        }
         let cursorPath = directory + "/cursor"
         let cursorFile: SpoolCursorFile
         do {
             cursorFile = try SpoolCursorFile(path: cursorPath)
+        } catch let failure where failure.lasts {
+            setAside.append(try Self.moveAside(cursorPath, because: failure.error))
+            do { cursorFile = try SpoolCursorFile(path: cursorPath) } catch { throw error.error }
         } catch {
-            setAside.append(Self.moveAside(cursorPath, because: error))
-            cursorFile = try SpoolCursorFile(path: cursorPath)
+            throw error.error
         }
         defer { if !opened { cursorFile.close() } }
 
@@ -84,13 +92,13 @@ final class SpoolStorage {
             let existing: SpoolSegment?
             do {
                 existing = try SpoolSegment.openExisting(path: path, sequence: sequence)
-            } catch let full as SpoolSegment.BlocksUnavailable {
-                // A full disk: the records are whole; the spool opens once there is room.
-                throw full.error
-            } catch {
-                setAside.append(Self.moveAside(path, because: error))
+            } catch let failure where failure.lasts {
+                setAside.append(try Self.moveAside(path, because: failure.error))
                 unopenable.append(sequence)
                 continue
+            } catch {
+                // Too many open files, a full disk…: the records are whole; the spool opens once that passes.
+                throw error.error
             }
             if let segment = existing {
                 entries.append((segment, segment.scan()))
@@ -170,21 +178,30 @@ final class SpoolStorage {
         report(recovery)
     }
 
-    /// Moves a spool file that can't be opened out of the spool's way (renamed `….unreadable`, kept for a look) and
-    /// says what happened, for the report.
-    private static func moveAside(_ path: String, because error: any Error) -> String {
+    /// Moves a spool file that can't be opened out of the spool's way (renamed `….unreadable`, or `….unreadable-N`
+    /// if that name is taken: kept for a look) and says what happened, for the report. Throws if it can't be moved:
+    /// left in place, it would be taken for a segment again (and written over by a new one of its number).
+    private static func moveAside(_ path: String, because error: JustLogError) throws -> String {
         let name = String(path.split(separator: "/").last ?? Substring(path))
         let what = name == "cursor" ? "the cursor" : "segment \(name)"
-        let target = path + ".unreadable"
-        let moved = rename(path, target) == 0
-        let reason = String(cString: strerror(errno))
+        var target = path + ".unreadable"
+        var attempt = 1
+        while access(target, F_OK) == 0, attempt < 1000 {
+            attempt += 1
+            target = path + ".unreadable-\(attempt)"
+        }
+        guard rename(path, target) == 0 else {
+            throw JustLogError(
+                code: .spoolUnavailable,
+                message: "\(what) could not be opened (\(error)) nor moved aside to \(target)",
+                cause: String(cString: strerror(errno))
+            )
+        }
         let consequence =
             name == "cursor"
             ? "sending again from the oldest record kept, so some events may arrive twice"
-            : "its records are lost (counted below when the segments around it tell how many)"
-        return moved
-            ? "\(what) could not be opened (\(error)); moved aside to \(target) and \(consequence)"
-            : "\(what) could not be opened (\(error)) nor moved aside (\(reason)); \(consequence)"
+            : "its records are lost (counted in the next line where the segments around it tell how many; putting the file back would not restore them)"
+        return "\(what) could not be opened (\(error)); moved aside to \(target) and \(consequence)"
     }
 
     /// Says what the recovery found, on the diagnostics sink.
