@@ -337,19 +337,22 @@ import Testing
         return (pipeline, journal)
     }
 
+    /// Fast-lane call `index`: "fast lane event <index>", with `padding` bytes of padding in its `userInfo`.
+    private static func log(_ index: Int, padding: Int, to pipeline: LogPipeline) {
+        pipeline.submitCall(
+            .info,
+            "fast lane event \(index)",
+            error: nil,
+            userInfo: ["index": index, "padding": String(repeating: "p", count: padding)],
+            callSite: CallSite(file: #fileID, function: #function, line: #line)
+        )
+    }
+
     /// Makes `count` fast-lane calls on a thread of its own (a call may wait); the flag says when it is done.
     private func logOnAThread(_ pipeline: LogPipeline, count: Int, padding: Int = 100) -> LockedValue<Bool> {
         let done = LockedValue(false)
         Thread.detachNewThread {
-            for index in 0..<count {
-                pipeline.submitCall(
-                    .info,
-                    "fast lane event \(index)",
-                    error: nil,
-                    userInfo: ["index": index, "padding": String(repeating: "p", count: padding)],
-                    callSite: CallSite(file: #fileID, function: #function, line: #line)
-                )
-            }
+            for index in 0..<count { Self.log(index, padding: padding, to: pipeline) }
             done.withLock { $0 = true }
         }
         return done
@@ -430,15 +433,7 @@ import Testing
             journalBytes: 128 << 10,
             fullQueueWait: 600
         )
-        @Sendable func log(_ index: Int, padding: Int) {
-            pipeline.submitCall(
-                .info,
-                "fast lane event \(index)",
-                error: nil,
-                userInfo: ["index": index, "padding": String(repeating: "p", count: padding)],
-                callSite: CallSite(file: #fileID, function: #function, line: #line)
-            )
-        }
+        @Sendable func log(_ index: Int, padding: Int) { Self.log(index, padding: padding, to: pipeline) }
         // ~50 KB written and acknowledged: they stay in the first segment until the rest of it is acknowledged.
         for index in 0..<45 { log(index, padding: 1_000) }
         try await pipeline.flush()

@@ -146,23 +146,10 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
     }
 
     @Test func aDeletedMiddleSegmentLosesOnlyItsRecordsAndCountsThem() throws {
-        let directory = try TemporaryDirectory(prefix: "recovery-missing")
-        let total = 3000
-        try writeSpool(directory, 0..<total)
-        let files = SpoolFiles(directory: directory)
-        let segments = files.segments
-        try #require(segments.count > 10)
-        let victim = segments[segments.count / 2]
-        let lost = files.records(in: victim, of: 0..<total)
-        try #require(!lost.isEmpty)
-        unlink(victim)
-
+        let damaged = try spoolWithDamagedMiddleSegment(prefix: "recovery-missing") { unlink($0) }
         let capture = LineCapture()
-        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
-        defer { spool.close() }
-        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
-        #expect(spool.takeLossesToReport() == UInt64(lost.count))
-        #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
+        let spool = try damaged.expectOnlyTheSegmentsRecordsLost(capture)
+        spool.close()
     }
 
     /// A segment that can't be opened is moved aside: the spool opens, keeps every record of the other segments and
@@ -181,8 +168,27 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         try expectUnopenableSegmentMovedAside { path in chmod(path, 0) }
     }
 
-    private func expectUnopenableSegmentMovedAside(damage: (String) -> Void) throws {
-        let directory = try TemporaryDirectory(prefix: "recovery-unopenable")
+    /// A spool of `total` records in many segments, whose middle segment `damage` was done to.
+    private struct DamagedSpool {
+        let directory: TemporaryDirectory
+        let total: Int
+        let victim: String
+        /// The records the damaged segment held.
+        let lost: [Int]
+
+        /// Opens the spool and expects every record but the damaged segment's, and those counted and reported as
+        /// lost; returns the spool, open.
+        func expectOnlyTheSegmentsRecordsLost(_ capture: LineCapture) throws -> LogstashSpool {
+            let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+            #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+            #expect(spool.takeLossesToReport() == UInt64(lost.count))
+            #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
+            return spool
+        }
+    }
+
+    private func spoolWithDamagedMiddleSegment(prefix: String, damage: (String) -> Void) throws -> DamagedSpool {
+        let directory = try TemporaryDirectory(prefix: prefix)
         let total = 3000
         try writeSpool(directory, 0..<total)
         let files = SpoolFiles(directory: directory)
@@ -192,12 +198,14 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         let lost = files.records(in: victim, of: 0..<total)
         try #require(!lost.isEmpty)
         damage(victim)
+        return DamagedSpool(directory: directory, total: total, victim: victim, lost: lost)
+    }
 
+    private func expectUnopenableSegmentMovedAside(damage: (String) -> Void) throws {
+        let damaged = try spoolWithDamagedMiddleSegment(prefix: "recovery-unopenable", damage: damage)
+        let (directory, total, victim, lost) = (damaged.directory, damaged.total, damaged.victim, damaged.lost)
         let capture = LineCapture()
-        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
-        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
-        #expect(spool.takeLossesToReport() == UInt64(lost.count))
-        #expect(reportedLoss(capture) == lost.count, "\(capture.writes)")
+        let spool = try damaged.expectOnlyTheSegmentsRecordsLost(capture)
         #expect(capture.writes.contains { $0.contains("could not be opened") && $0.contains("moved aside") })
         #expect(FileManager.default.fileExists(atPath: victim + ".unreadable"), "kept for a look")
         // Appending works, and the next open has nothing new to report.

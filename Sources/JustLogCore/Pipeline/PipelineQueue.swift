@@ -232,8 +232,7 @@ final class PipelineQueue: @unchecked Sendable {
             counters.dropped += 1
             unreportedDrops += 1
             let stopped = state != .running
-            let why: FullQueueDrop =
-                stopped ? .shutDown : isWorkerThread ? .ownThread : .noProgress(limits.fullQueueWait)
+            let why = fullQueueDrop(afterWaiting: limits.fullQueueWait)
             lock.unlock()
             reportFullQueue(why)
             guard hasInline, !stopped else { return }
@@ -499,8 +498,7 @@ final class PipelineQueue: @unchecked Sendable {
         if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
             counters.dropped += 1
             unreportedDrops += 1
-            let why: FullQueueDrop =
-                state != .running ? .shutDown : isWorkerThread ? .ownThread : .noProgress(patience)
+            let why = fullQueueDrop(afterWaiting: patience)
             lock.unlock()
             reportFullQueue(why)
             return
@@ -551,6 +549,12 @@ final class PipelineQueue: @unchecked Sendable {
         case ownThread
         /// The pipeline began shutting down while the call waited.
         case shutDown
+    }
+
+    /// Why a call that waited up to `patience` seconds for room found none (lock held).
+    private func fullQueueDrop(afterWaiting patience: Double) -> FullQueueDrop {
+        if state != .running { return .shutDown }
+        return isWorkerThread ? .ownThread : .noProgress(patience)
     }
 
     /// Reports (lock released) why an event was dropped at a full queue, once per reason.

@@ -55,7 +55,7 @@ struct SpoolRecovery {
     init(
         segments: [(segment: SpoolSegment, scan: SegmentScan)],
         emptied: [UInt64],
-        unopenable: [UInt64] = [],
+        unopenable: [UInt64],
         cursorFile: SpoolCursorFile.Content,
         ledger: SpoolLossLedger
     ) {

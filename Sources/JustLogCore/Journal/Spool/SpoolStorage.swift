@@ -65,12 +65,11 @@ final class SpoolStorage {
         // cursor that can't be read sends again from the oldest record (the new, empty one says nothing). The
         // folder's lock is held: no other process uses these files.
         var setAside: [String] = []
-        // Said even if the open fails later: the files were moved meanwhile.
-        defer {
-            if !opened {
-                for line in setAside { diagnostics.report("the \(configuration.name) in \(directory): \(line)") }
-            }
+        func reportSetAside() {
+            for line in setAside { diagnostics.report("the \(configuration.name) in \(directory): \(line)") }
         }
+        // Said even if the open fails later: the files were moved meanwhile.
+        defer { if !opened { reportSetAside() } }
         let cursorPath = directory + "/cursor"
         let cursorFile: SpoolCursorFile
         do {
@@ -174,7 +173,7 @@ final class SpoolStorage {
         persistCursor()
         if recovery.ledger != storedLedger { recovery.ledger.save(directory: directory) }
         opened = true
-        for line in setAside { diagnostics.report("the \(configuration.name) in \(directory): \(line)") }
+        reportSetAside()
         report(recovery)
     }
 
