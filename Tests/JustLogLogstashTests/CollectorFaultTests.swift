@@ -185,4 +185,30 @@ import Testing
         await client.shutdown()
         await hostile.stop()
     }
+
+    /// A collector that accepts and then never reads (hung, or a proxy whose backend is gone) kept the connection
+    /// forever: the writes stopped completing once the socket buffers were full, and no other host was tried.
+    /// Now a write not taken within the write timeout ends the connection, and the next host gets everything.
+    @Test func aCollectorThatStopsReadingIsLeftForTheNextHostAfterTheWriteTimeout() async throws {
+        let hostile = try await HostileCollector(.init(receiveBuffer: 64 << 10))
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "stalled")
+        let activity = ActivityLog()
+        let client = try makeClient(port: hostile.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
+            $0.writeTimeout = .seconds(2)
+        }
+        client.start()
+        // About 8 MB: more than our send buffer (at most 4 MiB, tcp_wmem) and the collector's receive buffer hold.
+        let total = 20_000
+        try await append(total, to: client)
+        #expect(await activity.wait(for: "took no write for 2"))
+        #expect(await activity.wait(for: "failing over from 127.0.0.1:\(hostile.port)"))
+        #expect(await receiver.waitForLines(total), "received \(receiver.lines.count) of \(total)")
+        let expected = Set((0..<total).map { String(decoding: jsonRecord($0, padding: 350), as: UTF8.self) })
+        #expect(Set(receiver.lines).isSuperset(of: expected))
+        await client.shutdown()
+        await hostile.stop()
+        await receiver.stop()
+    }
 }

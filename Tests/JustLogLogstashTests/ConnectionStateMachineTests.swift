@@ -175,6 +175,66 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(machine.flushRequested(id: 1, upTo: position(16)).contains(.connect))
     }
 
+    @Test func aWriteTheCollectorDoesNotTakeInTimeEndsTheConnectionFailsTheFlushAndResends() {
+        let clock = ManualClock()
+        let start = clock.now
+        var machine = Machine(
+            configuration: configuration { $0.writeTimeout = .seconds(30) },
+            clock: clock,
+            random: { 0 }
+        )
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        // The dispatch timer set on connecting comes first: a write sets none (a timer per batch cost the event loop's
+        // other channels their turn: LogstashClientPlainTests.aBacklogSentAtFullSpeedLeaves…).
+        #expect(timers(machine.batchRead(batch(from: 16, records: 3))).isEmpty)
+        #expect(machine.flushRequested(id: 4, upTo: position(46)).isEmpty)
+        // The dispatch timers before the deadline find the write still in flight and wait on, never past the deadline.
+        clock.advance(by: .seconds(5))
+        #expect(timers(machine.timerFired()).allSatisfy { $0 <= start.advanced(by: .seconds(30)) })
+        clock.advance(by: .seconds(24))
+        #expect(!machine.timerFired().contains(.close(graceful: false)))
+        clock.advance(by: .seconds(1))
+        let stalled = machine.timerFired()
+        #expect(stalled.first == .close(graceful: false))
+        #expect(flushes(stalled).map(\.0) == [4])
+        #expect(flushes(stalled).first?.1?.description.contains("took no write for 30") == true)
+        #expect(machine.counters.connectionErrors == 1)
+        guard case .backingOff = machine.state else {
+            Issue.record("expected a backoff after the stall, not \(machine.state)")
+            return
+        }
+        // The batch that never went out is sent again on the next connection.
+        clock.advance(by: .seconds(1))
+        #expect(machine.timerFired().contains(.connect))
+        #expect(reads(machine.connected()) == [position(16)])
+    }
+
+    @Test func aWriteTimeoutShorterThanTheSendIntervalSetsATimerOfItsOwn() {
+        let clock = ManualClock()
+        let start = clock.now
+        var machine = Machine(configuration: configuration { $0.writeTimeout = .seconds(2) }, clock: clock)
+        _ = machine.start(at: position(16))
+        _ = machine.connected()
+        let write = machine.batchRead(batch(from: 16, records: 3))
+        #expect(timers(write) == [start.advanced(by: .seconds(2))])
+        // A write that completes in time is not a stall.
+        _ = machine.writeCompleted()
+        clock.advance(by: .seconds(2))
+        #expect(!machine.timerFired().contains(.close(graceful: false)))
+    }
+
+    @Test func anAbandonedFlushIsForgottenAndNeverCompleted() {
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
+        _ = machine.start(at: position(16))
+        _ = machine.flushRequested(id: 1, upTo: position(26))
+        _ = machine.flushRequested(id: 2, upTo: position(26))
+        machine.flushAbandoned(id: 1)
+        #expect(machine.pendingFlushCount == 1)
+        #expect(flushes(machine.connectFailed(refused)).map(\.0) == [2])
+        #expect(machine.pendingFlushCount == 0)
+    }
+
     @Test func afterAConnectionErrorResendsEverythingNotProvenDelivered() {
         let clock = ManualClock()
         // Window 100 bytes: a batch is acknowledged once 100 more bytes followed it on the connection.

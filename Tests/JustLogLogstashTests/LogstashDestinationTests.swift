@@ -85,7 +85,10 @@ import Testing
         // completed) until none has for the patience, then go on; the spool drops its oldest and counts them.
         let collector = try ThrottledCollector(interval: .milliseconds(1), stopAfterBytes: 1 << 20)
         let folder = try TemporaryDirectory(prefix: "destination-stall")
-        let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder)
+        // (However long a loaded machine stretches the stall, the connection stays: no write timeout ends it.)
+        let (destination, diagnostics) = try burstDestination(port: collector.port, folder: folder) {
+            $0.client.writeTimeout = .seconds(3600)
+        }
         destination.pipelineAttached { true }
         let total = 5_000
         let written = writeBurst(total, to: destination)
@@ -132,12 +135,39 @@ import Testing
         await collector.stop()
     }
 
+    /// `forceSend` against a collector that never reads completes with a timeout each time; the client kept every one
+    /// of those flushes (callback and machine entry) until the connection ended — and a stalled connection may not.
+    @Test func flushesThatTimeOutAgainstACollectorThatStopsReadingAreForgotten() async throws {
+        let hostile = try await HostileCollector(.init(receiveBuffer: 64 << 10))
+        let folder = try TemporaryDirectory(prefix: "destination-flush-leak")
+        // (The connection must stay: a write timeout would end it and complete the flushes with its error.)
+        let (destination, _) = try burstDestination(port: hostile.port, folder: folder, flushTimeout: 0.2) {
+            $0.client.writeTimeout = .seconds(3600)
+        }
+        destination.pipelineAttached { false }
+        // About 10 MB: more than the socket buffers hold, so that a write stays in flight.
+        let written = writeBurst(5_000, to: destination)
+        #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
+        for _ in 0..<40 {
+            let error = await withCheckedContinuation { (continuation: CheckedContinuation<(any Error)?, Never>) in
+                destination.flush { continuation.resume(returning: $0) }
+            }
+            #expect((error as? LogstashError)?.code == .timeout, "\(String(describing: error))")
+        }
+        let pending = await destination.client.pendingFlushes()
+        #expect(pending.client == 0 && pending.machine == 0, "flushes still kept: \(pending)")
+        destination.shutdown()
+        await hostile.stop()
+    }
+
     /// A destination for plain TCP to 127.0.0.1:`port` with an 8 MiB spool in `folder` of 512 KiB segments and a 1 MiB resend
     /// window (the connection's buffers may raise it), and its diagnostics.
     private func burstDestination(
         port: Int,
         folder: TemporaryDirectory,
-        roomPatience: Duration = .seconds(2)
+        roomPatience: Duration = .seconds(2),
+        flushTimeout: Double = 30,
+        change: (inout LogstashDestination.Configuration) -> Void = { _ in }
     ) throws -> (LogstashDestination, LineCapture) {
         var client = LogstashClient.Configuration(host: "127.0.0.1", port: port)
         client.useTLS = false
@@ -145,10 +175,15 @@ import Testing
         client.resendWindowBytes = 1 << 20
         client.maxLineBytes = 16 << 10
         client.shutdownTimeout = .seconds(1)
-        var configuration = LogstashDestination.Configuration(client: client, spoolDirectory: folder.file("spool"))
+        var configuration = LogstashDestination.Configuration(
+            client: client,
+            spoolDirectory: folder.file("spool"),
+            flushTimeout: flushTimeout
+        )
         configuration.spool.segmentBytes = 512 << 10
         configuration.spool.maxTotalBytes = 8 << 20
         configuration.roomPatience = roomPatience
+        change(&configuration)
         let diagnostics = LineCapture()
         return (
             try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics), diagnostics

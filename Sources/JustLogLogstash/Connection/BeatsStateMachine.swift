@@ -361,6 +361,14 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         }
     }
 
+    /// Flush `id`'s caller stopped waiting (its timeout): it is forgotten, not completed.
+    package mutating func flushAbandoned(id: Int) {
+        flushes.remove(id: id)
+    }
+
+    /// Flushes waiting for records to be delivered.
+    package var pendingFlushCount: Int { flushes.count }
+
     /// Sends what is queued and waits for its ACKs (within ``Configuration/shutdownTimeout``), closes, and
     /// reports ``DeliveryAction/shutdownComplete``. What isn't acknowledged stays in the spool.
     package mutating func shutdownRequested() -> [Action] {

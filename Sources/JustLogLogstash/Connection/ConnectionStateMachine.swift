@@ -48,6 +48,13 @@ import JustLogCore
 /// from one that processed everything. Such events are lost unless the window still covers them; Logstash's
 /// Beats protocol, whose server acknowledges what it queued, closes that gap.
 ///
+/// ## A collector that stops reading
+/// A collector that keeps the connection open but stops reading (hung, or a load balancer whose backend is gone)
+/// lets our writes pile up in the socket buffers until one no longer completes. A write that has not completed
+/// within ``Configuration/writeTimeout`` ends the connection as if it had been lost: the unconfirmed records are
+/// resent, after the backoff, to the next host if there are several (the transport fails over), and pending
+/// flushes fail at once instead of waiting for a connection that may never move again.
+///
 /// ## Connections that fail right away
 /// A connection that ends within ``Configuration/healthyConnectionTime`` of connecting without acknowledging
 /// anything counts as a failure for the backoff, like a refused connect: a collector that accepts and then
@@ -71,6 +78,8 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         package var backoffJitter: Double = 0.2
         /// How long a graceful shutdown may take to drain and close before the connection is dropped. Default 5 s.
         package var shutdownTimeout: Duration = .seconds(5)
+        /// A write not completed within this long ends the connection (the collector stopped reading). Default 30 s.
+        package var writeTimeout: Duration = .seconds(30)
         /// A connection that ends sooner than this after connecting, having acknowledged nothing, counts as a
         /// failure for the backoff. Default 10 s.
         package var healthyConnectionTime: Duration = .seconds(10)
@@ -115,6 +124,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private var windowStart = 0
     private var connectionBytes = 0
     private var inFlight: SpoolBatch?
+    /// When the write of ``inFlight`` must have completed by.
+    private var writeDeadline: C.Instant?
+    /// When the timer last asked for fires (the transport keeps only the last one), until it fired.
+    private var timerSetFor: C.Instant?
     private var readPending = false
     private var nextDispatch: C.Instant?
     private var pendingFlushes = PendingFlushes()
@@ -165,13 +178,14 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         window.removeAll()
         windowStart = 0
         inFlight = nil
+        writeDeadline = nil
         readPending = false
         lastError = nil
         let now = clock.now
         nextDispatch = now.advanced(by: configuration.sendInterval)
         var actions: [Action] = [.reportActivity("connected to \(configuration.endpoint)"), .deliveryResumed]
         actions += readIfIdle()
-        actions.append(.scheduleTimer(at: timerDeadline()))
+        actions.append(timer(at: timerDeadline()))
         return actions
     }
 
@@ -198,7 +212,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                 cause: error.description
             )
         )
-        actions.append(.scheduleTimer(at: until))
+        actions.append(timer(at: until))
         return actions
     }
 
@@ -219,7 +233,13 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             return actions
         }
         inFlight = batch
-        return [.write(batch)]
+        let deadline = clock.now.advanced(by: configuration.writeTimeout)
+        writeDeadline = deadline
+        // While connected a timer is always set (for the next dispatch at the latest), and set again when it fires,
+        // for the write deadline too: only a deadline before it needs a timer now. (Not one per write: setting a
+        // timer costs the event loop, and its other channels, a little time with every batch.)
+        if let set = timerSetFor, set <= deadline { return [.write(batch)] }
+        return [.write(batch), timer(at: timerDeadline())]
     }
 
     /// The write of the batch in flight completed: its bytes are in our kernel's send buffer.
@@ -229,6 +249,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package mutating func writeCompleted(bufferBound: Int? = nil) -> [Action] {
         guard case .connected = state, let batch = inFlight else { return [] }
         inFlight = nil
+        writeDeadline = nil
         counters.sentRecords += UInt64(batch.recordCount)
         counters.sentBytes += UInt64(batch.bytes.count)
         if batch.start < highestSent {
@@ -326,6 +347,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             let unproven = sendPosition > acknowledgedPosition
             sendPosition = acknowledgedPosition
             inFlight = nil
+            writeDeadline = nil
             readPending = false
             window.removeAll()
             windowStart = 0
@@ -357,7 +379,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                     cause: reason.description
                 )
             )
-            actions.append(.scheduleTimer(at: until))
+            actions.append(timer(at: until))
             return actions
         case .connecting:
             return connectFailed(
@@ -371,9 +393,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     /// The timer scheduled last fired (stale timers are harmless: the deadline is checked).
     package mutating func timerFired() -> [Action] {
         let now = clock.now
+        timerSetFor = nil
         switch state {
         case .backingOff(let until, let failures):
-            guard now >= until else { return [.scheduleTimer(at: until)] }
+            guard now >= until else { return [timer(at: until)] }
             state = .connecting(failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
         case .connected:
@@ -389,15 +412,24 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                         )
                     )
             }
+            if let deadline = writeDeadline, now >= deadline {
+                // The collector took none of the batch's bytes for the whole timeout: it stopped reading.
+                let stalled = LogstashError(
+                    code: .timeout,
+                    message:
+                        "the collector took no write for \(seconds(configuration.writeTimeout)) (it stopped reading)"
+                )
+                return [.close(graceful: false)] + connectionClosed(error: stalled)
+            }
             var actions: [Action] = []
             if let next = nextDispatch, now >= next {
                 nextDispatch = now.advanced(by: configuration.sendInterval)
                 actions += readIfIdle()
             }
-            actions.append(.scheduleTimer(at: timerDeadline()))
+            actions.append(timer(at: timerDeadline()))
             return actions
         case .closing(let deadline):
-            guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
+            guard now >= deadline else { return [timer(at: deadline)] }
             return [.close(graceful: false)]
                 + finishShutdown(
                     error: LogstashError(code: .timeout, message: "the collector did not close the connection in time")
@@ -441,6 +473,14 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         }
     }
 
+    /// Flush `id`'s caller stopped waiting (its timeout): it is forgotten, not completed.
+    package mutating func flushAbandoned(id: Int) {
+        pendingFlushes.remove(id: id)
+    }
+
+    /// Flushes waiting for records to be delivered.
+    package var pendingFlushCount: Int { pendingFlushes.count }
+
     /// Sends what is queued (within ``Configuration/shutdownTimeout``), closes gracefully, and reports
     /// ``Action/shutdownComplete``. What isn't sent stays in the spool.
     package mutating func shutdownRequested() -> [Action] {
@@ -462,7 +502,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
-            return readIfIdle() + [.scheduleTimer(at: timerDeadline())]
+            return readIfIdle() + [timer(at: timerDeadline())]
         case .closing, .closed:
             return []
         }
@@ -491,9 +531,16 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         ]
     }
 
+    /// Asks for ``timerFired()`` at `instant` (replacing the timer set before).
+    private mutating func timer(at instant: C.Instant) -> Action {
+        timerSetFor = instant
+        return .scheduleTimer(at: instant)
+    }
+
     private func timerDeadline() -> C.Instant {
-        let next = nextDispatch ?? clock.now.advanced(by: configuration.sendInterval)
-        if let deadline = shutdownDeadline { return min(next, deadline) }
+        var next = nextDispatch ?? clock.now.advanced(by: configuration.sendInterval)
+        if let deadline = shutdownDeadline { next = min(next, deadline) }
+        if let deadline = writeDeadline { next = min(next, deadline) }
         return next
     }
 
@@ -514,6 +561,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         shutdownFailure = error
         shutdownDeadline = nil
         inFlight = nil
+        writeDeadline = nil
         readPending = false
         var actions = failFlushes(error ?? LogstashError(code: .shutdown, message: "the Logstash client shut down"))
         actions.append(.reportActivity("closed the connection to \(configuration.endpoint)"))

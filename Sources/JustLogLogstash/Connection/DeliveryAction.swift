@@ -95,6 +95,17 @@ package struct PendingFlushes: Sendable {
         return done
     }
 
+    /// Forgets flush `id` (its caller stopped waiting); whether it was waiting.
+    @discardableResult
+    package mutating func remove(id: Int) -> Bool {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
+        waiting.remove(at: index)
+        return true
+    }
+
+    /// How many flushes wait.
+    package var count: Int { waiting.count }
+
     /// Removes and returns every flush.
     package mutating func takeAll() -> [Int] {
         defer { waiting.removeAll() }

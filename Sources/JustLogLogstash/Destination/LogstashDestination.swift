@@ -252,22 +252,29 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
     /// are waiting in memory (what the spool holds is still sent).
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
         handle(appender.retry())
+        // (An infinite or NaN timeout waits as long as it takes.)
+        let seconds = configuration.flushTimeout.isFinite ? min(max(configuration.flushTimeout, 0), 1e9) : nil
+        let timeout = seconds.map { Duration.milliseconds(Int64(($0 * 1000).rounded())) }
         if let problem = appender.unavailability {
-            client.flush { _ in }
+            client.flush(within: timeout) { _ in }
             completion(unavailableError(problem))
             return
         }
+        // The client gives up at the timeout (and forgets the flush); this timer only answers for a client that
+        // can't answer at all (its event loop group shut down).
         let once = CompletionOnce(completion)
-        let timeout = configuration.flushTimeout
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
-            once.complete(
-                LogstashError(
-                    code: .timeout,
-                    message: "Logstash flush did not finish within \(timeout) s; the events stay spooled"
+        if let seconds {
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds + 1) {
+                once.complete(
+                    LogstashError(
+                        code: .timeout,
+                        message:
+                            "the Logstash client did not answer a flush within \(seconds + 1) s; the events stay spooled"
+                    )
                 )
-            )
+            }
         }
-        client.flush { error in once.complete(error) }
+        client.flush(within: timeout) { error in once.complete(error) }
     }
 
     /// Sends what it can within the client's shutdown timeout, closes the connection and the spool. What

@@ -16,6 +16,10 @@ protocol DeliveryMachine: Sendable {
     mutating func timerFired() -> [Action]
     mutating func recordsAvailable() -> [Action]
     mutating func flushRequested(id: Int, upTo: SpoolPosition) -> [Action]
+    /// Flush `id`'s caller stopped waiting (its timeout): forget it without completing it.
+    mutating func flushAbandoned(id: Int)
+    /// Flushes waiting for records to be delivered.
+    var pendingFlushCount: Int { get }
     mutating func shutdownRequested() -> [Action]
 
     var counters: DeliveryCounters { get }

@@ -65,6 +65,10 @@ extension LogstashClient {
         public var backoffMaximum: Duration = .seconds(30)
         /// Longest time a graceful shutdown may take to send what is queued and close (default 5 s).
         public var shutdownTimeout: Duration = .seconds(5)
+        /// json_lines: a write the collector has not taken within this long (default 30 s) ends the connection
+        /// — the collector stopped reading — and its records are sent again, to the next of several ``hosts``.
+        /// A collector must take a batch (up to ``maxBatchBytes``) within it. (Beats: ``Transport/Beats/ackTimeout``.)
+        public var writeTimeout: Duration = .seconds(30)
 
         public init(host: String, port: Int) {
             self.hosts = [Host(host: host, port: port)]
@@ -81,7 +85,8 @@ extension LogstashClient {
         /// How activity lines name `host`: never includes a token.
         func endpoint(of host: Host) -> String {
             let name = host.host.contains(":") ? "[\(host.host)]" : host.host
-            let security = useTLS ? (allowUntrustedServer ? "TLS, unverified" : "TLS") : "plain TCP"
+            let unverified = pinnedSPKISHA256.isEmpty ? "TLS, unverified" : "TLS, pinned key only"
+            let security = useTLS ? (allowUntrustedServer ? unverified : "TLS") : "plain TCP"
             return "\(name):\(host.port) (\(security)\(transport.isBeats ? ", Beats" : ""))"
         }
     }

@@ -9,7 +9,9 @@ import NIOSSL
 /// ``Configuration/transport``.
 ///
 /// With several ``Configuration/hosts`` it sends to one at a time, starting with the first, and moves to the
-/// next when a connect fails or a connection is lost (failover); activity lines name the host they concern.
+/// next when a connect fails, a connection is lost, or the collector stops taking what is sent (json_lines: a write
+/// not taken within ``Configuration/writeTimeout``; Beats: no acknowledgement within its `ackTimeout`) — failover;
+/// activity lines name the host they concern. A ``flush(within:completion:)`` that gives up is forgotten.
 /// With Beats and ``Configuration/loadBalance``, it keeps one connection to each host instead, each with its
 /// own window and acknowledgements, sharing out the spool's records (a ``WindowDispatcher``).
 ///
@@ -70,7 +72,8 @@ public final class LogstashClient: @unchecked Sendable {
     private var generation = 0
     private var timer: Scheduled<Void>?
     private var handshakeTimeout: Scheduled<Void>?
-    private var flushCallbacks: [Int: @Sendable ((any Error)?) -> Void] = [:]
+    /// Flushes not completed yet: whom to tell, and the timer that gives up on them (if they have a timeout).
+    private var flushCallbacks: [Int: (completion: @Sendable ((any Error)?) -> Void, timeout: Scheduled<Void>?)] = [:]
     private var nextFlushID = 0
     private var shutdownCallbacks: [@Sendable (LogstashError?) -> Void] = []
     private var isShutDown = false
@@ -203,6 +206,7 @@ public final class LogstashClient: @unchecked Sendable {
             policies.backoffMinimum = configuration.backoffMinimum
             policies.backoffMaximum = configuration.backoffMaximum
             policies.shutdownTimeout = configuration.shutdownTimeout
+            policies.writeTimeout = configuration.writeTimeout
             policies.endpoint = configuration.endpoint
             self.machine = ConnectionStateMachine(configuration: policies, clock: ContinuousClock())
         }
@@ -258,6 +262,13 @@ public final class LogstashClient: @unchecked Sendable {
     /// and calls `completion` once it is all written to the connection, or with a ``LogstashError`` that
     /// says why not (the records then stay spooled). Called on the event loop.
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        flush(within: nil, completion: completion)
+    }
+
+    /// ``flush(completion:)`` that gives up after `timeout` (`nil`: never): `completion` is then called with a
+    /// ``LogstashError/Code/timeout`` error and the flush is forgotten — a collector that never moves again does
+    /// not make the flushes waiting for it pile up.
+    public func flush(within timeout: Duration?, completion: @escaping @Sendable ((any Error)?) -> Void) {
         let upTo = spool.endPosition
         guard lanes.isEmpty else {
             // Done once every lane is: then everything before `upTo` is acknowledged, unless a lane failed.
@@ -265,15 +276,45 @@ public final class LogstashClient: @unchecked Sendable {
                 let spool = self.spool
                 completion(spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0 ? nil : errors.first ?? nil)
             }
-            for lane in lanes { lane.flush { group.done($0) } }
+            for lane in lanes { lane.flush(within: timeout) { group.done($0) } }
             return
         }
         eventLoop.execute {
             let id = self.nextFlushID
             self.nextFlushID += 1
-            self.flushCallbacks[id] = completion
+            let giveUp = timeout.map { timeout in
+                self.eventLoop.scheduleTask(in: Self.timeAmount(timeout)) { self.abandonFlush(id: id, after: timeout) }
+            }
+            self.flushCallbacks[id] = (completion, giveUp)
             self.run(self.machine.flushRequested(id: id, upTo: upTo))
         }
+    }
+
+    /// Flush `id` did not complete within `timeout`: its caller is told, and it is forgotten.
+    private func abandonFlush(id: Int, after timeout: Duration) {
+        guard let flush = flushCallbacks.removeValue(forKey: id) else { return }
+        machine.flushAbandoned(id: id)
+        flush.completion(
+            LogstashError(
+                code: .timeout,
+                message: "Logstash flush did not finish within \(timeout); the events stay spooled"
+            )
+        )
+    }
+
+    /// Flushes waiting to complete (the client's and its delivery machine's: the same, unless one leaks).
+    package func pendingFlushes() async -> (client: Int, machine: Int) {
+        guard lanes.isEmpty else {
+            var total = (client: 0, machine: 0)
+            for lane in lanes {
+                let lanePending = await lane.pendingFlushes()
+                total.client += lanePending.client
+                total.machine += lanePending.machine
+            }
+            return total
+        }
+        let counts = try? await eventLoop.submit { (self.flushCallbacks.count, self.machine.pendingFlushCount) }.get()
+        return counts ?? (0, 0)
     }
 
     /// Sends everything appended before this call; see ``flush(completion:)``.
@@ -399,14 +440,18 @@ public final class LogstashClient: @unchecked Sendable {
             case .scheduleTimer(let instant):
                 scheduleTimer(at: instant)
             case .close(let graceful):
-                // The Beats machine drops a connection itself (no ACK in time, a malformed answer): fail over then too.
-                if !graceful, beats != nil, channel != nil {
+                // A machine drops a connection itself (Beats: no ACK in time, a malformed answer; json_lines: a write
+                // the collector did not take in time): fail over then too.
+                if !graceful, channel != nil {
                     source.connectionLost()
                     if shutdownCallbacks.isEmpty { failOver() }
                 }
                 close(graceful: graceful)
             case .completeFlush(let id, let error):
-                flushCallbacks.removeValue(forKey: id)?(error)
+                if let flush = flushCallbacks.removeValue(forKey: id) {
+                    flush.timeout?.cancel()
+                    flush.completion(error)
+                }
             case .reportActivity(let line):
                 activity?(line)
             case .deliveryResumed:
@@ -726,7 +771,10 @@ public final class LogstashClient: @unchecked Sendable {
         generation += 1
         releaseBuffers()
         let error = LogstashError(code: .shutdown, message: "the Logstash client shut down; records stay spooled")
-        for callback in flushCallbacks.values { callback(error) }
+        for flush in flushCallbacks.values {
+            flush.timeout?.cancel()
+            flush.completion(error)
+        }
         flushCallbacks.removeAll()
         let callbacks = shutdownCallbacks
         shutdownCallbacks.removeAll()
