@@ -92,6 +92,11 @@ private struct SpoolFiles {
         defer { close(fd) }
         _ = pwrite(fd, bytes, bytes.count, off_t(offset))
     }
+
+    /// The file name of `path` (a segment's: its sequence number, zero-padded, and `.seg`).
+    func name(_ path: String) -> String {
+        URL(fileURLWithPath: path).lastPathComponent
+    }
 }
 
 /// The number in the first diagnostics line that reports lost records ("… N record(s) lost …"), if any.
@@ -150,6 +155,139 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         let capture = LineCapture()
         let spool = try damaged.expectOnlyTheSegmentsRecordsLost(capture)
         spool.close()
+    }
+
+    /// The newest segment deleted (by a user, a clean-up job): no segment left tells how many records it held, but the
+    /// cursor file names the newest segment made, and the loss is said — as an emptied newest segment's is. Before,
+    /// nothing was said at all.
+    @Test func aDeletedNewestSegmentIsReportedAsAnUncountedLoss() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-newest")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let lost = files.records(in: newest, of: 0..<total)
+        try #require(!lost.isEmpty)
+        unlink(newest)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+        #expect(spool.takeLossesToReport() == 0, "how many it held is unknown: none is counted")
+        #expect(
+            capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") },
+            "\(capture.writes)"
+        )
+        // Appending works, and the next open has nothing new to report.
+        try spool.append(record(total))
+        spool.close()
+        let again = LineCapture()
+        let reopened = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
+        defer { reopened.close() }
+        #expect(readAll(reopened) == (0...total).filter { !lost.contains($0) }.map(text))
+        #expect(reopened.takeLossesToReport() == 0)
+        #expect(again.writes.isEmpty, "\(again.writes)")
+    }
+
+    /// The two newest segments deleted: the records of the one before the newest are counted exactly (the cursor file
+    /// remembers the serial the newest started at), and the newest one's are said to be of unknown number.
+    @Test func theRecordsOfDeletedSegmentsBeforeTheNewestAreCountedExactly() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-newest-two")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let segments = files.segments
+        try #require(segments.count > 10)
+        let (previous, newest) = (segments[segments.count - 2], segments[segments.count - 1])
+        let counted = files.records(in: previous, of: 0..<total)
+        let lost = counted + files.records(in: newest, of: 0..<total)
+        try #require(!counted.isEmpty)
+        unlink(previous)
+        unlink(newest)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+        #expect(spool.takeLossesToReport() == UInt64(counted.count))
+        #expect(reportedLoss(capture) == counted.count, "\(capture.writes)")
+        #expect(
+            capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") },
+            "\(capture.writes)"
+        )
+    }
+
+    /// Every segment deleted, the cursor file kept: the records from the cursor up to the newest segment are counted,
+    /// the newest one's are said to be of unknown number, and the spool starts again, empty.
+    @Test func aSpoolWhoseSegmentsWereAllDeletedCountsWhatItsCursorFileTells() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-all-deleted")
+        let total = 3000
+        let acknowledged = 500
+        do {
+            let spool = try LogstashSpool(configuration: configuration(directory))
+            for index in 0..<total { try spool.append(record(index)) }
+            let batch = spool.read(from: spool.cursor, maxBytes: 64 << 20, maxRecords: acknowledged)
+            #expect(batch.recordCount == acknowledged)
+            spool.acknowledge(upTo: batch.end)
+            spool.close()
+        }
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let inNewest = files.records(in: newest, of: 0..<total)
+        try #require(!inNewest.isEmpty)
+        for path in files.segments { unlink(path) }
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool).isEmpty)
+        let counted = total - acknowledged - inNewest.count
+        #expect(spool.takeLossesToReport() == UInt64(counted))
+        #expect(reportedLoss(capture) == counted, "\(capture.writes)")
+        #expect(
+            capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") },
+            "\(capture.writes)"
+        )
+        // Appending works, and the next open has nothing new to report.
+        try spool.append(record(total))
+        spool.close()
+        let again = LineCapture()
+        let reopened = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
+        defer { reopened.close() }
+        #expect(readAll(reopened) == [text(total)])
+        #expect(reopened.takeLossesToReport() == 0)
+        #expect(again.writes.isEmpty, "\(again.writes)")
+    }
+
+    /// A cursor file as the version before wrote it (32 bytes: no newest segment) is still read; pointing into a
+    /// segment newer than every one left, it tells that the segments from that one on were deleted.
+    @Test func anEarlierFormatCursorIntoADeletedNewestSegmentReportsItMissing() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-newest-format2")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let first = try #require(files.records(in: newest, of: 0..<total).first)
+        let sequence = try #require(UInt64(files.name(newest).dropLast(4)))
+        // Segment, offset, serial (record `first`'s: serials start at 1), CRC-32 of those, format 2: every record
+        // before the newest segment acknowledged.
+        var cursor = withUnsafeBytes(of: sequence.littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: UInt64(32).littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: UInt64(first + 1).littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: CRC32.checksum(cursor).littleEndian, Array.init)
+        cursor += withUnsafeBytes(of: UInt32(2).littleEndian, Array.init)
+        #expect(FileManager.default.createFile(atPath: directory.file("cursor"), contents: Data(cursor)))
+        unlink(newest)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        #expect(readAll(spool).isEmpty)
+        #expect(spool.takeLossesToReport() == 0)
+        #expect(!capture.writes.contains { $0.contains("cursor in") }, "read, not taken for damaged: \(capture.writes)")
+        #expect(
+            capture.writes.contains { $0.contains("segment \(files.name(newest)) the cursor points into is missing") },
+            "\(capture.writes)"
+        )
     }
 
     /// A segment that can't be opened is moved aside: the spool opens, keeps every record of the other segments and

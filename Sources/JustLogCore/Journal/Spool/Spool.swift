@@ -13,7 +13,8 @@ import Darwin
 ///
 /// The spool is a folder of segment files (`00000000000000000001.seg`, …; see ``SpoolSegment`` for the
 /// layout), each mapped into memory with `MAP_SHARED`, and a checksummed `cursor` file holding the position
-/// of the oldest record not yet acknowledged. The folder and its missing parents are created owner-only.
+/// of the oldest record not yet acknowledged and the newest segment made. The folder and its missing parents are
+/// created owner-only.
 ///
 /// ## Crash safety
 /// ``append(_:)`` copies the record into the shared mapping and returns: no system call per record. The
@@ -33,7 +34,9 @@ import Darwin
 /// records; a damaged cursor makes sending start again at the oldest record (some events are then sent
 /// twice: at least once, never skipped). Records are numbered, so every record that can't be read is
 /// counted exactly and reported once: a line on the diagnostics sink and ``takeLossesToReport()`` (the
-/// destination sends a report event). Nothing is written over damaged bytes.
+/// destination sends a report event). The newest segments deleted are found by the cursor file, which names the
+/// newest segment made: the records of those before the newest are counted; the newest one's number can't be
+/// known, and a line says so. Nothing is written over damaged bytes.
 ///
 /// ## Size cap
 /// When a new segment would take the spool past ``Configuration/maxTotalBytes``, the oldest segment is
@@ -401,7 +404,7 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    /// Marks every record before `position` as delivered: advances the persisted cursor (one 32-byte
+    /// Marks every record before `position` as delivered: advances the persisted cursor (one 48-byte
     /// `pwrite`) and deletes segments that are wholly before it — but keeps one, zeroed, for the next segment to
     /// reuse. The system calls and the zeroing happen outside the lock appends take (deleting or zeroing a segment
     /// takes a millisecond or so).

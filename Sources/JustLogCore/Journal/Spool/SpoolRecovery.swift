@@ -10,6 +10,10 @@
 ///   frame header survived, the last serial each segment header recorded) that belong to no intact record
 ///   are lost: a damaged record, a missing or emptied segment, a file cut short — but not a reserved frame never
 ///   filled (its call never returned; see ``SpoolSegment/reserve(_:serial:)``).
+/// - **Missing newest segments are found by the cursor file.** It names the newest segment made (see
+///   ``SpoolCursorFile/Newest``); if the folder has no segment that new, the newest ones were deleted: their records
+///   before the serial it remembers are counted, and the newest one's are reported as of unknown number — as an
+///   emptied newest segment's are. An earlier cursor file names only the segment it points into.
 /// - **Reported once.** Serials already in the ``SpoolLossLedger`` were reported by an earlier open.
 struct SpoolRecovery {
     /// One lost stretch of serials and where it was.
@@ -66,13 +70,18 @@ struct SpoolRecovery {
 
         // Where to resume, and from which serial on records count as not yet delivered.
         var fromSerial: UInt64?
+        // The newest segment the cursor file says was made, and the one it points into.
+        var newestMade: SpoolCursorFile.Newest?
+        var pointedInto: UInt64?
         switch cursorFile {
         case .none:
             cursor = oldest
             if segments.contains(where: { $0.segment.recordCount > 0 }) {
                 cursorProblem = "the cursor file is missing or empty"
             }
-        case .current(let saved, let serial):
+        case .current(let saved, let serial, let made):
+            newestMade = made
+            pointedInto = saved.segment
             if let entry = segments.first(where: { $0.segment.sequence == saved.segment }),
                 entry.segment.format == .legacy
             {
@@ -82,6 +91,7 @@ struct SpoolRecovery {
             }
             fromSerial = serial
         case .legacy(let saved):
+            pointedInto = saved.segment
             if let entry = segments.first(where: { $0.segment.sequence == saved.segment }),
                 entry.segment.isBoundary(saved.offset)
             {
@@ -96,7 +106,9 @@ struct SpoolRecovery {
         }
         let firstSerial = Self.serial(atOrAfter: cursor, in: segments)
         cursorSerial = fromSerial ?? firstSerial ?? (highest + 1)
-        nextSerial = max(highest + 1, cursorSerial, ledger.ranges.last?.upperBound ?? 1, 1)
+        // Not below the serial the newest segment made started at, if it is gone: a serial counted lost is not reused.
+        let newestMadeSerial = newestMade?.nextSerial ?? 1
+        nextSerial = max(highest + 1, cursorSerial, ledger.ranges.last?.upperBound ?? 1, newestMadeSerial, 1)
 
         // The serials lost from the cursor on.
         let from = fromSerial ?? firstSerial ?? (highest + 1)
@@ -126,6 +138,20 @@ struct SpoolRecovery {
                 Loss(
                     serials: expected..<(known + 1),
                     place: Self.place(after: previous, before: nil, segments: segments)
+                )
+            )
+            expected = known + 1
+        }
+        // The newest segment made was not opened (missing, emptied or moved aside): the serials before the one it
+        // started at that no intact record has were in segments after the newest opened, all gone (or in the newest
+        // made itself, from before an open: see ``SpoolCursorFile/Newest``). Its own later records: `uncounted`.
+        let newestOpened = segments.last?.segment.sequence ?? 0
+        if let newestMade, newestMade.segment > newestOpened, newestMade.nextSerial > expected {
+            let after = segments.last.map { " after \(SpoolSegment.fileName($0.segment.sequence))" } ?? ""
+            losses.append(
+                Loss(
+                    serials: expected..<newestMade.nextSerial,
+                    place: "in the segments\(after) that are missing, emptied or moved aside"
                 )
             )
         }
@@ -161,6 +187,17 @@ struct SpoolRecovery {
         if let newestUnopenable = unopenable.max(), newestUnopenable > (segments.last?.segment.sequence ?? 0) {
             uncounted.append(
                 "the newest segment \(SpoolSegment.fileName(newestUnopenable)) could not be opened; how many records it held is unknown"
+            )
+        }
+        // Segments newer than every file found: deleted.
+        let newestFound = max(newestOpened, emptied.max() ?? 0, unopenable.max() ?? 0)
+        if let newestMade, newestMade.segment > newestFound {
+            uncounted.append(
+                "the newest segment \(SpoolSegment.fileName(newestMade.segment)) is missing; if it held records, how many is unknown"
+            )
+        } else if newestMade == nil, let pointedInto, pointedInto > newestFound {
+            uncounted.append(
+                "the segment \(SpoolSegment.fileName(pointedInto)) the cursor points into is missing, as is any newer one; if they held records, how many is unknown"
             )
         }
     }

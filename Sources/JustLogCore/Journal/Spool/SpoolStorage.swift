@@ -27,13 +27,17 @@ final class SpoolStorage {
     @exclusivity(unchecked) private var dropsToReport: UInt64 = 0
     @exclusivity(unchecked) private var lossesToReport: UInt64
     @exclusivity(unchecked) private var nextSerial: UInt64
+    /// The newest segment and the serial the next record was to get when it became the newest, for the cursor file:
+    /// the next open finds out from it whether the newest segments were deleted (see ``SpoolRecovery``).
+    @exclusivity(unchecked) private var newest: SpoolCursorFile.Newest
     private let maxSegments: Int
     private let diagnostics: DiagnosticSink
     /// Guards the cursor file's writes, which ``Spool/acknowledge(upTo:)`` makes outside the spool's lock (see
     /// ``write(_:)``), and the two values below.
     private let cursorWriteLock = ConditionLock()
-    /// The cursor last written to the file (under `cursorWriteLock`): an older one is not written over it.
-    @exclusivity(unchecked) private var writtenCursor: SpoolPosition?
+    /// What was last written to the file (under `cursorWriteLock`): an older cursor, or an older newest segment, is
+    /// not written over it.
+    @exclusivity(unchecked) private var writtenCursor: PersistedCursor?
     @exclusivity(unchecked) private var cursorSaveFailed = false  // under `cursorWriteLock`
 
     // MARK: - Opening
@@ -155,6 +159,11 @@ final class SpoolStorage {
         self.cursor = cursor
         self.cursorFile = cursorFile
         self.nextSerial = recovery.nextSerial
+        // Every record of an older segment, and every one this segment holds now, has a serial below the next.
+        self.newest = SpoolCursorFile.Newest(
+            segment: segments[segments.count - 1].sequence,
+            nextSerial: recovery.nextSerial
+        )
         self.lossesToReport = recovery.newlyLost
         self.counters = SpoolCounters(
             queuedRecords: 0,
@@ -378,7 +387,8 @@ final class SpoolStorage {
         }
     }
 
-    /// Opens the next segment, first deleting the oldest if the spool is at its cap.
+    /// Opens the next segment, first deleting the oldest if the spool is at its cap, and writes the cursor file, which
+    /// names it as the newest (one `pwrite`; a segment starts once per ``Spool/Configuration/segmentBytes``).
     private func startSegment() throws -> SpoolSegment {
         while segments.count >= maxSegments {
             dropOldestSegment()
@@ -393,6 +403,8 @@ final class SpoolStorage {
             )
         segments.append(segment)
         counters.segmentCount = segments.count
+        newest = SpoolCursorFile.Newest(segment: sequence, nextSerial: nextSerial)
+        persistCursor()
         return segment
     }
 
@@ -510,15 +522,20 @@ final class SpoolStorage {
         return (retired, persistedCursor)
     }
 
-    /// A cursor and the serial of the record it points at, as the cursor file holds them.
-    struct PersistedCursor {
+    /// A cursor and the serial of the record it points at, and the newest segment, as the cursor file holds them.
+    struct PersistedCursor: Equatable {
         var position: SpoolPosition
         var serial: UInt64
+        var newest: SpoolCursorFile.Newest
     }
 
     /// The cursor as it is to be persisted now.
     private var persistedCursor: PersistedCursor {
-        PersistedCursor(position: cursor, serial: SpoolRecovery.serial(atOrAfter: cursor, in: segments) ?? nextSerial)
+        PersistedCursor(
+            position: cursor,
+            serial: SpoolRecovery.serial(atOrAfter: cursor, in: segments) ?? nextSerial,
+            newest: newest
+        )
     }
 
     /// Writes the cursor now (one `pwrite`).
@@ -527,13 +544,23 @@ final class SpoolStorage {
     }
 
     /// Writes `cursor` to the cursor file (one `pwrite`) unless a newer one was written already: safe without the
-    /// spool's lock, so that acknowledging does not hold appends up for a system call.
+    /// spool's lock, so that acknowledging does not hold appends up for a system call. Each part — the cursor, the
+    /// newest segment — is the newer of `cursor`'s and of what was written before: an acknowledgement written after
+    /// the spool's lock was released must not take back a segment started meanwhile, nor the reverse.
     func write(_ cursor: PersistedCursor) {
         cursorWriteLock.lock()
         defer { cursorWriteLock.unlock() }
-        if let writtenCursor, writtenCursor >= cursor.position { return }
-        if cursorFile.write(cursor.position, serial: cursor.serial) {
-            writtenCursor = cursor.position
+        var cursor = cursor
+        if let writtenCursor {
+            if writtenCursor.position > cursor.position {
+                cursor.position = writtenCursor.position
+                cursor.serial = writtenCursor.serial
+            }
+            if writtenCursor.newest.segment > cursor.newest.segment { cursor.newest = writtenCursor.newest }
+            if writtenCursor.position == cursor.position, writtenCursor.newest == cursor.newest { return }
+        }
+        if cursorFile.write(cursor.position, serial: cursor.serial, newest: cursor.newest) {
+            writtenCursor = cursor
             cursorSaveFailed = false
         } else if !cursorSaveFailed {
             cursorSaveFailed = true
