@@ -254,6 +254,47 @@ import Testing
         await receiver.stop()
     }
 
+    @Test func aLossOfUnknownSizeIsReportedToTheCollectorToo() async throws {
+        // The newest segment deleted: no file left tells how many records it held. That was said on stderr only; the
+        // dashboards, which see the counted losses, never learned of it.
+        let directory = try TemporaryDirectory(prefix: "destination-newest-deleted")
+        let receiver = try await LineReceiver()
+        var client = LogstashClient.Configuration(host: "127.0.0.1", port: receiver.port)
+        client.useTLS = false
+        client.sendInterval = .milliseconds(100)
+        var configuration = LogstashDestination.Configuration(client: client, spoolDirectory: directory.file("spool"))
+        configuration.spool.segmentBytes = 16 << 10
+        configuration.spool.maxRecordBytes = 4 << 10
+        do {
+            let spool = try LogstashSpool(configuration: configuration.spool)
+            for index in 0..<1000 {
+                try spool.append(Array(#"{"message":"kept \#(index)","event_id":"e\#(index)"}"#.utf8))
+            }
+            spool.close()
+        }
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory.file("spool"))
+            .filter { $0.hasSuffix(".seg") }.sorted()
+        try #require(segments.count > 1)
+        let newest = try #require(segments.last)
+        #expect(unlink(directory.file("spool/\(newest)")) == 0)
+
+        let diagnostics = LineCapture()
+        let destination = try LogstashDestination(configuration: configuration, diagnostics: diagnostics.diagnostics)
+        defer { destination.shutdown() }
+        let reported = await eventually(timeout: .seconds(120)) {
+            receiver.lines.contains { $0.contains("how many is unknown") && $0.contains("\(newest) is missing") }
+        }
+        #expect(reported, "\(receiver.lines.suffix(2)) \(diagnostics.writes)")
+        let report = try #require(receiver.lines.first { $0.contains("how many is unknown") })
+        guard case .object(let object) = try JSONReader.parse(report) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object["lost_events_unknown"] == .bool(true))
+        #expect(object["lost_events"] == nil)
+        await receiver.stop()
+    }
+
     @Test func whileTheSpoolIsUnusableEventsWaitInBoundedMemoryAndDropsAreCountedAndReported() async throws {
         let directory = try TemporaryDirectory(prefix: "destination-held")
         let receiver = try await LineReceiver()

@@ -381,6 +381,13 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
                     userInfo: ["lost_events": .uint(lost)]
                 )
             }
+            // (Not `lost_events` with another type: a collector's index maps each field to one type.)
+            for damage in spool.takeUncountedLossesToReport() {
+                reports.append(
+                    "JustLog lost event(s) for Logstash, how many is unknown: the spool in \(configuration.spool.directory) was damaged: \(damage)",
+                    userInfo: ["lost_events_unknown": .bool(true)]
+                )
+            }
         }
         if let recovery = outcome.recovered {
             diagnostics.reset(key: "logstash.memory")

@@ -480,6 +480,16 @@ public final class Spool: @unchecked Sendable {
             return 0
         }
     }
+
+    /// Damage found when the spool was opened whose number of lost records can't be known — a deleted or emptied
+    /// newest segment, an unreadable end whose header is damaged too — one line each (as said on the diagnostics
+    /// sink), and forgets them: the destination reports each in an event, as it does ``takeLossesToReport()``.
+    public func takeUncountedLossesToReport() -> [String] {
+        lock.withLock {
+            if case .open(let storage) = state { return storage.takeUncountedLossesToReport() }
+            return []
+        }
+    }
 }
 
 /// Whether the spool has room for a record now (see ``Spool/room(for:whileQueuedBytesBelow:)``).

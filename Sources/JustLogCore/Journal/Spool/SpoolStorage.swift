@@ -26,6 +26,8 @@ final class SpoolStorage {
     @exclusivity(unchecked) private(set) var counters: SpoolCounters
     @exclusivity(unchecked) private var dropsToReport: UInt64 = 0
     @exclusivity(unchecked) private var lossesToReport: UInt64
+    /// What recovery found lost in a number it can't know, one line each, not yet taken for a report.
+    @exclusivity(unchecked) private var uncountedLossesToReport: [String]
     @exclusivity(unchecked) private var nextSerial: UInt64
     /// The newest segment and the serial the next record was to get when it became the newest, for the cursor file:
     /// the next open finds out from it whether the newest segments were deleted (see ``SpoolRecovery``).
@@ -165,6 +167,7 @@ final class SpoolStorage {
             nextSerial: recovery.nextSerial
         )
         self.lossesToReport = recovery.newlyLost
+        self.uncountedLossesToReport = recovery.uncounted
         self.counters = SpoolCounters(
             queuedRecords: 0,
             queuedBytes: 0,
@@ -580,6 +583,11 @@ final class SpoolStorage {
     func takeLossesToReport() -> UInt64 {
         defer { lossesToReport = 0 }
         return lossesToReport
+    }
+
+    func takeUncountedLossesToReport() -> [String] {
+        defer { uncountedLossesToReport = [] }
+        return uncountedLossesToReport
     }
 }
 
