@@ -170,4 +170,25 @@ private func eventID(_ payload: String) -> String? {
         #expect(Set(server.payloads.compactMap(eventID)) == Set((0..<10).map { "e\($0)" }))
         #expect(activity.contains("connected to 127.0.0.1:\(server.port) (plain TCP, Beats)"))
     }
+
+    @Test func theUntrustedServerWarningIsGivenOnceForAllLoadBalancedHosts() async throws {
+        let (first, second) = (try RefusingPort(), try RefusingPort())
+        defer { withExtendedLifetime((first, second)) {} }
+        let directory = try TemporaryDirectory(prefix: "beats-lanes-warning")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
+            $0.loadBalance = true
+            $0.useTLS = true
+            $0.allowUntrustedServer = true
+        }
+        client.start()
+        // Both lanes started (each tried its host) before the warnings are counted.
+        #expect(await activity.wait(for: "connecting to 127.0.0.1:\(first.port)"))
+        #expect(await activity.wait(for: "connecting to 127.0.0.1:\(second.port)"))
+        let warnings = activity.lines.filter { $0.hasPrefix("WARNING ") }
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.first?.contains("127.0.0.1:\(first.port), 127.0.0.1:\(second.port)") == true, "\(warnings)")
+        await client.shutdown()
+    }
 }

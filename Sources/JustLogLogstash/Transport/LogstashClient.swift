@@ -216,13 +216,10 @@ public final class LogstashClient: @unchecked Sendable {
 
     /// Starts connecting and sending. Later calls do nothing.
     public func start() {
-        guard lanes.isEmpty else {
-            for lane in lanes { lane.start() }
-            return
-        }
         eventLoop.execute {
             guard !self.started else { return }
             self.started = true
+            // Once per client, naming every host: not once per load-balanced lane.
             if self.configuration.useTLS && self.configuration.allowUntrustedServer {
                 let hosts = self.configuration.hosts.map { "\($0.host):\($0.port)" }.joined(separator: ", ")
                 self.warning(
@@ -231,8 +228,17 @@ public final class LogstashClient: @unchecked Sendable {
                         : "JustLog WARNING: allowUntrustedServer is on: the TLS certificate of \(hosts) is checked only against the pinned public keys (no chain, name or expiry checks)"
                 )
             }
-            self.run(self.machine.start(at: self.source.cursor))
+            if self.lanes.isEmpty {
+                self.startSending()
+            } else {
+                for lane in self.lanes { lane.eventLoop.execute { lane.startSending() } }
+            }
         }
+    }
+
+    /// Starts this connection's delivery machine (event loop; once: by ``start()``, or a lane's client's).
+    private func startSending() {
+        run(machine.start(at: source.cursor))
     }
 
     /// Tells the sender that a record was appended to the spool. Cheap: it wakes the sender only when a
