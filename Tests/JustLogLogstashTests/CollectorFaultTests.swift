@@ -211,4 +211,26 @@ import Testing
         await hostile.stop()
         await receiver.stop()
     }
+
+    /// The backlog found on connecting is written at once, and its write asked for a timer at its deadline — which
+    /// the dispatch timer asked for after it replaced (the transport keeps the last): the stall was found at the next
+    /// dispatch, here an hour later, instead of after the write timeout.
+    @Test func aStalledWriteOfTheBacklogFoundOnConnectingTimesOutAfterTheWriteTimeoutNotTheSendInterval() async throws {
+        let hostile = try await HostileCollector(.init(receiveBuffer: 64 << 10))
+        let directory = try TemporaryDirectory(prefix: "stalled-backlog")
+        let activity = ActivityLog()
+        let client = try makeClient(port: hostile.port, directory: directory, activity: activity) {
+            $0.sendInterval = .seconds(3600)
+            $0.writeTimeout = .seconds(1)
+        }
+        // About 8 MB spooled before connecting: more than the socket buffers hold.
+        for index in 0..<20_000 {
+            try client.spool.append(jsonRecord(index, padding: 350))
+            if index % 2000 == 0 { await Task.yield() }
+        }
+        client.start()
+        #expect(await activity.wait(for: "took no write for 1"))
+        await client.shutdown()
+        await hostile.stop()
+    }
 }

@@ -186,9 +186,11 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         lastError = nil
         let now = clock.now
         nextDispatch = now.advanced(by: configuration.sendInterval)
+        // The timer before the read: the transport carries out the read's write (and its deadline's timer) at once,
+        // and keeps only the last timer asked for.
         var actions: [Action] = [.reportActivity("connected to \(configuration.endpoint)"), .deliveryResumed]
-        actions += readIfIdle()
         actions.append(timer(at: timerDeadline()))
+        actions += readIfIdle()
         return actions
     }
 
@@ -417,7 +419,8 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                     )
             }
             if let deadline = writeDeadline, now >= deadline {
-                // The collector took none of the batch's bytes for the whole timeout: it stopped reading.
+                // The collector did not take the whole batch within the timeout: it stopped reading (or reads slower
+                // than a batch per timeout).
                 let stalled = LogstashError(
                     code: .timeout,
                     message:
@@ -425,13 +428,13 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                 )
                 return [.close(graceful: false)] + connectionClosed(error: stalled)
             }
-            var actions: [Action] = []
+            var read: [Action] = []
             if let next = nextDispatch, now >= next {
                 nextDispatch = now.advanced(by: configuration.sendInterval)
-                actions += readIfIdle()
+                read = readIfIdle()
             }
-            actions.append(timer(at: timerDeadline()))
-            return actions
+            // The timer before the read (see ``connected()``).
+            return [timer(at: timerDeadline())] + read
         case .closing(let deadline):
             guard now >= deadline else { return [timer(at: deadline)] }
             return [.close(graceful: false)]
@@ -514,7 +517,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
-            return readIfIdle() + [timer(at: timerDeadline())]
+            // The timer before the read (see ``connected()``).
+            let dispatch = timer(at: timerDeadline())
+            return [dispatch] + readIfIdle()
         case .closing, .closed:
             return []
         }

@@ -229,16 +229,21 @@ public final class LogstashClient: @unchecked Sendable {
                 )
             }
             if self.lanes.isEmpty {
-                self.startSending()
+                self.run(self.machine.start(at: self.source.cursor))
             } else {
-                for lane in self.lanes { lane.eventLoop.execute { lane.startSending() } }
+                for lane in self.lanes { lane.startLane() }
             }
         }
     }
 
-    /// Starts this connection's delivery machine (event loop; once: by ``start()``, or a lane's client's).
-    private func startSending() {
-        run(machine.start(at: source.cursor))
+    /// Starts a load-balanced lane (its client's ``start()`` warned for it): marked started, so that its shutdown
+    /// drains and closes; not after that shutdown.
+    private func startLane() {
+        eventLoop.execute {
+            guard !self.started, !self.isShutDown else { return }
+            self.started = true
+            self.run(self.machine.start(at: self.source.cursor))
+        }
     }
 
     /// Tells the sender that a record was appended to the spool. Cheap: it wakes the sender only when a
