@@ -208,23 +208,6 @@ private func machineWithWindow(
         #expect(flushes(full).first?.1 == nil)
     }
 
-    @Test func flushesDuringTheBackoffConnectAtOnceOnlyOnceUntilTheBackoffTriesItself() {
-        let clock = ManualClock()
-        var machine = Machine(configuration: configuration { $0.backoff.jitter = 0 }, clock: clock, random: { 0 })
-        let refused = LogstashError(code: .connectFailed, message: "connection refused")
-        _ = machine.start(at: position(0))
-        _ = machine.connectFailed(refused)
-        #expect(machine.flushRequested(id: 1, upTo: position(0)).contains(.connect))
-        #expect(flushes(machine.connectFailed(refused)).map(\.0) == [1])
-        let turnedAway = machine.flushRequested(id: 2, upTo: position(0))
-        #expect(!turnedAway.contains(.connect))
-        #expect(flushes(turnedAway).first?.1?.description.contains("connection refused") == true)
-        clock.advance(by: .seconds(1))
-        #expect(machine.timerFired().contains(.connect))
-        _ = machine.connectFailed(refused)
-        #expect(machine.flushRequested(id: 3, upTo: position(0)).contains(.connect))
-    }
-
     @Test func aFlushFailsWithTheReasonWhenTheConnectionIsLost() {
         let clock = ManualClock()
         var machine = machineWithWindow(records: 4, clock: clock)

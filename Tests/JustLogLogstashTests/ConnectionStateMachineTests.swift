@@ -235,28 +235,6 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(machine.pendingFlushCount == 0)
     }
 
-    @Test func flushesDuringTheBackoffConnectAtOnceOnlyOnceUntilTheBackoffTriesItself() {
-        let clock = ManualClock()
-        var machine = Machine(configuration: configuration { $0.backoffJitter = 0 }, clock: clock, random: { 0 })
-        _ = machine.start(at: position(16))
-        _ = machine.connectFailed(refused)
-        // The first flush cuts the backoff short; its attempt fails.
-        #expect(machine.flushRequested(id: 1, upTo: position(16)).contains(.connect))
-        #expect(flushes(machine.connectFailed(refused)).map(\.0) == [1])
-        // The next ones fail at once, saying when the next attempt is, instead of making the backoff a connect loop.
-        for id in 2..<50 {
-            let turnedAway = machine.flushRequested(id: id, upTo: position(16))
-            #expect(!turnedAway.contains(.connect))
-            #expect(flushes(turnedAway).map(\.0) == [id])
-            #expect(flushes(turnedAway).first?.1?.description.contains("will be retried in 1") == true)
-        }
-        // The backoff's own attempt fails too: a flush may cut the next backoff short again.
-        clock.advance(by: .seconds(1))
-        #expect(machine.timerFired().contains(.connect))
-        _ = machine.connectFailed(refused)
-        #expect(machine.flushRequested(id: 50, upTo: position(16)).contains(.connect))
-    }
-
     @Test func afterAConnectionErrorResendsEverythingNotProvenDelivered() {
         let clock = ManualClock()
         // Window 100 bytes: a batch is acknowledged once 100 more bytes followed it on the connection.

@@ -99,8 +99,6 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     private var shutdownDeadline: C.Instant?
     private var highestSent = SpoolPosition(segment: 0, offset: 0)
     private var progressSinceConnect = false
-    /// Whether a flush may connect at once during the backoff.
-    private var flushReconnects = FlushReconnects()
 
     package init(
         configuration: Configuration,
@@ -128,7 +126,6 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     package mutating func connected() -> [Action] {
         guard case .connecting(let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
-        flushReconnects.reset()
         counters.connects += 1
         progressSinceConnect = false
         inFlight = nil
@@ -293,7 +290,6 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         case .backingOff(let until, let failures):
             guard now >= until else { return [.scheduleTimer(at: until)] }
             state = .connecting(failures: failures)
-            flushReconnects.reset()
             return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
         case .connected:
             if let deadline = shutdownDeadline, now >= deadline {
@@ -358,16 +354,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         case .connecting, .closing:
             flushes.add(id: id, upTo: upTo)
             return []
-        case .backingOff(let until, let failures):
-            // Try now rather than make the caller wait for the backoff — once until the backoff's own attempt.
-            guard flushReconnects.take() else {
-                let error = FlushReconnects.turnedAway(
-                    endpoint: configuration.endpoint,
-                    lastError: unresolvedError,
-                    retryIn: seconds(max(.zero, clock.now.duration(to: until)))
-                )
-                return [.completeFlush(id: id, error: error)]
-            }
+        case .backingOff(_, let failures):
             flushes.add(id: id, upTo: upTo)
             state = .connecting(failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]

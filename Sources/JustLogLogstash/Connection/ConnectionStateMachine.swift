@@ -142,8 +142,6 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package private(set) var shutdownFailure: LogstashError?
     /// Whether the current connection acknowledged anything.
     private var progressSinceConnect = false
-    /// Whether a flush may connect at once during the backoff.
-    private var flushReconnects = FlushReconnects()
 
     /// - Parameters:
     ///   - random: a source of numbers in `0..<1` for the jitter (inject a fixed one in tests).
@@ -173,7 +171,6 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package mutating func connected() -> [Action] {
         guard case .connecting(let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
-        flushReconnects.reset()
         connectionWindow = configuration.resendWindowBytes
         progressSinceConnect = false
         counters.connects += 1
@@ -403,7 +400,6 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .backingOff(let until, let failures):
             guard now >= until else { return [timer(at: until)] }
             state = .connecting(failures: failures)
-            flushReconnects.reset()
             return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
         case .connected:
             if let deadline = shutdownDeadline, now >= deadline {
@@ -472,16 +468,8 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .connecting, .closing:
             pendingFlushes.add(id: id, upTo: upTo)
             return []
-        case .backingOff(let until, let failures):
-            // Try now rather than make the caller wait for the backoff — once until the backoff's own attempt.
-            guard flushReconnects.take() else {
-                let error = FlushReconnects.turnedAway(
-                    endpoint: configuration.endpoint,
-                    lastError: unresolvedError,
-                    retryIn: seconds(max(.zero, clock.now.duration(to: until)))
-                )
-                return [.completeFlush(id: id, error: error)]
-            }
+        case .backingOff(_, let failures):
+            // Try now rather than make the caller wait for the backoff.
             pendingFlushes.add(id: id, upTo: upTo)
             state = .connecting(failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]

@@ -72,36 +72,6 @@ package struct ReconnectBackoff: Sendable, Hashable {
     }
 }
 
-/// Whether a flush may cut a reconnect backoff short. A flush during the backoff connects at once — but only once
-/// until the backoff's own attempt (or a connection) came: frequent flushes against a collector that is down would
-/// otherwise make the backoff a connect loop. A flush turned away fails at once, saying why (``turnedAway(_:)``).
-package struct FlushReconnects: Sendable {
-    private var used = false
-
-    package init() {}
-
-    /// Whether this flush may connect now (then the next may not, until ``reset()``).
-    package mutating func take() -> Bool {
-        defer { used = true }
-        return !used
-    }
-
-    /// The backoff made an attempt of its own, or a connection came up: the next flush may connect at once again.
-    package mutating func reset() {
-        used = false
-    }
-
-    /// Why a flush turned away fails: the attempt a flush made last failed, and when the next one is.
-    package static func turnedAway(endpoint: String, lastError: String?, retryIn: String) -> LogstashError {
-        LogstashError(
-            code: .connectFailed,
-            message:
-                "not delivered: the last connect to \(endpoint) failed; records stay spooled and will be retried in \(retryIn)",
-            cause: lastError.map { DescribedCause(description: $0) }
-        )
-    }
-}
-
 /// Flushes waiting for the records before their position to be delivered.
 package struct PendingFlushes: Sendable {
     private var waiting: [(id: Int, upTo: SpoolPosition)] = []
