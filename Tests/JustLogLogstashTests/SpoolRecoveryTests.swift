@@ -25,6 +25,24 @@ private func configuration(_ directory: TemporaryDirectory, segmentBytes: Int = 
     .init(directory: directory.path, segmentBytes: segmentBytes, maxTotalBytes: 64 << 20, maxRecordBytes: 4 << 10)
 }
 
+/// Appends record `index` to `spool` and closes it; opened again, the spool reads `expected` and has nothing new to
+/// report (a loss is reported once).
+private func expectAppendingWorksAndTheNextOpenIsQuiet(
+    _ spool: LogstashSpool,
+    appending index: Int,
+    in directory: TemporaryDirectory,
+    reading expected: [String]
+) throws {
+    try spool.append(record(index))
+    spool.close()
+    let again = LineCapture()
+    let reopened = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
+    defer { reopened.close() }
+    #expect(readAll(reopened) == expected)
+    #expect(reopened.takeLossesToReport() == 0)
+    #expect(again.writes.isEmpty, "\(again.writes)")
+}
+
 /// Reads every record from the cursor on, without acknowledging.
 private func readAll(_ spool: LogstashSpool) -> [String] {
     var position = spool.cursor
@@ -178,15 +196,12 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
             capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") },
             "\(capture.writes)"
         )
-        // Appending works, and the next open has nothing new to report.
-        try spool.append(record(total))
-        spool.close()
-        let again = LineCapture()
-        let reopened = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
-        defer { reopened.close() }
-        #expect(readAll(reopened) == (0...total).filter { !lost.contains($0) }.map(text))
-        #expect(reopened.takeLossesToReport() == 0)
-        #expect(again.writes.isEmpty, "\(again.writes)")
+        try expectAppendingWorksAndTheNextOpenIsQuiet(
+            spool,
+            appending: total,
+            in: directory,
+            reading: (0...total).filter { !lost.contains($0) }.map(text)
+        )
     }
 
     /// The two newest segments deleted: the records of the one before the newest are counted exactly (the cursor file
@@ -247,15 +262,7 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
             capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") },
             "\(capture.writes)"
         )
-        // Appending works, and the next open has nothing new to report.
-        try spool.append(record(total))
-        spool.close()
-        let again = LineCapture()
-        let reopened = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
-        defer { reopened.close() }
-        #expect(readAll(reopened) == [text(total)])
-        #expect(reopened.takeLossesToReport() == 0)
-        #expect(again.writes.isEmpty, "\(again.writes)")
+        try expectAppendingWorksAndTheNextOpenIsQuiet(spool, appending: total, in: directory, reading: [text(total)])
     }
 
     /// A cursor file as the version before wrote it (32 bytes: no newest segment) is still read; pointing into a
@@ -346,15 +353,12 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         let spool = try damaged.expectOnlyTheSegmentsRecordsLost(capture)
         #expect(capture.writes.contains { $0.contains("could not be opened") && $0.contains("moved aside") })
         #expect(FileManager.default.fileExists(atPath: victim + ".unreadable"), "kept for a look")
-        // Appending works, and the next open has nothing new to report.
-        try spool.append(record(total))
-        spool.close()
-        let again = LineCapture()
-        let reopened = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
-        defer { reopened.close() }
-        #expect(readAll(reopened) == (0...total).filter { !lost.contains($0) }.map(text))
-        #expect(reopened.takeLossesToReport() == 0)
-        #expect(again.writes.isEmpty, "\(again.writes)")
+        try expectAppendingWorksAndTheNextOpenIsQuiet(
+            spool,
+            appending: total,
+            in: directory,
+            reading: (0...total).filter { !lost.contains($0) }.map(text)
+        )
     }
 
     /// A cursor that can't be opened is moved aside too: sending starts again from the oldest record (some arrive
