@@ -229,6 +229,27 @@ private func machineWithWindow(
         #expect(machine.shutdownFailure == nil)
     }
 
+    @Test func aShutdownWhileConnectingWaitsForTheConnectionThenEndsWhenItFails() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(5) }, clock: clock)
+        _ = machine.start(at: position(0))
+        let requested = machine.shutdownRequested()
+        #expect(!requested.contains(.shutdownComplete))
+        let failed = machine.connectFailed(LogstashError(code: .connectFailed, message: "connection refused"))
+        #expect(failed.contains(.shutdownComplete))
+        #expect(machine.shutdownFailure?.code == .connectFailed)
+    }
+
+    @Test func aShutdownWhileConnectingThatConnectsSendsWhatIsQueued() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(5) }, clock: clock)
+        _ = machine.start(at: position(0))
+        _ = machine.shutdownRequested()
+        clock.advance(by: .seconds(4))
+        #expect(!machine.timerFired().contains(.shutdownComplete), "the deadline has not come")
+        #expect(reads(machine.connected()).count == 1)
+    }
+
     @Test func shutdownWithAWindowNeverAcknowledgedTimesOutAndSaysSo() {
         let clock = ManualClock()
         var machine = machineWithWindow(records: 4, clock: clock) { $0.shutdownTimeout = .seconds(5) }

@@ -171,6 +171,28 @@ private func eventID(_ payload: String) -> String? {
         #expect(activity.contains("connected to 127.0.0.1:\(server.port) (plain TCP, Beats)"))
     }
 
+    @Test func loadBalancedLanesDrainWhatIsQueuedWhenShutDownRightAfterStarting() async throws {
+        let first = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
+        let second = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
+        let directory = try TemporaryDirectory(prefix: "beats-lanes-drain")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
+            $0.loadBalance = true
+            $0.sendInterval = .seconds(3600)
+        }
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        // No wait: a shutdown that reaches a lane before the lane has started must still send and close.
+        let failure = await client.shutdown()
+        #expect(failure == nil, "\(String(describing: failure))")
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        await first.stop()
+        await second.stop()
+        let arrived = Set((first.payloads + second.payloads).compactMap(eventID))
+        #expect(arrived == Set((0..<10).map { "e\($0)" }))
+    }
+
     @Test func theUntrustedServerWarningIsGivenOnceForAllLoadBalancedHosts() async throws {
         let (first, second) = (try RefusingPort(), try RefusingPort())
         defer { withExtendedLifetime((first, second)) {} }

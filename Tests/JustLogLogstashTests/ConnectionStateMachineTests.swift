@@ -321,6 +321,39 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(acks(actions).isEmpty)
     }
 
+    @Test func aShutdownWhileConnectingWaitsForTheConnectionAndThenSendsWhatIsQueued() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(2) }, clock: clock)
+        _ = machine.start(at: position(16))
+        let requested = machine.shutdownRequested()
+        #expect(!requested.contains(.shutdownComplete))
+        #expect(timers(requested) == [clock.now.advanced(by: .seconds(2))])
+        #expect(reads(machine.connected()) == [position(16)])
+        _ = machine.batchRead(batch(from: 16, records: 2))
+        #expect(reads(machine.writeCompleted()) == [position(36)])
+        #expect(machine.batchRead(batch(from: 36, records: 0)).contains(.close(graceful: true)))
+        let closed = machine.connectionClosed(error: nil)
+        #expect(acks(closed) == [position(36)])
+        #expect(closed.contains(.shutdownComplete))
+        #expect(machine.shutdownFailure == nil)
+    }
+
+    @Test func aShutdownWhileConnectingGivesUpAtItsDeadlineAndSaysSo() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(2) }, clock: clock)
+        _ = machine.start(at: position(16))
+        _ = machine.shutdownRequested()
+        clock.advance(by: .seconds(1))
+        #expect(timers(machine.timerFired()) == [clock.now.advanced(by: .seconds(1))], "a stale timer is set again")
+        clock.advance(by: .seconds(1))
+        let actions = machine.timerFired()
+        #expect(actions.contains(.close(graceful: false)))
+        #expect(actions.contains(.shutdownComplete))
+        #expect(machine.shutdownFailure?.code == .timeout)
+        #expect(machine.shutdownFailure?.message.contains("still connecting") == true)
+        #expect(machine.connected() == [.close(graceful: false)], "a connection that comes after is dropped")
+    }
+
     @Test func shutdownWhileDisconnectedCompletesAtOnce() {
         var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))

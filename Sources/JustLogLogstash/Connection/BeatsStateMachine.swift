@@ -323,7 +323,18 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         case .closing(let deadline):
             guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
             return [.close(graceful: false)] + finishShutdown(error: nil)
-        case .idle, .connecting, .closed:
+        case .connecting:
+            guard let deadline = shutdownDeadline else { return [] }
+            guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
+            return [.close(graceful: false)]
+                + finishShutdown(
+                    error: LogstashError(
+                        code: .timeout,
+                        message:
+                            "shut down while still connecting to \(configuration.endpoint) after \(seconds(configuration.shutdownTimeout)); records stay spooled"
+                    )
+                )
+        case .idle, .closed:
             return []
         }
     }
@@ -382,11 +393,11 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
                 error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled")
             )
         case .connecting:
+            // A shutdown right after start (or a flush's reconnect) waits for the connection, within the timeout,
+            // and then sends what is queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
+            guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
-            return [.close(graceful: false)]
-                + finishShutdown(
-                    error: LogstashError(code: .shutdown, message: "shut down while connecting; records stay spooled")
-                )
+            return [.scheduleTimer(at: deadline)]
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline

@@ -437,7 +437,18 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                 + finishShutdown(
                     error: LogstashError(code: .timeout, message: "the collector did not close the connection in time")
                 )
-        case .idle, .connecting, .closed:
+        case .connecting:
+            guard let deadline = shutdownDeadline else { return [] }
+            guard now >= deadline else { return [timer(at: deadline)] }
+            return [.close(graceful: false)]
+                + finishShutdown(
+                    error: LogstashError(
+                        code: .timeout,
+                        message:
+                            "shut down while still connecting to \(configuration.endpoint) after \(seconds(configuration.shutdownTimeout)); records stay spooled"
+                    )
+                )
+        case .idle, .closed:
             return []
         }
     }
@@ -497,11 +508,11 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                 error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled")
             )
         case .connecting:
+            // A shutdown right after start (or a flush's reconnect) waits for the connection, within the timeout,
+            // and then sends what is queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
+            guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
-            return [.close(graceful: false)]
-                + finishShutdown(
-                    error: LogstashError(code: .shutdown, message: "shut down while connecting; records stay spooled")
-                )
+            return [timer(at: deadline)]
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline

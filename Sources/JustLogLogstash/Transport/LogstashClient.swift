@@ -287,7 +287,8 @@ public final class LogstashClient: @unchecked Sendable {
                 let spool = self.spool
                 completion(spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0 ? nil : errors.first ?? nil)
             }
-            for lane in lanes { lane.flush(within: timeout) { group.done($0) } }
+            // Through this client's loop, as ``start()`` is: after the lanes were started.
+            eventLoop.execute { for lane in self.lanes { lane.flush(within: timeout) { group.done($0) } } }
             return
         }
         eventLoop.execute {
@@ -350,7 +351,9 @@ public final class LogstashClient: @unchecked Sendable {
             let group = LaneGroup(count: lanes.count) { errors in
                 completion(errors.compactMap { $0 as? LogstashError }.first)
             }
-            for lane in lanes { lane.shutdown(reporting: { group.done($0) }) }
+            // Through this client's loop, as ``start()`` is: a shutdown right after start reaches each lane after
+            // its start (a lane not started yet would stop without sending what is queued).
+            eventLoop.execute { for lane in self.lanes { lane.shutdown(reporting: { group.done($0) }) } }
             return
         }
         eventLoop.execute {
