@@ -204,6 +204,32 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         )
     }
 
+    /// The newest segment deleted and the one before it torn at its end, its header damaged too: the torn record's
+    /// serial comes before the one the deleted newest started at, so it is counted — and not also said to be of
+    /// unknown number.
+    @Test func aTornTailBeforeADeletedNewestSegmentIsCountedNotAlsoCalledUnknown() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-newest-torn")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let segments = files.segments
+        try #require(segments.count > 2)
+        let (previous, newest) = (segments[segments.count - 2], segments[segments.count - 1])
+        let torn = try #require(files.records(in: previous, of: 0..<total).last)
+        let located = try #require(files.locate(torn))
+        files.flip(previous, at: located.offset, count: 4)
+        files.flip(previous, at: 16, count: 8)  // the header's check of its last serial
+        let lost = files.records(in: newest, of: 0..<total)
+        unlink(newest)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) && $0 != torn }.map(text))
+        #expect(spool.takeLossesToReport() == 1, "the torn record")
+        #expect(capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") })
+        #expect(!capture.writes.contains { $0.contains("header is damaged") }, "\(capture.writes)")
+    }
+
     /// The two newest segments deleted: the records of the one before the newest are counted exactly (the cursor file
     /// remembers the serial the newest started at), and the newest one's are said to be of unknown number.
     @Test func theRecordsOfDeletedSegmentsBeforeTheNewestAreCountedExactly() throws {
@@ -255,6 +281,10 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         let capture = LineCapture()
         let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
         #expect(readAll(spool).isEmpty)
+        #expect(
+            files.segments.map(files.name).allSatisfy { $0 > files.name(newest) },
+            "the new segment takes a number after every one made, not a deleted one's: \(files.segments.map(files.name))"
+        )
         let counted = total - acknowledged - inNewest.count
         #expect(spool.takeLossesToReport() == UInt64(counted))
         #expect(reportedLoss(capture) == counted, "\(capture.writes)")

@@ -51,6 +51,8 @@ struct SpoolRecovery {
     var uncounted: [String] = []
     /// Why the cursor was not used, if it wasn't.
     var cursorProblem: String?
+    /// The newest segment the cursor file says was made (0: it does not say): a new segment gets a later number.
+    var newestMadeSegment: UInt64 = 0
 
     /// - Parameters:
     ///   - segments: the segments opened and scanned, oldest first, with their scans.
@@ -81,6 +83,7 @@ struct SpoolRecovery {
             }
         case .current(let saved, let serial, let made):
             newestMade = made
+            newestMadeSegment = made?.segment ?? 0
             pointedInto = saved.segment
             if let entry = segments.first(where: { $0.segment.sequence == saved.segment }),
                 entry.segment.format == .legacy
@@ -173,7 +176,10 @@ struct SpoolRecovery {
                 uncounted.append(
                     "\(last + 1 - tail) bytes after offset \(tail) of \(name) (an older-format segment) can't be read; how many records they held is unknown"
                 )
-            } else if entry.segment.sequence == newest, entry.scan.committedSerial == nil {
+            } else if entry.segment.sequence == newest, entry.scan.committedSerial == nil,
+                // Not when a newer segment made is gone: it started at a serial after this tail's, counted above.
+                newestMade.map({ $0.segment <= entry.segment.sequence }) ?? true
+            {
                 uncounted.append(
                     "\(last + 1 - tail) bytes at the end of \(name) can't be read and its header is damaged; how many records they held is unknown"
                 )

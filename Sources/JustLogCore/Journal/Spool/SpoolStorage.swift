@@ -142,7 +142,8 @@ final class SpoolStorage {
                     entries.last?.segment.sequence ?? 0,
                     emptied.max() ?? 0,
                     unopenable.max() ?? 0,
-                    recovery.cursor.segment
+                    recovery.cursor.segment,
+                    recovery.newestMadeSegment
                 ) + 1
             let segment = try SpoolSegment.create(
                 directory: directory,
