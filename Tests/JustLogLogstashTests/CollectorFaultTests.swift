@@ -204,6 +204,12 @@ import Testing
         try await append(total, to: client)
         #expect(await activity.wait(for: "took no write for 2"))
         #expect(await activity.wait(for: "failing over from 127.0.0.1:\(hostile.port)"))
+        // The connection lost is named as the one that stalled, and said before the failover.
+        let lines = activity.lines
+        let lost = lines.firstIndex { $0.contains("took no write for 2") }
+        let failover = lines.firstIndex { $0.contains("failing over from 127.0.0.1:\(hostile.port)") }
+        #expect(lost.map { lines[$0].hasPrefix("connection to 127.0.0.1:\(hostile.port) ") } == true, "\(lines)")
+        #expect(lost != nil && failover != nil && lost! < failover!, "\(lines)")
         #expect(await receiver.waitForLines(total), "received \(receiver.lines.count) of \(total)")
         let expected = Set((0..<total).map { String(decoding: jsonRecord($0, padding: 350), as: UTF8.self) })
         #expect(Set(receiver.lines).isSuperset(of: expected))

@@ -435,6 +435,9 @@ public final class LogstashClient: @unchecked Sendable {
 
     private func run(_ actions: [DeliveryAction<ContinuousClock.Instant>]) {
         eventLoop.assertInEventLoop()
+        // After the actions that come with the close (the "connection lost" line names the host that failed).
+        var failOverAfterwards = false
+        defer { if failOverAfterwards { failOver() } }
         for action in actions {
             switch action {
             case .connect:
@@ -458,7 +461,7 @@ public final class LogstashClient: @unchecked Sendable {
                 // the collector did not take in time): fail over then too.
                 if !graceful, channel != nil {
                     source.connectionLost()
-                    if shutdownCallbacks.isEmpty { failOver() }
+                    if shutdownCallbacks.isEmpty { failOverAfterwards = true }
                 }
                 close(graceful: graceful)
             case .completeFlush(let id, let error):
