@@ -28,6 +28,17 @@ private func batch(from start: Int, records: Int) -> SpoolBatch {
     )
 }
 
+/// A shutting-down machine that asked to read from offset 16: two records are read, written, and the empty read
+/// after them closes the connection gracefully; its close acknowledges them and completes the shutdown.
+private func expectSendsTwoRecordsFrom16ClosesAndCompletes(_ machine: inout Machine) {
+    _ = machine.batchRead(batch(from: 16, records: 2))
+    #expect(reads(machine.writeCompleted()) == [position(36)])
+    #expect(machine.batchRead(batch(from: 36, records: 0)).contains(.close(graceful: true)))
+    let closed = machine.connectionClosed(error: nil)
+    #expect(acks(closed) == [position(36)])
+    #expect(closed.contains(.shutdownComplete))
+}
+
 private func reads(_ actions: [Machine.Action]) -> [SpoolPosition] {
     actions.compactMap { if case .readBatch(let from, _, _) = $0 { from } else { nil } }
 }
@@ -298,12 +309,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         _ = machine.connected()
         _ = machine.batchRead(batch(from: 16, records: 0))
         #expect(reads(machine.shutdownRequested()) == [position(16)])
-        _ = machine.batchRead(batch(from: 16, records: 2))
-        #expect(reads(machine.writeCompleted()) == [position(36)])
-        #expect(machine.batchRead(batch(from: 36, records: 0)).contains(.close(graceful: true)))
-        let closed = machine.connectionClosed(error: nil)
-        #expect(acks(closed) == [position(36)])
-        #expect(closed.contains(.shutdownComplete))
+        expectSendsTwoRecordsFrom16ClosesAndCompletes(&machine)
         #expect(machine.state == .closed)
     }
 
@@ -329,12 +335,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(!requested.contains(.shutdownComplete))
         #expect(timers(requested) == [clock.now.advanced(by: .seconds(2))])
         #expect(reads(machine.connected()) == [position(16)])
-        _ = machine.batchRead(batch(from: 16, records: 2))
-        #expect(reads(machine.writeCompleted()) == [position(36)])
-        #expect(machine.batchRead(batch(from: 36, records: 0)).contains(.close(graceful: true)))
-        let closed = machine.connectionClosed(error: nil)
-        #expect(acks(closed) == [position(36)])
-        #expect(closed.contains(.shutdownComplete))
+        expectSendsTwoRecordsFrom16ClosesAndCompletes(&machine)
         #expect(machine.shutdownFailure == nil)
     }
 

@@ -328,10 +328,9 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
             return [.close(graceful: false)]
                 + finishShutdown(
-                    error: LogstashError(
-                        code: .timeout,
-                        message:
-                            "shut down while still connecting to \(configuration.endpoint) after \(seconds(configuration.shutdownTimeout)); records stay spooled"
+                    error: DeliveryWording.stillConnectingAtShutdown(
+                        to: configuration.endpoint,
+                        after: configuration.shutdownTimeout
                     )
                 )
         case .idle, .closed:
@@ -480,10 +479,5 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         return actions
     }
 
-    private func seconds(_ duration: Duration) -> String {
-        let (whole, attoseconds) = duration.components
-        let total = Double(whole) + Double(attoseconds) / 1e18
-        if total < 1 { return "\(Int((total * 1000).rounded())) ms" }
-        return "\((total * 10).rounded() / 10) s"
-    }
+    private func seconds(_ duration: Duration) -> String { DeliveryWording.seconds(duration) }
 }

@@ -1,0 +1,18 @@
+/// What both delivery state machines (``ConnectionStateMachine``, ``BeatsStateMachine``) say the same way.
+enum DeliveryWording {
+    /// A duration as activity lines and errors give it: "41 ms" below a second, else "2.5 s".
+    static func seconds(_ duration: Duration) -> String {
+        let (whole, attoseconds) = duration.components
+        let total = Double(whole) + Double(attoseconds) / 1e18
+        if total < 1 { return "\(Int((total * 1000).rounded())) ms" }
+        return "\((total * 10).rounded() / 10) s"
+    }
+
+    /// A shutdown that waited for a connection to `endpoint` for its whole `timeout`.
+    static func stillConnectingAtShutdown(to endpoint: String, after timeout: Duration) -> LogstashError {
+        LogstashError(
+            code: .timeout,
+            message: "shut down while still connecting to \(endpoint) after \(seconds(timeout)); records stay spooled"
+        )
+    }
+}
