@@ -418,6 +418,35 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         #expect(capture.writes.contains { $0.contains("the cursor could not be opened") }, "\(capture.writes)")
     }
 
+    /// A power loss can leave a file its size and nothing of what was written into it (its blocks allocated, its
+    /// pages never written back): the newest segment all zeros, its header too. How many records it held no byte
+    /// says — but that it may have held some must be said, as for an emptied newest segment.
+    @Test func aNewestSegmentZeroedHeaderAndAllIsReportedAsAnUncountedLoss() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-zeroed")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let lost = files.records(in: newest, of: 0..<total)
+        try #require(!lost.isEmpty)
+        files.write(newest, at: 0, [UInt8](repeating: 0, count: files.contents(newest).count))
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+        #expect(spool.takeLossesToReport() == 0, "how many it held is unknown: none is counted")
+        #expect(
+            capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) was found zeroed") },
+            "\(capture.writes)"
+        )
+        try expectAppendingWorksAndTheNextOpenIsQuiet(
+            spool,
+            appending: total,
+            in: directory,
+            reading: (0...total).filter { !lost.contains($0) }.map(text)
+        )
+    }
+
     @Test func aZeroByteFirstSegmentIsCountedAsLostAndTheRestKept() throws {
         let directory = try TemporaryDirectory(prefix: "recovery-zero")
         let total = 2000

@@ -185,6 +185,17 @@ struct SpoolRecovery {
                 )
             }
         }
+        // The newest segment all zeros, its header too, though the cursor file says it was made — which it says only
+        // after the header was written: a power loss that kept the file's size and none of its pages. (A kill keeps
+        // the pages; a process killed before writing the header had not said the segment was made.)
+        if let entry = segments.last, let newestMade, newestMade.segment == entry.segment.sequence,
+            entry.scan.repairedHeader, entry.segment.recordCount == 0, entry.scan.unreadableTail == nil,
+            entry.scan.damage.isEmpty
+        {
+            uncounted.append(
+                "the newest segment \(SpoolSegment.fileName(entry.segment.sequence)) was found zeroed, its header too (a power loss?); if it held records, how many is unknown"
+            )
+        }
         if let newestEmptied = emptied.max(), newestEmptied > (segments.last?.segment.sequence ?? 0) {
             uncounted.append(
                 "the newest segment \(SpoolSegment.fileName(newestEmptied)) was empty and was removed; if it held records, how many is unknown"
