@@ -171,6 +171,28 @@ private func eventID(_ payload: String) -> String? {
         #expect(activity.contains("connected to 127.0.0.1:\(server.port) (plain TCP, Beats)"))
     }
 
+    /// The window sent on connecting asked for a timer at its ACK deadline, which the dispatch timer asked for after it
+    /// replaced (the transport keeps the last): a collector that never acknowledged was found at the next dispatch,
+    /// here an hour later, instead of after the ACK timeout.
+    @Test func aWindowSentOnConnectingThatIsNeverAcknowledgedTimesOutAfterTheAckTimeoutNotTheSendInterval()
+        async throws
+    {
+        let server = try await FakeBeatsServer { _ in [] }
+        let directory = try TemporaryDirectory(prefix: "beats-never-acks")
+        let activity = ActivityLog()
+        let client = try beatsClient(
+            port: server.port,
+            directory: directory,
+            activity: activity,
+            beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .seconds(1))
+        ) { $0.sendInterval = .seconds(3600) }
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await activity.wait(for: "acknowledged nothing for 1", timeout: .seconds(60)))
+        await client.shutdown()
+        await server.stop()
+    }
+
     @Test func loadBalancedLanesDrainWhatIsQueuedWhenShutDownRightAfterStarting() async throws {
         let first = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
         let second = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }

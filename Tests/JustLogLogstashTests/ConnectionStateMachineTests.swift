@@ -355,6 +355,26 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(machine.connected() == [.close(graceful: false)], "a connection that comes after is dropped")
     }
 
+    /// `Logger.shutdown()` flushes first: a flush that waited the whole timeout for a connection (a collector whose
+    /// host drops the connect) leaves the shutdown nothing to wait for.
+    @Test func aShutdownWhileAConnectAttemptOlderThanTheTimeoutIsStillGoingEndsAtOnce() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(2) }, clock: clock)
+        _ = machine.start(at: position(16))
+        clock.advance(by: .seconds(2))
+        let actions = machine.shutdownRequested()
+        #expect(actions.contains(.shutdownComplete))
+        #expect(actions.contains(.close(graceful: false)))
+        #expect(machine.shutdownFailure?.message.contains("still connecting") == true)
+    }
+
+    @Test func aShutdownWhileConnectingWithNothingToSendEndsAtOnceAndClean() {
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
+        _ = machine.start(at: position(16))
+        #expect(machine.shutdownRequested(nothingToSend: true).contains(.shutdownComplete))
+        #expect(machine.shutdownFailure == nil)
+    }
+
     @Test func shutdownWhileDisconnectedCompletesAtOnce() {
         var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))

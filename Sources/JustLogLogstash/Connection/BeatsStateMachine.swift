@@ -57,7 +57,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     /// Where the connection is.
     package enum State: Sendable, Equatable {
         case idle
-        case connecting(failures: Int)
+        case connecting(since: C.Instant, failures: Int)
         case connected(since: C.Instant, failures: Int)
         case backingOff(until: C.Instant, failures: Int)
         case closing(deadline: C.Instant)
@@ -118,28 +118,30 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         guard case .idle = state else { return [] }
         acknowledgedPosition = position
         highestSent = position
-        state = .connecting(failures: 0)
+        state = .connecting(since: clock.now, failures: 0)
         return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
     }
 
     /// The connection is up (TCP connected; TLS handshake and certificate checks passed).
     package mutating func connected() -> [Action] {
-        guard case .connecting(let failures) = state else { return [.close(graceful: false)] }
+        guard case .connecting(_, let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
         counters.connects += 1
         progressSinceConnect = false
         inFlight = nil
         readPending = false
         nextDispatch = clock.now.advanced(by: configuration.sendInterval)
+        // The timer before the read: the transport carries out the read's write (and the timer at its ACK deadline)
+        // at once, and keeps only the last timer asked for.
         var actions: [Action] = [.reportActivity("connected to \(configuration.endpoint)"), .deliveryResumed]
-        actions += readIfIdle()
         actions.append(.scheduleTimer(at: timerDeadline()))
+        actions += readIfIdle()
         return actions
     }
 
     /// Connecting failed (resolution, TCP, TLS handshake or certificate check).
     package mutating func connectFailed(_ error: LogstashError) -> [Action] {
-        guard case .connecting(let failures) = state else { return [] }
+        guard case .connecting(_, let failures) = state else { return [] }
         counters.connectionErrors += 1
         unresolvedError = error.description
         if shutdownDeadline != nil { return finishShutdown(error: error) }
@@ -240,10 +242,11 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             }
             var actions: [Action] = [.acknowledge(upTo: window.batch.end)]
             actions += flushes.takeDone(upTo: acknowledgedPosition).map { .completeFlush(id: $0, error: nil) }
+            // The timer before the read (see ``connected()``).
+            actions.append(.scheduleTimer(at: timerDeadline()))
             if full || !flushes.isEmpty || shutdownDeadline != nil {
                 actions += readIfIdle()
             }
-            actions.append(.scheduleTimer(at: timerDeadline()))
             return actions
         }
         // A partial ACK: the spool may forget the records it covers.
@@ -289,7 +292,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         switch state {
         case .backingOff(let until, let failures):
             guard now >= until else { return [.scheduleTimer(at: until)] }
-            state = .connecting(failures: failures)
+            state = .connecting(since: now, failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
         case .connected:
             if let deadline = shutdownDeadline, now >= deadline {
@@ -313,13 +316,13 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
                     )
                 )
             }
-            var actions: [Action] = []
+            var read: [Action] = []
             if let next = nextDispatch, now >= next {
                 nextDispatch = now.advanced(by: configuration.sendInterval)
-                actions += readIfIdle()
+                read = readIfIdle()
             }
-            actions.append(.scheduleTimer(at: timerDeadline()))
-            return actions
+            // The timer before the read (see ``connected()``).
+            return [.scheduleTimer(at: timerDeadline())] + read
         case .closing(let deadline):
             guard now >= deadline else { return [.scheduleTimer(at: deadline)] }
             return [.close(graceful: false)] + finishShutdown(error: nil)
@@ -366,7 +369,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             return []
         case .backingOff(_, let failures):
             flushes.add(id: id, upTo: upTo)
-            state = .connecting(failures: failures)
+            state = .connecting(since: clock.now, failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]
         }
     }
@@ -381,7 +384,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
 
     /// Sends what is queued and waits for its ACKs (within ``Configuration/shutdownTimeout``), closes, and
     /// reports ``DeliveryAction/shutdownComplete``. What isn't acknowledged stays in the spool.
-    package mutating func shutdownRequested() -> [Action] {
+    package mutating func shutdownRequested(nothingToSend: Bool = false) -> [Action] {
         let deadline = clock.now.advanced(by: configuration.shutdownTimeout)
         switch state {
         case .idle:
@@ -391,16 +394,31 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             return finishShutdown(
                 error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled")
             )
-        case .connecting:
-            // A shutdown right after start (or a flush's reconnect) waits for the connection, within the timeout,
-            // and then sends what is queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
+        case .connecting(let since, _):
+            // A shutdown right after start (or a flush's reconnect) waits for the connection — up to the shutdown
+            // timeout after the attempt began, so not again after a flush already waited for it — and then sends
+            // what is queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
             guard shutdownDeadline == nil else { return [] }
-            shutdownDeadline = deadline
-            return [.scheduleTimer(at: deadline)]
+            let connectDeadline = since.advanced(by: configuration.shutdownTimeout)
+            guard !nothingToSend, clock.now < connectDeadline else {
+                return [.close(graceful: false)]
+                    + finishShutdown(
+                        error: nothingToSend
+                            ? nil
+                            : DeliveryWording.stillConnectingAtShutdown(
+                                to: configuration.endpoint,
+                                after: configuration.shutdownTimeout
+                            )
+                    )
+            }
+            shutdownDeadline = connectDeadline
+            return [.scheduleTimer(at: connectDeadline)]
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline
-            return readIfIdle() + [.scheduleTimer(at: timerDeadline())]
+            // The timer before the read (see ``connected()``).
+            let dispatch = Action.scheduleTimer(at: timerDeadline())
+            return [dispatch] + readIfIdle()
         case .closing, .closed:
             return []
         }

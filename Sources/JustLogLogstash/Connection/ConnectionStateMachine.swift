@@ -96,7 +96,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     /// Where the connection is.
     package enum State: Sendable, Equatable {
         case idle
-        case connecting(failures: Int)
+        case connecting(since: C.Instant, failures: Int)
         case connected(since: C.Instant, failures: Int)
         case backingOff(until: C.Instant, failures: Int)
         case closing(deadline: C.Instant)
@@ -163,13 +163,13 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         sendPosition = position
         acknowledgedPosition = position
         highestSent = position
-        state = .connecting(failures: 0)
+        state = .connecting(since: clock.now, failures: 0)
         return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
     }
 
     /// The connection is up (TCP connected; TLS handshake and certificate checks passed).
     package mutating func connected() -> [Action] {
-        guard case .connecting(let failures) = state else { return [.close(graceful: false)] }
+        guard case .connecting(_, let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
         connectionWindow = configuration.resendWindowBytes
         progressSinceConnect = false
@@ -193,7 +193,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
 
     /// Connecting failed (resolution, TCP, TLS handshake or certificate check).
     package mutating func connectFailed(_ error: LogstashError) -> [Action] {
-        guard case .connecting(let failures) = state else { return [] }
+        guard case .connecting(_, let failures) = state else { return [] }
         counters.connectionErrors += 1
         lastError = error.description
         unresolvedError = error.description
@@ -399,7 +399,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         switch state {
         case .backingOff(let until, let failures):
             guard now >= until else { return [timer(at: until)] }
-            state = .connecting(failures: failures)
+            state = .connecting(since: now, failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint)"), .connect]
         case .connected:
             if let deadline = shutdownDeadline, now >= deadline {
@@ -481,7 +481,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         case .backingOff(_, let failures):
             // Try now rather than make the caller wait for the backoff.
             pendingFlushes.add(id: id, upTo: upTo)
-            state = .connecting(failures: failures)
+            state = .connecting(since: clock.now, failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]
         }
     }
@@ -496,7 +496,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
 
     /// Sends what is queued (within ``Configuration/shutdownTimeout``), closes gracefully, and reports
     /// ``Action/shutdownComplete``. What isn't sent stays in the spool.
-    package mutating func shutdownRequested() -> [Action] {
+    package mutating func shutdownRequested(nothingToSend: Bool = false) -> [Action] {
         let deadline = clock.now.advanced(by: configuration.shutdownTimeout)
         switch state {
         case .idle:
@@ -506,12 +506,25 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             return finishShutdown(
                 error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled")
             )
-        case .connecting:
-            // A shutdown right after start (or a flush's reconnect) waits for the connection, within the timeout,
-            // and then sends what is queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
+        case .connecting(let since, _):
+            // A shutdown right after start (or a flush's reconnect) waits for the connection — up to the shutdown
+            // timeout after the attempt began, so not again after a flush already waited for it — and then sends
+            // what is queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
             guard shutdownDeadline == nil else { return [] }
-            shutdownDeadline = deadline
-            return [timer(at: deadline)]
+            let connectDeadline = since.advanced(by: configuration.shutdownTimeout)
+            guard !nothingToSend, clock.now < connectDeadline else {
+                return [.close(graceful: false)]
+                    + finishShutdown(
+                        error: nothingToSend
+                            ? nil
+                            : DeliveryWording.stillConnectingAtShutdown(
+                                to: configuration.endpoint,
+                                after: configuration.shutdownTimeout
+                            )
+                    )
+            }
+            shutdownDeadline = connectDeadline
+            return [timer(at: connectDeadline)]
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline

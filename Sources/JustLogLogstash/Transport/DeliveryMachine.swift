@@ -20,7 +20,8 @@ protocol DeliveryMachine: Sendable {
     mutating func flushAbandoned(id: Int)
     /// Flushes waiting for records to be delivered.
     var pendingFlushCount: Int { get }
-    mutating func shutdownRequested() -> [Action]
+    /// `nothingToSend`: the spool holds nothing unconfirmed (a shutdown while connecting then ends at once).
+    mutating func shutdownRequested(nothingToSend: Bool) -> [Action]
 
     var counters: DeliveryCounters { get }
     var unresolvedError: String? { get }

@@ -368,7 +368,7 @@ public final class LogstashClient: @unchecked Sendable {
                 self.finishShutdown()
                 return
             }
-            self.run(self.machine.shutdownRequested())
+            self.run(self.machine.shutdownRequested(nothingToSend: self.spool.counterSnapshot.queuedRecords == 0))
         }
     }
 

@@ -32,6 +32,9 @@ final class SpoolStorage {
     /// The newest segment and the serial the next record was to get when it became the newest, for the cursor file:
     /// the next open finds out from it whether the newest segments were deleted (see ``SpoolRecovery``).
     @exclusivity(unchecked) private var newest: SpoolCursorFile.Newest
+    /// The highest segment number made, found or remembered (a deleted newest segment's too): a new segment takes
+    /// the next, never a number a segment had before.
+    @exclusivity(unchecked) private var highestSegmentNumber: UInt64
     private let maxSegments: Int
     private let diagnostics: DiagnosticSink
     /// Guards the cursor file's writes, which ``Spool/acknowledge(upTo:)`` makes outside the spool's lock (see
@@ -136,15 +139,16 @@ final class SpoolStorage {
             removed.append(segment)
         }
         segments.removeAll { segment in removed.contains { $0 === segment } }
+        var highestSegmentNumber = max(
+            entries.last?.segment.sequence ?? 0,
+            emptied.max() ?? 0,
+            unopenable.max() ?? 0,
+            recovery.cursor.segment,
+            recovery.newestMadeSegment
+        )
         if segments.isEmpty {
-            let sequence =
-                max(
-                    entries.last?.segment.sequence ?? 0,
-                    emptied.max() ?? 0,
-                    unopenable.max() ?? 0,
-                    recovery.cursor.segment,
-                    recovery.newestMadeSegment
-                ) + 1
+            let sequence = highestSegmentNumber + 1
+            highestSegmentNumber = sequence
             let segment = try SpoolSegment.create(
                 directory: directory,
                 sequence: sequence,
@@ -159,6 +163,7 @@ final class SpoolStorage {
         unlink(directory + "/" + SpoolSegment.spareFileName)
 
         self.segments = segments
+        self.highestSegmentNumber = highestSegmentNumber
         self.cursor = cursor
         self.cursorFile = cursorFile
         self.nextSerial = recovery.nextSerial
@@ -397,7 +402,8 @@ final class SpoolStorage {
         while segments.count >= maxSegments {
             dropOldestSegment()
         }
-        let sequence = segments[segments.count - 1].sequence + 1
+        let sequence = max(segments[segments.count - 1].sequence, highestSegmentNumber) + 1
+        highestSegmentNumber = sequence
         let segment =
             try reusedSpare(as: sequence)
             ?? SpoolSegment.create(
