@@ -371,7 +371,10 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     @Test func aShutdownWhileConnectingWithNothingToSendEndsAtOnceAndClean() {
         var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))
-        #expect(machine.shutdownRequested(nothingToSend: true).contains(.shutdownComplete))
+        _ = machine.flushRequested(id: 1, upTo: position(16))
+        let actions = machine.shutdownRequested(nothingToSend: true)
+        #expect(actions.contains(.shutdownComplete))
+        #expect(flushes(actions).count == 1 && flushes(actions).first?.1 == nil, "the flush has what it asked for")
         #expect(machine.shutdownFailure == nil)
     }
 

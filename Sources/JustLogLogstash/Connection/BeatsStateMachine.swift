@@ -401,7 +401,9 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             guard shutdownDeadline == nil else { return [] }
             let connectDeadline = since.advanced(by: configuration.shutdownTimeout)
             guard !nothingToSend, clock.now < connectDeadline else {
-                return [.close(graceful: false)]
+                // Nothing queued: every flush waiting has what it asked for.
+                let done = nothingToSend ? flushes.takeAll().map { Action.completeFlush(id: $0, error: nil) } : []
+                return [.close(graceful: false)] + done
                     + finishShutdown(
                         error: nothingToSend
                             ? nil

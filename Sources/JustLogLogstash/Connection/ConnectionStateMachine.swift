@@ -513,7 +513,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             guard shutdownDeadline == nil else { return [] }
             let connectDeadline = since.advanced(by: configuration.shutdownTimeout)
             guard !nothingToSend, clock.now < connectDeadline else {
-                return [.close(graceful: false)]
+                // Nothing queued: every flush waiting has what it asked for.
+                let done = nothingToSend ? completeAllFlushes() : []
+                return [.close(graceful: false)] + done
                     + finishShutdown(
                         error: nothingToSend
                             ? nil

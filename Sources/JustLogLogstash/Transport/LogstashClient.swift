@@ -340,6 +340,10 @@ public final class LogstashClient: @unchecked Sendable {
 
     /// Sends what is queued (within ``Configuration/shutdownTimeout``), closes the connection gracefully
     /// and stops. What could not be sent stays in the spool for the next run. Calls `completion` once.
+    ///
+    /// While a connection is being made it waits for it up to ``Configuration/shutdownTimeout`` after the attempt
+    /// began (a ``flush(completion:)`` just before may have waited for the same attempt), not at all with nothing
+    /// queued; during a reconnect's backoff it stops at once.
     public func shutdown(completion: @escaping @Sendable () -> Void) {
         shutdown(reporting: { _ in completion() })
     }

@@ -180,7 +180,14 @@ final class SpoolSegment {
             throw error
         }
         #endif
-        let segment = try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: capacity, format: .current)
+        let segment: SpoolSegment
+        do {
+            segment = try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: capacity, format: .current)
+        } catch {
+            // Not mapped (ENOMEM, a map count limit): no file of its size and reserved blocks is left behind.
+            unlink(path)
+            throw error
+        }
         segment.writeHeader()
         segment.isRecyclable = true
         return segment

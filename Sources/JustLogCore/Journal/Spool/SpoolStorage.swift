@@ -32,8 +32,9 @@ final class SpoolStorage {
     /// The newest segment and the serial the next record was to get when it became the newest, for the cursor file:
     /// the next open finds out from it whether the newest segments were deleted (see ``SpoolRecovery``).
     @exclusivity(unchecked) private var newest: SpoolCursorFile.Newest
-    /// The highest segment number made, found or remembered (a deleted newest segment's too): a new segment takes
-    /// the next, never a number a segment had before.
+    /// The highest segment number made, found or remembered (a deleted newest segment's too, as the cursor file
+    /// names it): a new segment takes the next, not a number a segment had before. (Not across a crash right after
+    /// an open that found the newest deleted: the open writes the newest segment left into the cursor file.)
     @exclusivity(unchecked) private var highestSegmentNumber: UInt64
     private let maxSegments: Int
     private let diagnostics: DiagnosticSink
@@ -403,7 +404,6 @@ final class SpoolStorage {
             dropOldestSegment()
         }
         let sequence = max(segments[segments.count - 1].sequence, highestSegmentNumber) + 1
-        highestSegmentNumber = sequence
         let segment =
             try reusedSpare(as: sequence)
             ?? SpoolSegment.create(
@@ -411,6 +411,8 @@ final class SpoolStorage {
                 sequence: sequence,
                 capacity: configuration.segmentBytes
             )
+        // Once the segment exists: a failed start is tried again with the same number.
+        highestSegmentNumber = sequence
         segments.append(segment)
         counters.segmentCount = segments.count
         newest = SpoolCursorFile.Newest(segment: sequence, nextSerial: nextSerial)
