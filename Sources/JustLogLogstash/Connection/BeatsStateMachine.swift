@@ -395,26 +395,25 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
                 error: LogstashError(code: .shutdown, message: "shut down while reconnecting; records stay spooled")
             )
         case .connecting(let since, _):
-            // A shutdown right after start (or a flush's reconnect) waits for the connection — up to the shutdown
-            // timeout after the attempt began, so not again after a flush already waited for it — and then sends
-            // what is queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
+            // A shutdown right after start (or a flush's reconnect) waits for the connection, then sends what is
+            // queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
             guard shutdownDeadline == nil else { return [] }
-            let connectDeadline = since.advanced(by: configuration.shutdownTimeout)
-            guard !nothingToSend, clock.now < connectDeadline else {
-                // Nothing queued: every flush waiting has what it asked for.
-                let done = nothingToSend ? flushes.takeAll().map { Action.completeFlush(id: $0, error: nil) } : []
-                return [.close(graceful: false)] + done
-                    + finishShutdown(
-                        error: nothingToSend
-                            ? nil
-                            : DeliveryWording.stillConnectingAtShutdown(
-                                to: configuration.endpoint,
-                                after: configuration.shutdownTimeout
-                            )
-                    )
+            let decision = ConnectingShutdown(
+                attemptSince: since,
+                now: clock.now,
+                timeout: configuration.shutdownTimeout,
+                nothingToSend: nothingToSend,
+                endpoint: configuration.endpoint
+            )
+            switch decision {
+            case .wait(let deadline):
+                shutdownDeadline = deadline
+                return [.scheduleTimer(at: deadline)]
+            case .end(let error):
+                // Nothing queued (no error): every flush waiting has what it asked for.
+                let done = error == nil ? flushes.takeAll().map { Action.completeFlush(id: $0, error: nil) } : []
+                return [.close(graceful: false)] + done + finishShutdown(error: error)
             }
-            shutdownDeadline = connectDeadline
-            return [.scheduleTimer(at: connectDeadline)]
         case .connected:
             guard shutdownDeadline == nil else { return [] }
             shutdownDeadline = deadline

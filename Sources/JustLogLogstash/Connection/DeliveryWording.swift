@@ -2,8 +2,7 @@
 enum DeliveryWording {
     /// A duration as activity lines and errors give it: "41 ms" below a second, else "2.5 s".
     static func seconds(_ duration: Duration) -> String {
-        let (whole, attoseconds) = duration.components
-        let total = Double(whole) + Double(attoseconds) / 1e18
+        let total = duration.totalSeconds
         if total < 1 { return "\(Int((total * 1000).rounded())) ms" }
         return "\((total * 10).rounded() / 10) s"
     }
@@ -14,5 +13,13 @@ enum DeliveryWording {
             code: .timeout,
             message: "shut down while still connecting to \(endpoint) after \(seconds(timeout)); records stay spooled"
         )
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, fractions included.
+    var totalSeconds: Double {
+        let (whole, attoseconds) = components
+        return Double(whole) + Double(attoseconds) / 1e18
     }
 }

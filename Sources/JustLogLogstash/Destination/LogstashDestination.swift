@@ -300,8 +300,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
             done.signal()
         })
         // The client's own timeout and a second (not its whole seconds alone: 2.9 s waited 3 s, leaving 0.1 s).
-        let (whole, attoseconds) = configuration.client.shutdownTimeout.components
-        let seconds = Double(whole) + Double(attoseconds) / 1e18 + 1
+        let seconds = configuration.client.shutdownTimeout.totalSeconds + 1
         var failure: LogstashError?
         if done.wait(timeout: .now() + seconds) == .timedOut {
             failure = LogstashError(
