@@ -34,7 +34,7 @@ struct BenchCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh); or run only throughput_file, throughput_file_fields, throughput_logstash or concurrency (for a profiler, or many runs of one figure).",
+            "Only make <calls> calls of this case, unmeasured (for Benchmarks/callgrind.sh); or run only throughput_file, throughput_file_fields, throughput_logstash, throughput_logstash_fields or concurrency (for a profiler, or many runs of one figure).",
             visibility: .hidden
         )
     )

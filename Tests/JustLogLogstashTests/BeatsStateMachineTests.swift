@@ -240,6 +240,19 @@ private func machineWithWindow(
         #expect(machine.shutdownFailure?.code == .connectFailed)
     }
 
+    @Test func aShutdownWhileConnectingWaitsForTheNextHostWhenTheFirstFails() {
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(5) }, clock: ManualClock())
+        _ = machine.start(at: position(0))
+        _ = machine.flushRequested(id: 1, upTo: position(40))
+        #expect(!machine.shutdownRequested().contains(.shutdownComplete))
+        let failed = machine.connectFailed(
+            LogstashError(code: .connectFailed, message: "connection refused"),
+            tryingAnotherHost: true
+        )
+        #expect(failed.contains(.connect) && !failed.contains(.shutdownComplete) && flushes(failed).isEmpty)
+        #expect(reads(machine.connected()).count == 1, "the next host gets what is queued")
+    }
+
     @Test func aShutdownWhileConnectingThatConnectsSendsWhatIsQueued() {
         let clock = ManualClock()
         var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(5) }, clock: clock)

@@ -171,6 +171,30 @@ private func eventID(_ payload: String) -> String? {
         #expect(activity.contains("connected to 127.0.0.1:\(server.port) (plain TCP, Beats)"))
     }
 
+    /// The first of two hosts refusing: a flush, then a shutdown, deliver to the second at once (the backoff, an
+    /// hour here, comes only after every host failed); before, the flush failed and the shutdown sent nothing.
+    @Test func aFlushAndAShutdownMoveToTheNextHostAtOnceWhenTheFirstRefuses() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let server = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
+        let directory = try TemporaryDirectory(prefix: "beats-next-host")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: refusing.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: server.port))
+            $0.backoffMinimum = .seconds(3600)
+            $0.backoffMaximum = .seconds(3600)
+        }
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        try await client.flush()
+        for index in 10..<20 { try client.spool.append(jsonRecord(index)) }
+        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        await server.stop()
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        #expect(Set(server.payloads.compactMap(eventID)) == Set((0..<20).map { "e\($0)" }))
+        #expect(!activity.contains("reconnecting in"), "\(activity.lines)")
+    }
+
     /// The window sent on connecting asked for a timer at its ACK deadline, which the dispatch timer asked for after it
     /// replaced (the transport keeps the last): a collector that never acknowledged was found at the next dispatch,
     /// here an hour later, instead of after the ACK timeout.

@@ -179,6 +179,25 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(error?.description.contains("127.0.0.1:5000") == true)
     }
 
+    /// Another host to try: connect again at once, the flush still waiting, no backoff; the shutdown keeps the
+    /// deadline of the first attempt.
+    @Test func aConnectErrorWithAnotherHostToTryConnectsAtOnceAndKeepsFlushesAndTheShutdownWaiting() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(5) }, clock: clock)
+        _ = machine.start(at: position(16))
+        #expect(machine.flushRequested(id: 3, upTo: position(26)).isEmpty)
+        #expect(!machine.shutdownRequested().contains(.shutdownComplete))
+        clock.advance(by: .seconds(3))
+        let actions = machine.connectFailed(refused, tryingAnotherHost: true)
+        #expect(actions.contains(.connect))
+        #expect(flushes(actions).isEmpty && timers(actions).isEmpty && !actions.contains(.shutdownComplete))
+        #expect(machine.counters.connectionErrors == 1)
+        clock.advance(by: .seconds(2))
+        let deadline = machine.timerFired()
+        #expect(deadline.contains(.shutdownComplete), "5 s after the first attempt, not the second")
+        #expect(flushes(deadline).map(\.0) == [3])
+    }
+
     @Test func aFlushDuringBackoffTriesToConnectAtOnce() {
         var machine = Machine(configuration: configuration(), clock: ManualClock())
         _ = machine.start(at: position(16))

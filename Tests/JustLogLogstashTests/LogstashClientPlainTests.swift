@@ -196,6 +196,88 @@ func makeClient(
         await receiver.stop()
     }
 
+    /// With several hosts, a refused connect moved to the next host only after the backoff: a flush failed ("not
+    /// delivered: connect … failed") though the second collector was up, and a shutdown right after start sent it
+    /// nothing. Now the next host is tried at once, until each has failed once; the backoff (here an hour, so that
+    /// waiting it out can't pass) comes after a whole round.
+    @Test func aFlushAndAShutdownMoveToTheNextHostAtOnceWhenTheFirstRefuses() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client-next-host")
+        let activity = ActivityLog()
+        let client = try makeClient(port: refusing.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
+            $0.backoffMinimum = .seconds(3600)
+            $0.backoffMaximum = .seconds(3600)
+        }
+        client.start()
+        for index in 0..<100 { try client.spool.append(jsonRecord(index)) }
+        try await client.flush()
+        #expect(await receiver.waitForLines(100))
+        for index in 100..<200 { try client.spool.append(jsonRecord(index)) }
+        #expect(await client.shutdown() == nil)
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        #expect(Set(receiver.lines) == Set((0..<200).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        let lines = activity.lines
+        #expect(lines.contains { $0.hasPrefix("connect to 127.0.0.1:\(refusing.port) (plain TCP) failed") }, "\(lines)")
+        #expect(
+            lines.contains(
+                "failing over from 127.0.0.1:\(refusing.port) (plain TCP) to 127.0.0.1:\(receiver.port) (plain TCP)"
+            ),
+            "\(lines)"
+        )
+        #expect(!lines.contains { $0.contains("reconnecting in") }, "\(lines)")
+        await receiver.stop()
+    }
+
+    /// A shutdown right after start, the first of two hosts refusing: what was queued goes to the second.
+    @Test func aShutdownRightAfterStartSendsToTheSecondHostWhenTheFirstRefuses() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client-shutdown-next-host")
+        let activity = ActivityLog()
+        let client = try makeClient(port: refusing.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
+            $0.backoffMinimum = .seconds(3600)
+            $0.backoffMaximum = .seconds(3600)
+        }
+        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        await receiver.stop()
+    }
+
+    /// Every host refusing: one round of attempts, each host once, then the backoff — never a busy loop.
+    @Test func whenEveryHostRefusesEachIsTriedOnceThenTheClientBacksOff() async throws {
+        let refusing = try RefusingPort.make(count: 3)
+        defer { withExtendedLifetime(refusing) {} }
+        let directory = try TemporaryDirectory(prefix: "client-all-refuse")
+        let activity = ActivityLog()
+        let client = try makeClient(port: refusing[0].port, directory: directory, activity: activity) {
+            $0.hosts += refusing.dropFirst().map { .init(host: "127.0.0.1", port: $0.port) }
+            $0.backoffMinimum = .seconds(3600)
+            $0.backoffMaximum = .seconds(3600)
+        }
+        try client.spool.append(jsonRecord(1))
+        client.start()
+        #expect(await activity.wait(for: "reconnecting in"))
+        // A flush during the backoff connects at once, and tries every host once too.
+        await #expect(throws: LogstashError.self) { try await client.flush() }
+        let failures = activity.lines.filter { $0.hasPrefix("connect to ") && $0.contains(" failed") }
+        let ports = refusing.map(\.port)
+        #expect(failures.count == 6, "\(activity.lines)")
+        for (index, line) in failures.enumerated() {
+            #expect(line.hasPrefix("connect to 127.0.0.1:\(ports[index % 3]) "), "\(activity.lines)")
+            #expect(line.contains("reconnecting in") == (index % 3 == 2), "\(activity.lines)")
+        }
+        await client.shutdown()
+        #expect(client.spool.counterSnapshot.queuedRecords == 1)
+    }
+
     @Test func anUnresolvableHostIsAConnectErrorAndShutdownDoesNotHang() async throws {
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()

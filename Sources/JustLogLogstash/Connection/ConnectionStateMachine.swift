@@ -192,11 +192,18 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     }
 
     /// Connecting failed (resolution, TCP, TLS handshake or certificate check).
-    package mutating func connectFailed(_ error: LogstashError) -> [Action] {
+    ///
+    /// - Parameter tryingAnotherHost: the transport moves to another of several collectors, one not tried since the
+    ///   last connection or backoff: it is tried at once, and waiting flushes and a shutdown wait for it (within
+    ///   their own deadlines; a shutdown's runs from the first attempt). `false`: back off (a shutdown ends).
+    package mutating func connectFailed(_ error: LogstashError, tryingAnotherHost: Bool = false) -> [Action] {
         guard case .connecting(_, let failures) = state else { return [] }
         counters.connectionErrors += 1
         lastError = error.description
         unresolvedError = error.description
+        if tryingAnotherHost {
+            return [.reportActivity("connect to \(configuration.endpoint) failed: \(error)"), .connect]
+        }
         if shutdownDeadline != nil {
             return finishShutdown(error: error)
         }

@@ -11,7 +11,9 @@ import NIOSSL
 /// With several ``Configuration/hosts`` it sends to one at a time, starting with the first, and moves to the
 /// next when a connect fails, a connection is lost, or the collector stops taking what is sent (json_lines: a write
 /// not taken within ``Configuration/writeTimeout``; Beats: no acknowledgement within its `ackTimeout`) — failover;
-/// activity lines name the host they concern. A ``flush(within:completion:)`` that gives up is forgotten.
+/// activity lines name the host they concern. After a failed connect the next host is tried at once (a flush or a
+/// shutdown waiting for a connection waits for it), until every host has failed since the last connection: only
+/// then does the client back off. A ``flush(within:completion:)`` that gives up is forgotten.
 /// With Beats and ``Configuration/loadBalance``, it keeps one connection to each host instead, each with its
 /// own window and acknowledgements, sharing out the spool's records (a ``WindowDispatcher``).
 ///
@@ -66,6 +68,11 @@ public final class LogstashClient: @unchecked Sendable {
     private var machine: any DeliveryMachine
     /// The index in ``Configuration/hosts`` of the collector connected to, or tried next.
     private var currentHost = 0
+    /// Connects failed in a row since the last connection or backoff, each on the next host: until every host
+    /// failed once, a failed connect tries the next one at once (see ``connectFailed(_:)``).
+    private var hostsFailedInARow = 0
+    /// A failed connect moves to the next host before the machine's next `.connect` (at once, or after the backoff).
+    private var failOverBeforeConnecting = false
     /// The Beats settings, or `nil` for json_lines.
     private let beats: Transport.Beats?
     private var channel: (any Channel)?
@@ -445,6 +452,10 @@ public final class LogstashClient: @unchecked Sendable {
         for action in actions {
             switch action {
             case .connect:
+                if failOverBeforeConnecting {
+                    failOverBeforeConnecting = false
+                    failOver()
+                }
                 connect()
             case .readBatch(let from, let maxBytes, let maxRecords):
                 let batch = source.read(from: from, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &readStorage)
@@ -540,6 +551,7 @@ public final class LogstashClient: @unchecked Sendable {
                 self.channel = channel
                 if tls == nil {
                     self.connectInProgress = false
+                    self.hostsFailedInARow = 0
                     self.run(self.machine.connected())
                 } else {
                     self.handshakeTimeout = self.eventLoop.scheduleTask(
@@ -552,8 +564,7 @@ public final class LogstashClient: @unchecked Sendable {
                 }
             case .failure(let error):
                 self.connectInProgress = false
-                self.run(self.machine.connectFailed(self.describeConnectError(error)))
-                self.failOver()
+                self.connectFailed(self.describeConnectError(error))
             }
         }
     }
@@ -563,6 +574,7 @@ public final class LogstashClient: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         guard generation == self.generation, connectInProgress else { return }
         connectInProgress = false
+        hostsFailedInARow = 0
         handshakeTimeout?.cancel()
         activity?(detail)
         run(machine.connected())
@@ -573,6 +585,21 @@ public final class LogstashClient: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         guard generation == self.generation, channel != nil else { return }
         run(machine.ackReceived(sequence: sequence))
+    }
+
+    /// The connect to the current host failed: with several hosts, the next one is tried at once unless every host
+    /// failed since the last connection or backoff (then the machine backs off, and the next host is tried after).
+    /// The machine's lines name the host that failed: the failover comes after them, before its next `.connect`.
+    private func connectFailed(_ failure: LogstashError) {
+        hostsFailedInARow += 1
+        let tryingAnotherHost = hostsFailedInARow < configuration.hosts.count
+        if !tryingAnotherHost { hostsFailedInARow = 0 }
+        failOverBeforeConnecting = true
+        run(machine.connectFailed(failure, tryingAnotherHost: tryingAnotherHost))
+        if failOverBeforeConnecting {
+            failOverBeforeConnecting = false
+            failOver()
+        }
     }
 
     /// After a failed connect or a lost connection: the next host, if there are several.
@@ -610,8 +637,7 @@ public final class LogstashClient: @unchecked Sendable {
                         "the TLS handshake with \(configuration.endpoint(of: configuration.hosts[currentHost])) did not finish within \(configuration.connectTimeout): the collector may speak plain TCP on this port (then turn TLS off: logstashUseTLS = false; justlog ship --plain)"
                 )
                 : describeConnectError(error ?? ChannelError.eof)
-            run(machine.connectFailed(failure))
-            failOver()
+            connectFailed(failure)
             return
         }
         if machine.isClosing, Self.isCleanEnd(error) {

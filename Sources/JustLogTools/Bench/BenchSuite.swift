@@ -150,7 +150,9 @@ package struct BenchSuite: Sendable {
     }
 
     /// The keys of ``runThroughput(_:)``'s cases.
-    package static let throughputKeys = ["throughput_file", "throughput_file_fields", "throughput_logstash"]
+    package static let throughputKeys = [
+        "throughput_file", "throughput_file_fields", "throughput_logstash", "throughput_logstash_fields",
+    ]
 
     /// The key of ``runConcurrency(of:)``.
     package static let concurrencyKey = "concurrency"
@@ -180,14 +182,15 @@ package struct BenchSuite: Sendable {
     }
 
     /// Runs one end-to-end case alone (`throughput_file`, `throughput_file_fields` — the same event through
-    /// `fields:` — or `throughput_logstash`, with ``Options/throughputEvents`` events) and returns its events per
-    /// second: for a profiler to look at one case.
+    /// `fields:` —, `throughput_logstash` or `throughput_logstash_fields`, with ``Options/throughputEvents``
+    /// events) and returns its events per second: for a profiler to look at one case.
     package func runThroughput(_ key: String) throws -> Double {
         let cases = ThroughputCases(folder: folder, events: options.throughputEvents)
         switch key {
         case "throughput_file": return try cases.fileEventsPerSecond().0
         case "throughput_file_fields": return try cases.fileEventsPerSecond(typed: true).0
         case "throughput_logstash": return try cases.logstashEventsPerSecond().0
+        case "throughput_logstash_fields": return try cases.logstashEventsPerSecond(typed: true).0
         default:
             throw ToolError("no case \(key); cases: \(Self.throughputKeys.joined(separator: ", "))", exitCode: 64)
         }
