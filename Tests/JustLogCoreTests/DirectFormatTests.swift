@@ -387,6 +387,44 @@ import Testing
         }
     }
 
+    /// The file name is found eight bytes at a time: the same start as a byte-by-byte search from the end, for
+    /// every place of the last `/` (none, first, last, in each byte of a word, after a `.` that looks like a `/`
+    /// to a looser zero-byte test), inside a larger buffer.
+    @Test func theFileNameStartsAfterTheLastSlashWhereverItIs() {
+        var paths: [[UInt8]] = [[], Array("/".utf8), Array("a".utf8), Array("//".utf8), Array("/./.x/..y".utf8)]
+        for length in 1...40 {
+            let base = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            paths.append(base)
+            for slash in 0..<length {
+                var path = base
+                path[slash] = UInt8(ascii: "/")
+                paths.append(path)
+                if slash + 1 < length {
+                    path[slash + 1] = UInt8(ascii: ".")
+                    paths.append(path)
+                }
+                var twice = path
+                twice[slash / 2] = UInt8(ascii: "/")
+                paths.append(twice)
+                var high = path
+                high[(slash + 3) % length] = 0xAF  // '/' with the high bit set: not a slash
+                paths.append(high)
+            }
+        }
+        for path in paths {
+            let padded = Array("xx/yy".utf8) + path + Array("/zz".utf8)
+            padded.withUnsafeBytes { bytes in
+                let range = 5..<5 + path.count
+                var expected = range.upperBound
+                while expected > range.lowerBound, bytes[expected - 1] != UInt8(ascii: "/") { expected -= 1 }
+                #expect(
+                    JournalRecordView.lastComponentStart(of: range, in: bytes) == expected,
+                    "\(String(decoding: path, as: UTF8.self))"
+                )
+            }
+        }
+    }
+
     @Test func aTornRecordIsNotRead() throws {
         let bytes = chunk(Array(Self.events.prefix(1)))
         for length in 0..<bytes.count - 1 {

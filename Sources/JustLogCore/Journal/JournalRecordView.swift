@@ -73,6 +73,29 @@ struct JournalRecordView: Sendable {
 }
 
 extension JournalRecordView {
+    /// Where the last component of the path at `path` of `bytes` starts: after its last `/`, or at its start.
+    /// Eight bytes at a time from the end (a call site's path is tens of bytes, its file name about twenty: a byte
+    /// at a time cost ~150 instructions a record); `memrchr` is not on every platform.
+    static func lastComponentStart(of path: Range<Int>, in bytes: UnsafeRawBufferPointer) -> Int {
+        let slashes: UInt64 = 0x2F2F_2F2F_2F2F_2F2F
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        var end = path.upperBound
+        while end - path.lowerBound >= 8 {
+            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: end - 8, as: UInt64.self))
+            let x = word ^ slashes
+            // 0x80 in each byte of `x` that is zero (a `/` in `word`), exactly: no carry crosses a byte.
+            let slashBytes = ~(((x & low7) &+ low7) | x | low7)
+            if slashBytes != 0 {
+                // The highest such byte is the last `/` in memory (little-endian).
+                let index = (63 - slashBytes.leadingZeroBitCount) / 8
+                return end - 8 + index + 1
+            }
+            end -= 8
+        }
+        while end > path.lowerBound, bytes[end - 1] != UInt8(ascii: "/") { end -= 1 }
+        return end
+    }
+
     /// Whether `lhs`'s key comes before `rhs`'s in byte order.
     @inline(__always)
     fileprivate static func precedes(_ lhs: Member, _ rhs: Member, in bytes: UnsafeRawBufferPointer) -> Bool {
@@ -147,8 +170,7 @@ private struct InPlaceReader {
         }
         // No metadata, no truncations, no error.
         guard word() == 0, word() == 0, byte() == 0 else { return nil }
-        var nameStart = file.upperBound
-        while nameStart > file.lowerBound, bytes[nameStart - 1] != UInt8(ascii: "/") { nameStart -= 1 }
+        let nameStart = JournalRecordView.lastComponentStart(of: file, in: bytes)
         return JournalRecordView(
             level: level,
             sequence: sequence,
