@@ -304,6 +304,50 @@ import Testing
         }
     }
 
+    /// A layout is compared in parts — the call site as one run of bytes, keys of up to eight bytes as their length
+    /// and first word, longer ones with their rest — : records that differ in any one part have layouts of their
+    /// own (and are written with their own text), the same record's layout is found again.
+    @Test func recordsThatDifferInAnyPartOfTheirLayoutAreNumberedApart() throws {
+        let builder = builder([:])
+        let format = try #require(DirectFormat(builder: builder))
+        let site = CallSite(file: "/src/App/Pay.swift", function: "pay(_:)", line: 12)
+        func event(
+            _ userInfo: [String: LogValue] = ["userID": .int(1), "a_long_key_1": .int(2)],
+            level: LogLevel = .info,
+            site: CallSite = site
+        ) -> LogEvent {
+            Self.event(level, "m", userInfo, site: site)
+        }
+        let variants = [
+            event(level: .warning),
+            event(site: CallSite(file: "/src/App/Pay.swift", function: "pay(_:)", line: 13)),
+            event(site: CallSite(file: "/src/Other/Pay.swift", function: "pay(_:)", line: 12)),
+            event(site: CallSite(file: "/src/App/Pax.swift", function: "pay(_:)", line: 12)),
+            event(site: CallSite(file: "/src/App/Pay.swift", function: "pay(_:_:)", line: 12)),
+            event(["userID": .int(1)]),
+            event(["userID": .int(1), "a_long_key_1": .int(2), "x": .null]),
+            event(["userIE": .int(1), "a_long_key_1": .int(2)]),
+            event(["userI": .int(1), "a_long_key_1": .int(2)]),
+            event(["userID": .int(1), "a_long_key_2": .int(2)]),
+            event(["userID": .int(1), "a_long_key_12": .int(2)]),
+            event(["userID": .int(1), "a_long_key": .int(2)]),
+            event(["userID0": .int(1), "a_long_key_1": .int(2)]),
+        ]
+        // Each variant right after the base: where it takes the base's slot, it is compared with the base's layout.
+        let events =
+            variants.flatMap { [event(), $0] } + [event(), event(["userID": .int(7), "a_long_key_1": .int(8)])]
+        try withBatch(chunk(events), count: events.count, format: format, builder: builder) { batch in
+            for index in variants.indices {
+                #expect(batch.layouts[2 * index + 1] != batch.layouts[2 * index], "variant \(index)")
+            }
+            #expect(batch.layouts[events.count - 1] == batch.layouts[events.count - 2], "values are not in a layout")
+            expectTheGeneralPathsLines(
+                batch,
+                events.enumerated().map { builder.record(for: $1, sequence: 41 + UInt64($0)) }
+            )
+        }
+    }
+
     /// Writes every record of `batch` in both forms through one cache of templates each, expecting the lines of
     /// `records` (the general path's record of each).
     private func expectTheGeneralPathsLines(_ batch: PlainBatch, _ records: [LogRecord]) {

@@ -142,8 +142,8 @@ package struct LineTemplates: Sendable {
     }
 }
 
-/// Numbers the layouts of a format's records — a record's level, line, event id prefix, file name, function and
-/// keys — so that destinations find their templates by a number, and a record's bytes are compared with its
+/// Numbers the layouts of a format's records — a record's level, event id prefix, call site (line, file path and
+/// function) and keys — so that destinations find their templates by a number, and a record's bytes are compared with its
 /// layout's once per batch, not once per destination. Each layout keeps a slot, picked from the parts of it that
 /// take no reading of bytes; a layout that takes a slot another one holds replaces it, with a new number (numbers
 /// are never reused; a number's low bits are its slot, see ``slot(ofNumber:)``). A layout longer than
@@ -201,8 +201,10 @@ final class LayoutTable: @unchecked Sendable {
         return Int(truncatingIfNeeded: (mixed &* 0x9E37_79B9_7F4A_7C15) >> 56)
     }
 
-    /// The record's layout: its level, line, event id prefix, file name, function and keys in key order, each text
-    /// after its length.
+    /// The record's layout: its level, event id prefix, call site (line, file path and function, as the record
+    /// holds them, after their length) and keys in key order, each as its length, its head (see
+    /// ``UTF8Order/head(of:in:)``, its first eight bytes) and its bytes after those eight. Keys of up to eight
+    /// bytes, most of them, are compared as two integers, and the call site with one `memcmp`.
     static func layout(
         of record: JournalRecordView,
         in bytes: UnsafeRawBufferPointer,
@@ -210,17 +212,20 @@ final class LayoutTable: @unchecked Sendable {
     ) -> [UInt8] {
         var layout: [UInt8] = []
         func word(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { layout.append(contentsOf: $0) } }
-        func text(_ range: Range<Int>) {
-            word(UInt64(range.count))
-            layout.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
-        }
         word(UInt64(record.level.rawValue))
-        word(record.line)
         word(record.eventIDPrefix)
-        text(record.fileName)
-        text(record.function)
+        word(UInt64(record.callSite.count))
+        layout.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[record.callSite]))
         word(UInt64(record.members.count))
-        for index in record.members { text(members[index].key) }
+        for index in record.members {
+            let member = members[index]
+            word(UInt64(member.key.count))
+            word(member.head)
+            if member.key.count > 8 {
+                let rest = member.key.lowerBound + 8..<member.key.upperBound
+                layout.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[rest]))
+            }
+        }
         return layout
     }
 
@@ -233,11 +238,17 @@ final class LayoutTable: @unchecked Sendable {
     ) -> Bool {
         layout.withUnsafeBytes { expected in
             var matcher = LayoutMatcher(expected: expected, bytes: bytes)
-            guard matcher.word(UInt64(record.level.rawValue)), matcher.word(record.line),
-                matcher.word(record.eventIDPrefix), matcher.text(record.fileName), matcher.text(record.function),
+            guard matcher.word(UInt64(record.level.rawValue)), matcher.word(record.eventIDPrefix),
+                matcher.word(UInt64(record.callSite.count)), matcher.matches(record.callSite),
                 matcher.word(UInt64(record.members.count))
             else { return false }
-            for index in record.members where !matcher.text(members[index].key) { return false }
+            for index in record.members {
+                let member = members[index]
+                guard matcher.word(UInt64(member.key.count)), matcher.word(member.head) else { return false }
+                if member.key.count > 8, !matcher.matches(member.key.lowerBound + 8..<member.key.upperBound) {
+                    return false
+                }
+            }
             return matcher.isAtEnd
         }
     }
@@ -265,10 +276,10 @@ private struct LayoutMatcher {
         return true
     }
 
-    /// Whether the layout has the text of `range` (of the record's bytes) next, after its length.
-    mutating func text(_ range: Range<Int>) -> Bool {
+    /// Whether the layout has the bytes of `range` (of the record's bytes) next; moves past them if so.
+    mutating func matches(_ range: Range<Int>) -> Bool {
         let count = range.count
-        guard word(UInt64(count)), offset + count <= expected.count else { return false }
+        guard offset + count <= expected.count else { return false }
         let equal =
             count == 0
             || memcmp(expected.baseAddress! + offset, bytes.baseAddress! + range.lowerBound, count) == 0

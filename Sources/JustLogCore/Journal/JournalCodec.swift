@@ -32,6 +32,9 @@ enum JournalCodec {
     /// Where the sequence number sits in an encoded record: it is written when the record takes its place
     /// in order, under the pipeline's lock, after the rest was encoded outside it.
     static let sequenceOffset = 2
+    /// Where the call site (line, file, function) starts: after the version, level, sequence, event-id prefix and
+    /// timestamp.
+    static let callSiteOffset = 26
 
     struct DecodingError: Error, CustomStringConvertible {
         var description: String

@@ -24,6 +24,11 @@ struct JournalRecordView: Sendable {
     /// The record's `userInfo` members, in byte order of their keys: a range of the batch's member list.
     var members: Range<Int>
 
+    /// The call site as the record holds it — its line, file path and function, each string after its length —
+    /// one run of bytes: what ``LayoutTable`` compares of it, with one `memcmp`. (Computed: a stored range made
+    /// the view large enough that each copy of it became a `memcpy` call, ~230 instructions an event.)
+    var callSite: Range<Int> { bytes.lowerBound + JournalCodec.callSiteOffset..<function.upperBound }
+
     /// One `userInfo` member: where its key's UTF-8 lies and where its value's tag byte is.
     struct Member: Sendable {
         var key: Range<Int>
