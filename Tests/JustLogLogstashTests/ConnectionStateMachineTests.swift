@@ -194,7 +194,7 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(machine.counters.connectionErrors == 1)
         clock.advance(by: .seconds(2))
         let deadline = machine.timerFired()
-        #expect(deadline.contains(.shutdownComplete), "5 s after the first attempt, not the second")
+        #expect(deadline.contains(.shutdownComplete), "the shutdown's deadline")
         #expect(flushes(deadline).map(\.0) == [3])
     }
 

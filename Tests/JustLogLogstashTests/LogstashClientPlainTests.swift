@@ -231,6 +231,37 @@ func makeClient(
         await receiver.stop()
     }
 
+    /// A connection starts a new round: after the second host's connection is lost, the first refusing again
+    /// still moves to the second at once (a count of failures kept across the connection ended the round there, and
+    /// the flush failed into an hour's backoff).
+    @Test func afterAConnectionARefusalStillMovesToTheOtherHostAtOnce() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client-new-round")
+        let activity = ActivityLog()
+        let client = try makeClient(port: refusing.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
+            $0.backoffMinimum = .seconds(3600)
+            $0.backoffMaximum = .seconds(3600)
+        }
+        client.start()
+        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        try await client.flush()
+        #expect(await receiver.waitForLines(50))
+        await receiver.closeConnectionsAbruptly()
+        #expect(await activity.wait(for: "lost"))
+        for index in 50..<100 { try client.spool.append(jsonRecord(index)) }
+        // The flush connects at once: to the first host (the failover after the loss), refused, then the second.
+        try await client.flush()
+        let expected = Set((0..<100).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        #expect(await eventually(timeout: .seconds(60)) { Set(receiver.lines).isSuperset(of: expected) })
+        let refusals = activity.lines.filter { $0.hasPrefix("connect to 127.0.0.1:\(refusing.port) ") }
+        #expect(refusals.count == 2, "\(activity.lines)")
+        await client.shutdown()
+        await receiver.stop()
+    }
+
     /// A shutdown right after start, the first of two hosts refusing: what was queued goes to the second.
     @Test func aShutdownRightAfterStartSendsToTheSecondHostWhenTheFirstRefuses() async throws {
         let refusing = try RefusingPort()

@@ -71,7 +71,8 @@ public final class LogstashClient: @unchecked Sendable {
     /// Connects failed in a row since the last connection or backoff, each on the next host: until every host
     /// failed once, a failed connect tries the next one at once (see ``connectFailed(_:)``).
     private var hostsFailedInARow = 0
-    /// A failed connect moves to the next host before the machine's next `.connect` (at once, or after the backoff).
+    /// Set while the machine answers a failed connect: a `.connect` it asks for then (another host, at once) fails
+    /// over first; otherwise the failover follows its answer (and the backoff it began).
     private var failOverBeforeConnecting = false
     /// The Beats settings, or `nil` for json_lines.
     private let beats: Transport.Beats?
