@@ -43,8 +43,9 @@ func readmeDeliveryToLogstash() throws {
     logstash.transport = .beats                       // or .beats(.init(compressionLevel: 6, maxWindow: 4096))
 
     // The destination directly, with collectors to fail over to (tried in order; the next one when a
-    // connect fails, a connection is lost, or the collector stops reading — json_lines: no write taken
-    // within `writeTimeout`, 30 s; activity lines name each host)
+    // connect fails — at once, backing off only once every host has failed —, a connection is lost, or the
+    // collector stops reading — json_lines: no write taken within `writeTimeout`, 30 s; activity lines name
+    // each host)
     var client = LogstashClient.Configuration(hosts: [.init(host: "logstash-a", port: 5044), .init(host: "logstash-b", port: 5044)])
     client.transport = .beats
     client.loadBalance = true   // Beats: a connection to each host at once, each with its own window and ACKs
