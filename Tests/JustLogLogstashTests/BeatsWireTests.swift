@@ -179,10 +179,8 @@ private func eventID(_ payload: String) -> String? {
         let server = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
         let directory = try TemporaryDirectory(prefix: "beats-next-host")
         let activity = ActivityLog()
-        let client = try beatsClient(port: refusing.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: server.port))
-            $0.backoffMinimum = .seconds(3600)
-            $0.backoffMaximum = .seconds(3600)
+        let client = try clientOfTwoHosts(refusing.port, then: server.port, directory: directory, activity: activity) {
+            $0.transport = .beats(.init(compressionLevel: 3, initialWindow: 10, maxWindow: 100))
         }
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()

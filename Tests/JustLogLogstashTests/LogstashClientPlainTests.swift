@@ -57,6 +57,23 @@ func makeClient(
     )
 }
 
+/// A client of the collectors on `first` and `second` (loopback, plain TCP) that backs off an hour: a test of
+/// failover can't pass by waiting a backoff out.
+func clientOfTwoHosts(
+    _ first: Int,
+    then second: Int,
+    directory: TemporaryDirectory,
+    activity: ActivityLog,
+    change: (inout LogstashClient.Configuration) -> Void = { _ in }
+) throws -> LogstashClient {
+    try makeClient(port: first, directory: directory, activity: activity) {
+        $0.hosts.append(.init(host: "127.0.0.1", port: second))
+        $0.backoffMinimum = .seconds(3600)
+        $0.backoffMaximum = .seconds(3600)
+        change(&$0)
+    }
+}
+
 @Suite struct LogstashClientPlainTests {
     @Test func sendsSpooledRecordsAsNewlineDelimitedLinesAndFlushCompletes() async throws {
         let receiver = try await LineReceiver()
@@ -206,11 +223,7 @@ func makeClient(
         let receiver = try await LineReceiver()
         let directory = try TemporaryDirectory(prefix: "client-next-host")
         let activity = ActivityLog()
-        let client = try makeClient(port: refusing.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
-            $0.backoffMinimum = .seconds(3600)
-            $0.backoffMaximum = .seconds(3600)
-        }
+        let client = try clientOfTwoHosts(refusing.port, then: receiver.port, directory: directory, activity: activity)
         client.start()
         for index in 0..<100 { try client.spool.append(jsonRecord(index)) }
         try await client.flush()
@@ -240,11 +253,7 @@ func makeClient(
         let receiver = try await LineReceiver()
         let directory = try TemporaryDirectory(prefix: "client-new-round")
         let activity = ActivityLog()
-        let client = try makeClient(port: refusing.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
-            $0.backoffMinimum = .seconds(3600)
-            $0.backoffMaximum = .seconds(3600)
-        }
+        let client = try clientOfTwoHosts(refusing.port, then: receiver.port, directory: directory, activity: activity)
         client.start()
         for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
         try await client.flush()
@@ -269,11 +278,7 @@ func makeClient(
         let receiver = try await LineReceiver()
         let directory = try TemporaryDirectory(prefix: "client-shutdown-next-host")
         let activity = ActivityLog()
-        let client = try makeClient(port: refusing.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
-            $0.backoffMinimum = .seconds(3600)
-            $0.backoffMaximum = .seconds(3600)
-        }
+        let client = try clientOfTwoHosts(refusing.port, then: receiver.port, directory: directory, activity: activity)
         for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
         client.start()
         #expect(await client.shutdown() == nil, "\(activity.lines)")
@@ -288,11 +293,12 @@ func makeClient(
         defer { withExtendedLifetime(refusing) {} }
         let directory = try TemporaryDirectory(prefix: "client-all-refuse")
         let activity = ActivityLog()
-        let client = try makeClient(port: refusing[0].port, directory: directory, activity: activity) {
-            $0.hosts += refusing.dropFirst().map { .init(host: "127.0.0.1", port: $0.port) }
-            $0.backoffMinimum = .seconds(3600)
-            $0.backoffMaximum = .seconds(3600)
-        }
+        let client = try clientOfTwoHosts(
+            refusing[0].port,
+            then: refusing[1].port,
+            directory: directory,
+            activity: activity
+        ) { $0.hosts.append(.init(host: "127.0.0.1", port: refusing[2].port)) }
         try client.spool.append(jsonRecord(1))
         client.start()
         #expect(await activity.wait(for: "reconnecting in"))

@@ -45,28 +45,34 @@ struct ThroughputCases {
         let url = directory.appendingPathComponent("bench.log")
         let logger = JustLog.Logger(configuration: .init(console: nil, file: .init(url: url)))
         defer { logger.shutdown() }
-        let runtime = RuntimeValues.make()
         let start = monotonicNanoseconds()
-        if typed {
-            for _ in 0..<events {
-                logger.info(
-                    "user signed in",
-                    fields: [
-                        "userID": .int(runtime.userID), "plan": .string(runtime.plan), "attempt": .int(runtime.attempt),
-                    ]
-                )
-            }
-        } else {
-            for _ in 0..<events {
-                logger.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
-            }
-        }
+        logTheEvent(events, typed: typed, to: logger)
         if let error = logger.pipeline.flush(timeout: 600) {
             throw ToolError("bench: the file did not flush: \(error)")
         }
         let elapsed = monotonicNanoseconds() - start
         let written = try firstLine(of: url, orRotatedIn: directory)
         return (Double(events) * 1e9 / Double(elapsed), written)
+    }
+
+    /// Logs the measured event `count` times: the documented call, or (`typed`) the same event through `fields:`,
+    /// its values read at run time.
+    private func logTheEvent(_ count: Int, typed: Bool, to logger: JustLog.Logger) {
+        guard typed else {
+            for _ in 0..<count {
+                logger.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
+            }
+            return
+        }
+        let runtime = RuntimeValues.make()
+        for _ in 0..<count {
+            logger.info(
+                "user signed in",
+                fields: [
+                    "userID": .int(runtime.userID), "plan": .string(runtime.plan), "attempt": .int(runtime.attempt),
+                ]
+            )
+        }
     }
 
     /// The file limit: the same line, preformatted, in 64 KiB `write(2)` calls.
@@ -121,22 +127,8 @@ struct ThroughputCases {
             )
         )
         defer { logger.shutdown() }
-        let runtime = RuntimeValues.make()
         let start = monotonicNanoseconds()
-        if typed {
-            for _ in 0..<events {
-                logger.info(
-                    "user signed in",
-                    fields: [
-                        "userID": .int(runtime.userID), "plan": .string(runtime.plan), "attempt": .int(runtime.attempt),
-                    ]
-                )
-            }
-        } else {
-            for _ in 0..<events {
-                logger.info("user signed in", userInfo: ["userID": 42, "plan": "gold", "attempt": 1])
-            }
-        }
+        logTheEvent(events, typed: typed, to: logger)
         logger.forceSend()
         guard sink.waitForLines(events, timeout: 600, lost: { reports.current.contains { $0.contains("drop") } })
         else {
