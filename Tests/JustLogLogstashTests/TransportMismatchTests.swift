@@ -57,6 +57,46 @@ struct TransportMismatchTests {
         #expect(message.contains("it expects TLS on this port"), "\(message)")
     }
 
+    /// A TLS handshake that fails (here: a certificate no CA of ours signed) is a failed connect like a refusal:
+    /// with several hosts the next one is tried at once, not after the backoff (an hour here), and the flush waiting
+    /// for a connection completes there.
+    @Test func aHostWhoseCertificateIsNotTrustedIsLeftForTheNextHostAtOnce() async throws {
+        let certificates = try TestCertificates()
+        let pair = { (pair: TestCertificates.Pair) in
+            JSONLinesReceiver.TLS(certificateFile: pair.certificate, keyFile: pair.key)
+        }
+        let untrusted = JSONLinesReceiver(configuration: .init(tls: pair(certificates.selfSigned))) { _ in }
+        let good = JSONLinesReceiver(configuration: .init(tls: pair(certificates.goodServer))) { _ in }
+        let untrustedPort = try await untrusted.start()
+        let goodPort = try await good.start()
+        let directory = try TemporaryDirectory(prefix: "tls-next-host")
+        var configuration = LogstashClient.Configuration(
+            hosts: [.init(host: "127.0.0.1", port: untrustedPort), .init(host: "127.0.0.1", port: goodPort)]
+        )
+        configuration.useTLS = true
+        configuration.caFile = certificates.caFile
+        configuration.backoffMinimum = .seconds(3600)
+        configuration.backoffMaximum = .seconds(3600)
+        let activity = LockedValue<[String]>([])
+        let client = try LogstashClient(
+            configuration: configuration,
+            spool: LogstashSpool(configuration: .init(directory: directory.path)),
+            activity: { line in activity.withLock { $0.append(line) } }
+        )
+        client.start()
+        try client.spool.append(Array(#"{"message":"hello","event_id":"1"}"#.utf8))
+        try await client.flush()
+        #expect(await client.shutdown() == nil)
+        await untrusted.stop()
+        await good.stop()
+        let lines = activity.current
+        #expect(good.counters.lines == 1, "\(lines)")
+        let refused = "connect to 127.0.0.1:\(untrustedPort) "
+        #expect(lines.contains { $0.hasPrefix(refused) && $0.contains("failed") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("failing over from 127.0.0.1:\(untrustedPort) ") }, "\(lines)")
+        #expect(!lines.contains { $0.contains("reconnecting in") }, "\(lines)")
+    }
+
     @Test func aTLSClientAgainstAPlainCollectorIsToldItMaySpeakPlainTCP() async throws {
         let certificates = try TestCertificates()
         let message = try await flushError(useTLS: true, receiver: nil, caFile: certificates.caFile)
