@@ -403,7 +403,8 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             )
         case .connecting(let since, _):
             // A shutdown right after start (or a flush's reconnect) waits for the connection, then sends what is
-            // queued as a connected one does; a failed connect ends it (``connectFailed(_:)``).
+            // queued as a connected one does; a failed connect ends it, unless the transport tries another host
+            // (``connectFailed(_:tryingAnotherHost:)``).
             guard shutdownDeadline == nil else { return [] }
             let decision = ConnectingShutdown(
                 attemptSince: since,

@@ -15,11 +15,3 @@ enum DeliveryWording {
         )
     }
 }
-
-extension Duration {
-    /// The duration in seconds, fractions included.
-    var totalSeconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
-    }
-}

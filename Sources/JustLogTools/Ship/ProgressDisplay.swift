@@ -22,7 +22,7 @@ struct ProgressDisplay {
         let now = ContinuousClock.now
         if !force, let lastShown, now - lastShown < interval { return }
         lastShown = now
-        let elapsed = Self.seconds(now - start)
+        let elapsed = (now - start).totalSeconds
         let fraction = progress.totalBytes > 0 ? min(1, Double(progress.bytesRead) / Double(progress.totalBytes)) : 1
         let rate = elapsed > 0 ? Double(progress.eventsSpooled) / elapsed : 0
         let byteRate = elapsed > 0 ? Double(progress.bytesRead) / elapsed : 0
@@ -64,9 +64,5 @@ struct ProgressDisplay {
         if total >= 3600 { return "\(total / 3600)h\(total % 3600 / 60)m" }
         if total >= 60 { return "\(total / 60)m\(total % 60)s" }
         return "\(total)s"
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -530,7 +530,7 @@ package struct ShipTool: Sendable {
     }
 
     static func summaryText(_ summary: Summary, options: Options) -> String {
-        let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
+        let seconds = summary.elapsed.totalSeconds
         let rate = seconds > 0 ? Int(Double(summary.progress.eventsSpooled) / seconds) : 0
         var text =
             "justlog: shipped \(summary.progress.eventsSpooled) event(s) (\(ProgressDisplay.bytes(summary.progress.bytesRead))) from \(summary.files) file(s) to \(options.host):\(options.port) in \(String(format: "%.1f", seconds)) s (\(rate) events/s)"
