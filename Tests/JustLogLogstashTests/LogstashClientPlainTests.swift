@@ -287,6 +287,38 @@ func clientOfTwoHosts(
         await receiver.stop()
     }
 
+    /// A shutdown while the first host's connect hangs (a blackholed collector: no answer, only the connect
+    /// timeout ends it, and that is longer than the shutdown's): the attempt gets its share of the shutdown's time,
+    /// and the second host, up, still takes what was queued before the program exits.
+    @Test func aShutdownWaitingOnAHostThatNeverAnswersStillSendsToTheNextHost() async throws {
+        let unanswered = try UnansweredPort()
+        defer { withExtendedLifetime(unanswered) {} }
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client-shutdown-blackhole")
+        let activity = ActivityLog()
+        let client = try clientOfTwoHosts(
+            unanswered.port,
+            then: receiver.port,
+            directory: directory,
+            activity: activity
+        ) {
+            $0.connectTimeout = .seconds(3600)
+            $0.shutdownTimeout = .seconds(4)
+        }
+        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        #expect(
+            activity.lines.contains {
+                $0.hasPrefix("connect to 127.0.0.1:\(unanswered.port) ") && $0.contains("no answer within 2.0 s")
+            },
+            "\(activity.lines)"
+        )
+        await receiver.stop()
+    }
+
     /// Every host refusing: one round of attempts, each host once, then the backoff — never a busy loop.
     @Test func whenEveryHostRefusesEachIsTriedOnceThenTheClientBacksOff() async throws {
         let refusing = try RefusingPort.make(count: 3)

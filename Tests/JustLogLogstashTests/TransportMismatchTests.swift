@@ -97,6 +97,48 @@ struct TransportMismatchTests {
         #expect(!lines.contains { $0.contains("reconnecting in") }, "\(lines)")
     }
 
+    /// A shutdown while the first host took the connection but never answers the TLS handshake (a collector that
+    /// stopped reading; the handshake would wait for the whole connect timeout, an hour here): the attempt gets its
+    /// share of the shutdown's time, its connection is closed, and the second host takes what was queued.
+    @Test func aShutdownWaitingOnAHandshakeThatNeverEndsStillSendsToTheNextHost() async throws {
+        let certificates = try TestCertificates()
+        let silent = try SilentPort()
+        let good = JSONLinesReceiver(
+            configuration: .init(
+                tls: .init(certificateFile: certificates.goodServer.certificate, keyFile: certificates.goodServer.key)
+            )
+        ) { _ in }
+        let goodPort = try await good.start()
+        let directory = try TemporaryDirectory(prefix: "tls-handshake-next-host")
+        var configuration = LogstashClient.Configuration(
+            hosts: [.init(host: "127.0.0.1", port: silent.port), .init(host: "127.0.0.1", port: goodPort)]
+        )
+        configuration.useTLS = true
+        configuration.caFile = certificates.caFile
+        configuration.connectTimeout = .seconds(3600)
+        configuration.shutdownTimeout = .seconds(4)
+        configuration.backoffMinimum = .seconds(3600)
+        configuration.backoffMaximum = .seconds(3600)
+        let activity = LockedValue<[String]>([])
+        let client = try LogstashClient(
+            configuration: configuration,
+            spool: LogstashSpool(configuration: .init(directory: directory.path)),
+            activity: { line in activity.withLock { $0.append(line) } }
+        )
+        try client.spool.append(Array(#"{"message":"hello","event_id":"1"}"#.utf8))
+        client.start()
+        #expect(await client.shutdown() == nil, "\(activity.current)")
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+        await good.stop()
+        withExtendedLifetime(silent) {}
+        let lines = activity.current
+        #expect(good.counters.lines == 1, "\(lines)")
+        #expect(
+            lines.contains { $0.hasPrefix("connect to 127.0.0.1:\(silent.port) ") && $0.contains("no answer within") },
+            "\(lines)"
+        )
+    }
+
     @Test func aTLSClientAgainstAPlainCollectorIsToldItMaySpeakPlainTCP() async throws {
         let certificates = try TestCertificates()
         let message = try await flushError(useTLS: true, receiver: nil, caFile: certificates.caFile)

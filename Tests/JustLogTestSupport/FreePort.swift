@@ -115,3 +115,41 @@ public final class SilentPort: @unchecked Sendable {
 
     deinit { close(descriptor) }
 }
+
+/// A loopback port whose connects are never answered: a listener with a backlog of one, filled by a connection of
+/// its own, so the kernel drops every further SYN and a client's connect hangs until its own timeout — a blackholed
+/// collector (a firewall that drops, a host that is gone) without leaving 127.0.0.1.
+public final class UnansweredPort: @unchecked Sendable {
+    public let port: Int
+    private let listener: Int32
+    private let filler: Int32
+
+    public init() throws {
+        (listener, port) = try FreePort.bindLoopback()
+        guard listen(listener, 0) == 0 else {
+            close(listener)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "listen failed: errno \(errno)"])
+        }
+        filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(filler)
+            close(listener)
+            throw POSIXError(.init(rawValue: code) ?? .EIO)
+        }
+    }
+
+    deinit {
+        close(filler)
+        close(listener)
+    }
+}

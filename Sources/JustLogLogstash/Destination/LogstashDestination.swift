@@ -156,8 +156,12 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
         self.room = SpoolRoom(spool: spool, progress: { client.completedWrites }, patience: configuration.roomPatience)
         reports.destination = self
         handle(appender.open(lockWait: .seconds(1)))
+        let metrics = self.metrics
+        client.observeDelivery { [spool] sent, resent in
+            metrics.delivered(sent: sent, resent: resent)
+            metrics.spoolChanged(spool.counterSnapshot)
+        }
         client.start()
-        metrics.start(client: client, interval: configuration.client.sendInterval)
     }
 
     // MARK: - LogDestination
@@ -319,7 +323,6 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
             )
         }
         shutdownError.withLock { $0 = heldLoss ?? failure }
-        metrics.stop()
         spool.close()
     }
 
@@ -433,14 +436,16 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
         )
     }
 
+    /// Also records the spool's gauges (``LogstashMetrics/spoolChanged(_:)``): after every batch appended.
     private func reportSpoolDrops() {
-        let dropped = spool.counterSnapshot.droppedRecords
+        let counters = spool.counterSnapshot
+        metrics.spoolChanged(counters)
+        let dropped = counters.droppedRecords
         let isNew = lastDropCount.withLock { last -> Bool in
             defer { last = max(last, dropped) }
             return dropped > last
         }
         if isNew {
-            metrics.dropped(total: dropped)
             diagnostics.reportOnce(
                 key: "logstash.spool.cap",
                 "the Logstash spool reached its cap (\(configuration.spool.maxTotalBytes) bytes) while the collector is away, stalled or slower than the program for longer than the log journal can hold; the oldest events are dropped and counted (\(dropped) so far), and the count is sent when delivery resumes"

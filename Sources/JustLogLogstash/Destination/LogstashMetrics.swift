@@ -21,8 +21,7 @@ final class LogstashMetrics: Sendable {
     private let droppedCounter: Counter
     private let queued: Gauge
     private let spooledBytes: Gauge
-    private let last = LockedValue(Last())
-    private let poller = LockedValue<Task<Void, Never>?>(nil)
+    private let lastDropped = LockedValue<UInt64>(0)
 
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         spooled = Counter(label: "justlog_logstash_spooled_total", factory: factory)
@@ -34,57 +33,29 @@ final class LogstashMetrics: Sendable {
         spooledBytes = Gauge(label: "justlog_logstash_spooled_bytes", factory: factory)
     }
 
-    private struct Last {
-        var sent: UInt64 = 0
-        var resent: UInt64 = 0
-        var dropped: UInt64 = 0
-    }
-
     func appended(_ count: Int) { spooled.increment(by: Int64(count)) }
     func failedAppend() { spoolFailures.increment() }
 
-    func dropped(total: UInt64) {
-        let delta = last.withLock { last -> UInt64 in
-            defer { last.dropped = max(last.dropped, total) }
-            return total > last.dropped ? total - last.dropped : 0
+    private func dropped(total: UInt64) {
+        let delta = lastDropped.withLock { last -> UInt64 in
+            defer { last = max(last, total) }
+            return total > last ? total - last : 0
         }
         if delta > 0 { droppedCounter.increment(by: Int64(delta)) }
     }
 
-    /// Polls the client's counters every `interval` until ``stop()``.
-    func start(client: LogstashClient, interval: Duration) {
-        let task = Task { [weak client] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: max(interval, .milliseconds(100)))
-                guard let client else { return }
-                self.update(await client.counters())
-            }
-        }
-        poller.withLock { $0 = task }
+    /// Records written to the collector since the client last said so, `resent` of them again (the client calls
+    /// this on its event loop as it writes: no poller, so the counters never lag behind the wire).
+    func delivered(sent: UInt64, resent: UInt64) {
+        if sent > 0 { self.sent.increment(by: Int64(clamping: sent)) }
+        if resent > 0 { self.resent.increment(by: Int64(clamping: resent)) }
     }
 
-    func stop() {
-        poller.withLock { task in
-            task?.cancel()
-            task = nil
-        }
-    }
-
-    private func update(_ counters: LogstashClient.Counters) {
-        queued.record(counters.queued)
-        spooledBytes.record(counters.spooledBytes)
-        let (sentDelta, resentDelta) = last.withLock { last -> (UInt64, UInt64) in
-            defer {
-                last.sent = max(last.sent, counters.sent)
-                last.resent = max(last.resent, counters.resent)
-            }
-            return (
-                counters.sent > last.sent ? counters.sent - last.sent : 0,
-                counters.resent > last.resent ? counters.resent - last.resent : 0
-            )
-        }
-        if sentDelta > 0 { sent.increment(by: Int64(sentDelta)) }
-        if resentDelta > 0 { resent.increment(by: Int64(resentDelta)) }
-        dropped(total: counters.dropped)
+    /// The spool's gauges, and any drops it counted since the last call: after each batch appended and each
+    /// batch written or acknowledged.
+    func spoolChanged(_ counters: SpoolCounters) {
+        queued.record(counters.queuedRecords)
+        spooledBytes.record(counters.queuedBytes)
+        dropped(total: counters.droppedRecords)
     }
 }

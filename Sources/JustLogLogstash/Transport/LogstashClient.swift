@@ -71,6 +71,11 @@ public final class LogstashClient: @unchecked Sendable {
     /// Connects failed in a row since the last connection or backoff, each on the next host: until every host
     /// failed once, a failed connect tries the next one at once (see ``connectFailed(_:)``).
     private var hostsFailedInARow = 0
+    /// Told on this loop what was written since it was last told (see ``observeDelivery(_:)``), and what it was
+    /// told: the machine's counters then, and whether records were acknowledged since.
+    private var deliveryObserver: (@Sendable (_ sent: UInt64, _ resent: UInt64) -> Void)?
+    private var observedCounters = DeliveryCounters()
+    private var acknowledgedUnobserved = false
     /// Set while the machine answers a failed connect: a `.connect` it asks for then (another host, at once) fails
     /// over first; otherwise the failover follows its answer (and the backoff it began).
     private var failOverBeforeConnecting = false
@@ -87,6 +92,8 @@ public final class LogstashClient: @unchecked Sendable {
     private var isShutDown = false
     private var started = false
     private var connectInProgress = false
+    /// When the connect in progress began.
+    private var connectStarted = NIODeadline.now()
     private var handshakeTimedOut = false
     /// The current connection's largest advertised peer window, and its state when it was closed.
     private var largestPeerWindow: UInt32 = 0
@@ -254,6 +261,15 @@ public final class LogstashClient: @unchecked Sendable {
         }
     }
 
+    /// Calls `observer` on the event loop after records were written to the collector or acknowledged: with how many
+    /// were written since its last call (`sent`), and how many of them again after a connection error (`resent`) —
+    /// as the writes happen, so the destination's metrics need no poller. Set before ``start()``; with load
+    /// balancing, every lane calls it.
+    package func observeDelivery(_ observer: @escaping @Sendable (_ sent: UInt64, _ resent: UInt64) -> Void) {
+        deliveryObserver = observer
+        for lane in lanes { lane.observeDelivery(observer) }
+    }
+
     /// Tells the sender that a record was appended to the spool. Cheap: it wakes the sender only when a
     /// full batch is waiting; otherwise the records go at the next ``Configuration/sendInterval``.
     public func recordsAppended(_ count: Int = 1) {
@@ -351,7 +367,8 @@ public final class LogstashClient: @unchecked Sendable {
     ///
     /// While a connection is being made it waits for it up to ``Configuration/shutdownTimeout`` after the attempt
     /// began (a ``flush(completion:)`` just before may have waited for the same attempt), not at all with nothing
-    /// queued; during a reconnect's backoff it stops at once.
+    /// queued; during a reconnect's backoff it stops at once. With several hosts, an attempt that hangs (a
+    /// blackholed collector) gets only its share of that time while another host has not been tried.
     public func shutdown(completion: @escaping @Sendable () -> Void) {
         shutdown(reporting: { _ in completion() })
     }
@@ -381,6 +398,7 @@ public final class LogstashClient: @unchecked Sendable {
                 return
             }
             self.run(self.machine.shutdownRequested(nothingToSend: self.spool.counterSnapshot.queuedRecords == 0))
+            self.shareShutdownTimeWithTheOtherHosts()
         }
     }
 
@@ -445,8 +463,21 @@ public final class LogstashClient: @unchecked Sendable {
 
     // MARK: - Carrying out actions (event loop)
 
+    /// After actions that wrote or acknowledged records: tells the ``observeDelivery(_:)`` observer.
+    private func tellDeliveryObserver() {
+        guard let deliveryObserver else { return }
+        let counters = machine.counters
+        guard counters != observedCounters || acknowledgedUnobserved else { return }
+        let sent = counters.sentRecords &- min(observedCounters.sentRecords, counters.sentRecords)
+        let resent = counters.resentRecords &- min(observedCounters.resentRecords, counters.resentRecords)
+        observedCounters = counters
+        acknowledgedUnobserved = false
+        deliveryObserver(sent, resent)
+    }
+
     private func run(_ actions: [DeliveryAction<ContinuousClock.Instant>]) {
         eventLoop.assertInEventLoop()
+        defer { tellDeliveryObserver() }
         // After the actions that come with the close (the "connection lost" line names the host that failed).
         var failOverAfterwards = false
         defer { if failOverAfterwards { failOver() } }
@@ -465,10 +496,13 @@ public final class LogstashClient: @unchecked Sendable {
                 write(batch)
             case .acknowledge(let upTo):
                 source.acknowledge(upTo: upTo)
+                acknowledgedUnobserved = true
             case .acknowledgeExtent(let extent):
                 source.acknowledge(extent)
+                acknowledgedUnobserved = true
             case .acknowledgeRecords(let from, let count):
                 // A partial ACK: the source finds where the acknowledged records end.
+                acknowledgedUnobserved = true
                 run(machine.recordsAcknowledged(upTo: source.acknowledgeRecords(from: from, count: count)))
             case .scheduleTimer(let instant):
                 scheduleTimer(at: instant)
@@ -510,6 +544,7 @@ public final class LogstashClient: @unchecked Sendable {
         let tls = tlsByHost[currentHost]
         let beats = beats
         connectInProgress = true
+        connectStarted = .now()
         handshakeTimedOut = false
         largestPeerWindow = 0
         closeInfo = nil
@@ -542,6 +577,7 @@ public final class LogstashClient: @unchecked Sendable {
                     )
                 }
             }
+        defer { shareShutdownTimeWithTheOtherHosts() }
         bootstrap.connect(host: host.host, port: host.port).hop(to: eventLoop).whenComplete { result in
             guard generation == self.generation else {
                 if case .success(let channel) = result { channel.close(promise: nil) }
@@ -568,6 +604,46 @@ public final class LogstashClient: @unchecked Sendable {
                 self.connectFailed(self.describeConnectError(error))
             }
         }
+    }
+
+    /// A shutdown waits while a connect is in progress: as long as another host has not been tried since the last
+    /// connection, the attempt gets only its share of ``Configuration/shutdownTimeout`` (counted from when it
+    /// began), then is given up as a failed connect — the next host is tried at once. A blackholed collector
+    /// answers nothing, and the connect timeout (10 s by default) is longer than the whole shutdown (5 s): without
+    /// this, a program with a second collector up exits without having tried it.
+    private func shareShutdownTimeWithTheOtherHosts() {
+        guard connectInProgress, !shutdownCallbacks.isEmpty, !isShutDown else { return }
+        // The current host included.
+        let untried = configuration.hosts.count - hostsFailedInARow
+        guard untried > 1 else { return }
+        let share = configuration.shutdownTimeout / untried
+        let generation = generation
+        eventLoop.scheduleTask(deadline: connectStarted + Self.timeAmount(share)) {
+            guard generation == self.generation, self.connectInProgress else { return }
+            self.abandonConnect(after: share)
+        }
+    }
+
+    /// Gives up the connect in progress (see ``shareShutdownTimeWithTheOtherHosts()``).
+    private func abandonConnect(after share: Duration) {
+        // The attempt's late answer is ignored, and a connection it still makes is closed (see ``connect()``).
+        generation += 1
+        connectInProgress = false
+        handshakeTimeout?.cancel()
+        if let channel {
+            // Connected, its TLS handshake not finished: nothing was sent on it.
+            self.channel = nil
+            channel.close(promise: nil)
+            releaseBuffers()
+            source.connectionLost()
+        }
+        connectFailed(
+            LogstashError(
+                code: .timeout,
+                message:
+                    "no answer within \(DeliveryWording.seconds(share)), its share of the shutdown's \(DeliveryWording.seconds(configuration.shutdownTimeout)): the next host gets the rest"
+            )
+        )
     }
 
     /// The TLS handshake and pin check succeeded on connection `generation`.
