@@ -303,7 +303,7 @@ func clientOfTwoHosts(
             activity: activity
         ) {
             $0.connectTimeout = .seconds(3600)
-            $0.shutdownTimeout = .seconds(4)
+            $0.shutdownTimeout = .seconds(6)
         }
         for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
         client.start()
@@ -312,10 +312,42 @@ func clientOfTwoHosts(
         #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
         #expect(
             activity.lines.contains {
-                $0.hasPrefix("connect to 127.0.0.1:\(unanswered.port) ") && $0.contains("no answer within 2.0 s")
+                $0.hasPrefix("connect to 127.0.0.1:\(unanswered.port) ") && $0.contains("no answer within 3.0 s")
             },
             "\(activity.lines)"
         )
+        await receiver.stop()
+    }
+
+    /// Two hosts that never answer, then one up: the shutdown's time is shared out evenly among the hosts of the
+    /// round (its deadline counts from the first attempt), so the last host is not left a sliver of it.
+    @Test func aShutdownSharesItsTimeEvenlyAmongHostsThatNeverAnswer() async throws {
+        let unanswered = [try UnansweredPort(), try UnansweredPort()]
+        defer { withExtendedLifetime(unanswered) {} }
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client-shutdown-two-blackholes")
+        let activity = ActivityLog()
+        let client = try clientOfTwoHosts(
+            unanswered[0].port,
+            then: unanswered[1].port,
+            directory: directory,
+            activity: activity
+        ) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
+            $0.connectTimeout = .seconds(3600)
+            $0.shutdownTimeout = .seconds(9)
+        }
+        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        // Each gets a third of the 9 s (the second a little less, as it starts a little after the first's share):
+        // shared out from the whole timeout at each attempt instead, the second would get 4.5 s and the last 1.5 s.
+        for port in unanswered.map(\.port) {
+            let line = activity.lines.first { $0.hasPrefix("connect to 127.0.0.1:\(port) ") }
+            let share = line?.firstMatch(of: /no answer within ([0-9.]+) s/).flatMap { Double($0.1) }
+            #expect(share.map { $0 > 1 && $0 <= 3 } == true, "\(activity.lines)")
+        }
         await receiver.stop()
     }
 

@@ -116,7 +116,7 @@ struct TransportMismatchTests {
         configuration.useTLS = true
         configuration.caFile = certificates.caFile
         configuration.connectTimeout = .seconds(3600)
-        configuration.shutdownTimeout = .seconds(4)
+        configuration.shutdownTimeout = .seconds(6)
         configuration.backoffMinimum = .seconds(3600)
         configuration.backoffMaximum = .seconds(3600)
         let activity = LockedValue<[String]>([])

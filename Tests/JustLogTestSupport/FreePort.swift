@@ -45,6 +45,11 @@ public enum FreePort {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        return connectLoopback(fd, port: port)
+    }
+
+    /// Connects socket `fd` to 127.0.0.1:`port`; `false` (and `errno`) if that fails.
+    static func connectLoopback(_ fd: Int32, port: Int) -> Bool {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
@@ -116,40 +121,41 @@ public final class SilentPort: @unchecked Sendable {
     deinit { close(descriptor) }
 }
 
-/// A loopback port whose connects are never answered: a listener with a backlog of one, filled by a connection of
-/// its own, so the kernel drops every further SYN and a client's connect hangs until its own timeout — a blackholed
-/// collector (a firewall that drops, a host that is gone) without leaving 127.0.0.1.
+/// A loopback port whose connects are never answered: a listener with a backlog of one, filled by two connections
+/// of its own that it never accepts, so the kernel drops every further SYN and a client's connect hangs until its
+/// own timeout — a blackholed collector (a firewall that drops, a host that is gone) without leaving 127.0.0.1.
 public final class UnansweredPort: @unchecked Sendable {
     public let port: Int
     private let listener: Int32
-    private let filler: Int32
+    private var fillers: [Int32] = []
 
     public init() throws {
         (listener, port) = try FreePort.bindLoopback()
-        guard listen(listener, 0) == 0 else {
+        guard listen(listener, 1) == 0 else {
             close(listener)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "listen failed: errno \(errno)"])
         }
-        filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        // Completed by the kernel into the accept queue (a backlog of one holds two): a connect that is not answered
+        // at once would be a kernel that does not work this way, so it is given 5 s, not the SYN retries' two minutes.
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        for _ in 0..<2 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard filler >= 0,
+                setsockopt(filler, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size)) == 0,
+                FreePort.connectLoopback(filler, port: port)
+            else {
+                let code = errno
+                if filler >= 0 { close(filler) }
+                for filler in fillers { close(filler) }
+                close(listener)
+                throw POSIXError(.init(rawValue: code) ?? .EIO)
             }
-        }
-        guard connected == 0 else {
-            let code = errno
-            close(filler)
-            close(listener)
-            throw POSIXError(.init(rawValue: code) ?? .EIO)
+            fillers.append(filler)
         }
     }
 
     deinit {
-        close(filler)
+        for filler in fillers { close(filler) }
         close(listener)
     }
 }

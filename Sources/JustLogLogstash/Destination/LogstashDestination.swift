@@ -155,12 +155,13 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
         let client = self.client
         self.room = SpoolRoom(spool: spool, progress: { client.completedWrites }, patience: configuration.roomPatience)
         reports.destination = self
-        handle(appender.open(lockWait: .seconds(1)))
         let metrics = self.metrics
+        // Before anything is appended: an append may wake the client's loop, which reads the observer.
         client.observeDelivery { [spool] sent, resent in
             metrics.delivered(sent: sent, resent: resent)
-            metrics.spoolChanged(spool.counterSnapshot)
+            metrics.spoolChanged(spool)
         }
+        handle(appender.open(lockWait: .seconds(1)))
         client.start()
     }
 
@@ -438,9 +439,7 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
 
     /// Also records the spool's gauges (``LogstashMetrics/spoolChanged(_:)``): after every batch appended.
     private func reportSpoolDrops() {
-        let counters = spool.counterSnapshot
-        metrics.spoolChanged(counters)
-        let dropped = counters.droppedRecords
+        let dropped = metrics.spoolChanged(spool).droppedRecords
         let isNew = lastDropCount.withLock { last -> Bool in
             defer { last = max(last, dropped) }
             return dropped > last

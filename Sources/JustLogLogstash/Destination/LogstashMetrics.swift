@@ -22,6 +22,7 @@ final class LogstashMetrics: Sendable {
     private let queued: Gauge
     private let spooledBytes: Gauge
     private let lastDropped = LockedValue<UInt64>(0)
+    private let gaugeLock = ConditionLock()
 
     init(factory: any MetricsFactory = MetricsSystem.factory) {
         spooled = Counter(label: "justlog_logstash_spooled_total", factory: factory)
@@ -51,11 +52,17 @@ final class LogstashMetrics: Sendable {
         if resent > 0 { self.resent.increment(by: Int64(clamping: resent)) }
     }
 
-    /// The spool's gauges, and any drops it counted since the last call: after each batch appended and each
-    /// batch written or acknowledged.
-    func spoolChanged(_ counters: SpoolCounters) {
-        queued.record(counters.queuedRecords)
-        spooledBytes.record(counters.queuedBytes)
-        dropped(total: counters.droppedRecords)
+    /// Records the spool's gauges, and any drops it counted since the last call: after each batch the destination
+    /// spools (its thread) and each change the client sees (its event loop). The spool is read under the lock the
+    /// gauges are recorded under, so that a reading taken earlier is never recorded after a later one. Returns it.
+    @discardableResult
+    func spoolChanged(_ spool: LogstashSpool) -> SpoolCounters {
+        gaugeLock.withLock {
+            let counters = spool.counterSnapshot
+            queued.record(counters.queuedRecords)
+            spooledBytes.record(counters.queuedBytes)
+            dropped(total: counters.droppedRecords)
+            return counters
+        }
     }
 }

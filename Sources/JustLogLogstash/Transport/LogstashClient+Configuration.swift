@@ -65,7 +65,7 @@ extension LogstashClient {
         public var backoffMaximum: Duration = .seconds(30)
         /// Longest time a graceful shutdown may take to send what is queued and close (default 5 s). While it waits
         /// for a connect and another of several ``hosts`` has not been tried, the attempt gets only its share of
-        /// this time (the connect timeout is longer), then the next host is tried.
+        /// this time (when the connect timeout is longer), then the next host is tried.
         public var shutdownTimeout: Duration = .seconds(5)
         /// json_lines: a write the collector has not taken within this long (default 30 s) ends the connection
         /// — the collector stopped reading — and its records are sent again, to the next of several ``hosts``.

@@ -92,8 +92,14 @@ public final class LogstashClient: @unchecked Sendable {
     private var isShutDown = false
     private var started = false
     private var connectInProgress = false
-    /// When the connect in progress began.
+    /// When the connect in progress began, and when its round did (the first attempt since the last connection or
+    /// backoff: a waiting shutdown's deadline counts from it).
     private var connectStarted = NIODeadline.now()
+    private var roundStarted = NIODeadline.now()
+    /// The connect in progress's channel before it connected (closing it gives the attempt up), and the timer that
+    /// gives it up at its share of a waiting shutdown (see ``shareShutdownTimeWithTheOtherHosts()``).
+    private var connectingChannel: (any Channel)?
+    private var shareTimer: Scheduled<Void>?
     private var handshakeTimedOut = false
     /// The current connection's largest advertised peer window, and its state when it was closed.
     private var largestPeerWindow: UInt32 = 0
@@ -261,10 +267,11 @@ public final class LogstashClient: @unchecked Sendable {
         }
     }
 
-    /// Calls `observer` on the event loop after records were written to the collector or acknowledged: with how many
-    /// were written since its last call (`sent`), and how many of them again after a connection error (`resent`) —
-    /// as the writes happen, so the destination's metrics need no poller. Set before ``start()``; with load
-    /// balancing, every lane calls it.
+    /// Calls `observer` on the event loop whenever the delivery counters changed (records written, resent or
+    /// acknowledged, a connect made or failed) or records were acknowledged — before any flush or shutdown waiting
+    /// on them is told: with how many were written since its last call (`sent`), and how many of them again after a
+    /// connection error (`resent`), so the destination's metrics need no poller. Set it before ``start()`` and
+    /// before records are appended; with load balancing, every lane calls it.
     package func observeDelivery(_ observer: @escaping @Sendable (_ sent: UInt64, _ resent: UInt64) -> Void) {
         deliveryObserver = observer
         for lane in lanes { lane.observeDelivery(observer) }
@@ -463,7 +470,8 @@ public final class LogstashClient: @unchecked Sendable {
 
     // MARK: - Carrying out actions (event loop)
 
-    /// After actions that wrote or acknowledged records: tells the ``observeDelivery(_:)`` observer.
+    /// After actions that changed the delivery counters or acknowledged records: tells the ``observeDelivery(_:)``
+    /// observer.
     private func tellDeliveryObserver() {
         guard let deliveryObserver else { return }
         let counters = machine.counters
@@ -516,6 +524,8 @@ public final class LogstashClient: @unchecked Sendable {
                 close(graceful: graceful)
             case .completeFlush(let id, let error):
                 if let flush = flushCallbacks.removeValue(forKey: id) {
+                    // What was written is counted before anyone waiting for it is told.
+                    tellDeliveryObserver()
                     flush.timeout?.cancel()
                     flush.completion(error)
                 }
@@ -545,6 +555,7 @@ public final class LogstashClient: @unchecked Sendable {
         let beats = beats
         connectInProgress = true
         connectStarted = .now()
+        if hostsFailedInARow == 0 { roundStarted = connectStarted }
         handshakeTimedOut = false
         largestPeerWindow = 0
         closeInfo = nil
@@ -554,7 +565,8 @@ public final class LogstashClient: @unchecked Sendable {
             // `socketOption(.tcp_nodelay)`: that sets option 1 at SOL_SOCKET, which is SO_DEBUG — it needs
             // CAP_NET_ADMIN, so every connect of a non-root program failed with EACCES.
             .channelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
+                if generation == self.generation { connectingChannel = channel }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
                         CloseObserver { [weak self] info in
                             self?.connectionClosing(generation: generation, info: info)
@@ -583,11 +595,13 @@ public final class LogstashClient: @unchecked Sendable {
                 if case .success(let channel) = result { channel.close(promise: nil) }
                 return
             }
+            self.connectingChannel = nil
             switch result {
             case .success(let channel):
                 self.channel = channel
                 if tls == nil {
                     self.connectInProgress = false
+                    self.shareTimer?.cancel()
                     self.hostsFailedInARow = 0
                     self.run(self.machine.connected())
                 } else {
@@ -601,26 +615,30 @@ public final class LogstashClient: @unchecked Sendable {
                 }
             case .failure(let error):
                 self.connectInProgress = false
+                self.shareTimer?.cancel()
                 self.connectFailed(self.describeConnectError(error))
             }
         }
     }
 
     /// A shutdown waits while a connect is in progress: as long as another host has not been tried since the last
-    /// connection, the attempt gets only its share of ``Configuration/shutdownTimeout`` (counted from when it
-    /// began), then is given up as a failed connect — the next host is tried at once. A blackholed collector
-    /// answers nothing, and the connect timeout (10 s by default) is longer than the whole shutdown (5 s): without
-    /// this, a program with a second collector up exits without having tried it.
+    /// connection or backoff, the attempt gets only its share of what is left of ``Configuration/shutdownTimeout``
+    /// (counted, as the shutdown's deadline is, from the round's first attempt), then is given up as a failed
+    /// connect, and the next host is tried at once. A blackholed collector answers nothing, and the connect timeout
+    /// (10 s by default) may be longer than the whole shutdown (5 s): without this, a program with a second
+    /// collector up would exit without having tried it.
     private func shareShutdownTimeWithTheOtherHosts() {
         guard connectInProgress, !shutdownCallbacks.isEmpty, !isShutDown else { return }
         // The current host included.
         let untried = configuration.hosts.count - hostsFailedInARow
         guard untried > 1 else { return }
-        let share = configuration.shutdownTimeout / untried
+        let deadline = roundStarted + Self.timeAmount(configuration.shutdownTimeout)
+        let share = TimeAmount.nanoseconds(max(0, (deadline - connectStarted).nanoseconds / Int64(untried)))
         let generation = generation
-        eventLoop.scheduleTask(deadline: connectStarted + Self.timeAmount(share)) {
+        shareTimer?.cancel()
+        shareTimer = eventLoop.scheduleTask(deadline: connectStarted + share) {
             guard generation == self.generation, self.connectInProgress else { return }
-            self.abandonConnect(after: share)
+            self.abandonConnect(after: .nanoseconds(share.nanoseconds))
         }
     }
 
@@ -636,12 +654,16 @@ public final class LogstashClient: @unchecked Sendable {
             channel.close(promise: nil)
             releaseBuffers()
             source.connectionLost()
+        } else if let connectingChannel {
+            // Still connecting: closing its socket ends the attempt (the kernel would retry its SYN for minutes).
+            connectingChannel.close(promise: nil)
         }
+        connectingChannel = nil
         connectFailed(
             LogstashError(
                 code: .timeout,
                 message:
-                    "no answer within \(DeliveryWording.seconds(share)), its share of the shutdown's \(DeliveryWording.seconds(configuration.shutdownTimeout)): the next host gets the rest"
+                    "no answer within \(DeliveryWording.seconds(share)), its share of the shutdown's \(DeliveryWording.seconds(configuration.shutdownTimeout)) among the hosts not tried yet"
             )
         )
     }
@@ -653,6 +675,7 @@ public final class LogstashClient: @unchecked Sendable {
         connectInProgress = false
         hostsFailedInARow = 0
         handshakeTimeout?.cancel()
+        shareTimer?.cancel()
         activity?(detail)
         run(machine.connected())
     }
@@ -885,9 +908,14 @@ public final class LogstashClient: @unchecked Sendable {
 
     private func finishShutdown() {
         guard !isShutDown else { return }
+        // Before the callbacks: the destination closes the spool once told, and its gauges then read nothing.
+        tellDeliveryObserver()
         isShutDown = true
         timer?.cancel()
         handshakeTimeout?.cancel()
+        shareTimer?.cancel()
+        connectingChannel?.close(promise: nil)
+        connectingChannel = nil
         if let channel {
             self.channel = nil
             channel.close(promise: nil)
