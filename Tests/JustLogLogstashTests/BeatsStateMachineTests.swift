@@ -60,6 +60,18 @@ private func machineWithWindow(
 }
 
 @Suite struct BeatsStateMachineTests {
+    /// The shutdown's last line says whether it closed a connection: one during a backoff closed none.
+    @Test func aShutdownWithoutAConnectionSaysItStoppedNotThatItClosedOne() {
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
+        _ = machine.start(at: position(0))
+        _ = machine.connectFailed(LogstashError(code: .connectFailed, message: "connection refused"))
+        let lines = machine.shutdownRequested().compactMap {
+            if case .reportActivity(let line) = $0 { line } else { nil }
+        }
+        #expect(lines.last?.hasPrefix("stopped, not connected (last tried ") == true, "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("closed the connection") }, "\(lines)")
+    }
+
     @Test func theFirstWindowHasTheInitialSizeAndIsForgottenOnlyOnItsFullAck() {
         let clock = ManualClock()
         var machine = Machine(configuration: configuration(), clock: clock, random: { 0 })

@@ -405,6 +405,19 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(flushes(machine.flushRequested(id: 1, upTo: position(16))).first?.1?.code == .shutdown)
     }
 
+    /// The shutdown's last line says whether it closed a connection: one during a backoff closed none (it said
+    /// "closed the connection to" the host that had just refused).
+    @Test func aShutdownWithoutAConnectionSaysItStoppedNotThatItClosedOne() {
+        var machine = Machine(configuration: configuration(), clock: ManualClock())
+        _ = machine.start(at: position(16))
+        _ = machine.connectFailed(refused)
+        let lines = machine.shutdownRequested().compactMap {
+            if case .reportActivity(let line) = $0 { line } else { nil }
+        }
+        #expect(lines.last?.hasPrefix("stopped, not connected (last tried ") == true, "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("closed the connection") }, "\(lines)")
+    }
+
     // MARK: - Hardening (issue #7)
 
     /// Fault 5: a collector that accepts and closes (or half-closes) at once made the client reconnect every

@@ -97,6 +97,49 @@ struct TransportMismatchTests {
         #expect(!lines.contains { $0.contains("reconnecting in") }, "\(lines)")
     }
 
+    /// A TLS connection starts a new round as a plain one does (the count of failed connects is reset once the
+    /// handshake succeeds): after it is lost, the first host refusing again still moves on to the second at once.
+    /// Kept across the connection, the count ended the round at the first refusal, into an hour's backoff.
+    @Test func afterATLSConnectionARefusalStillMovesToTheOtherHostAtOnce() async throws {
+        let certificates = try TestCertificates()
+        let refusing = try RefusingPort()
+        let good = JSONLinesReceiver(
+            configuration: .init(
+                tls: .init(certificateFile: certificates.goodServer.certificate, keyFile: certificates.goodServer.key)
+            )
+        ) { _ in }
+        let goodPort = try await good.start()
+        let directory = try TemporaryDirectory(prefix: "tls-new-round")
+        var configuration = LogstashClient.Configuration(
+            hosts: [.init(host: "127.0.0.1", port: refusing.port), .init(host: "127.0.0.1", port: goodPort)]
+        )
+        configuration.useTLS = true
+        configuration.caFile = certificates.caFile
+        configuration.backoffMinimum = .seconds(3600)
+        configuration.backoffMaximum = .seconds(3600)
+        let activity = LockedValue<[String]>([])
+        let client = try LogstashClient(
+            configuration: configuration,
+            spool: LogstashSpool(configuration: .init(directory: directory.path)),
+            activity: { line in activity.withLock { $0.append(line) } }
+        )
+        client.start()
+        try client.spool.append(Array(#"{"message":"one","event_id":"1"}"#.utf8))
+        try await client.flush()
+        // The second host goes away: its connection is lost, and it refuses from now on.
+        await good.stop()
+        #expect(await eventually { activity.current.contains { $0.contains("lost") } }, "\(activity.current)")
+        try client.spool.append(Array(#"{"message":"two","event_id":"2"}"#.utf8))
+        await #expect(throws: LogstashError.self) { try await client.flush() }
+        await client.shutdown()
+        withExtendedLifetime(refusing) {}
+        let lines = activity.current
+        let failuresAtTheSecond = lines.filter { $0.hasPrefix("connect to 127.0.0.1:\(goodPort) ") }
+        #expect(failuresAtTheSecond.count == 1, "\(lines)")
+        #expect(lines.filter { $0.hasPrefix("connect to 127.0.0.1:\(refusing.port) ") }.count == 2, "\(lines)")
+        #expect(lines.last?.hasPrefix("stopped, not connected") == true, "\(lines)")
+    }
+
     /// A shutdown while the first host took the connection but never answers the TLS handshake (a collector that
     /// stopped reading; the handshake would wait for the whole connect timeout, an hour here): the attempt gets its
     /// share of the shutdown's time, its connection is closed, and the second host takes what was queued.

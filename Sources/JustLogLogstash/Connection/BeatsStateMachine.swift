@@ -495,13 +495,20 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     }
 
     private mutating func finishShutdown(error: LogstashError?) -> [Action] {
+        let hadConnection =
+            switch state {
+            case .connected, .closing: true
+            case .idle, .connecting, .backingOff, .closed: false
+            }
         state = .closed
         shutdownFailure = error
         shutdownDeadline = nil
         inFlight = nil
         readPending = false
         var actions = failFlushes(error ?? LogstashError(code: .shutdown, message: "the Logstash client shut down"))
-        actions.append(.reportActivity("closed the connection to \(configuration.endpoint)"))
+        actions.append(
+            .reportActivity(DeliveryWording.stopped(hadConnection: hadConnection, to: configuration.endpoint))
+        )
         actions.append(.shutdownComplete)
         return actions
     }

@@ -7,6 +7,12 @@ enum DeliveryWording {
         return "\((total * 10).rounded() / 10) s"
     }
 
+    /// The last activity line of a shutdown: it closed a connection, or there was none to close (it stopped while
+    /// connecting or waiting to reconnect).
+    static func stopped(hadConnection: Bool, to endpoint: String) -> String {
+        hadConnection ? "closed the connection to \(endpoint)" : "stopped, not connected (last tried \(endpoint))"
+    }
+
     /// A shutdown that waited for a connection to `endpoint` for its whole `timeout`.
     static func stillConnectingAtShutdown(to endpoint: String, after timeout: Duration) -> LogstashError {
         LogstashError(
