@@ -405,6 +405,21 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(flushes(machine.flushRequested(id: 1, upTo: position(16))).first?.1?.code == .shutdown)
     }
 
+    /// A flush waiting for a connection that failed is told which host failed; after a round of several hosts,
+    /// that none could be reached (it named only the last, as if there were no other).
+    @Test func aFlushFailedByAConnectSaysWhetherEveryHostFailed() {
+        for (hostsTried, expected) in [
+            (1, "not delivered: connect to 127.0.0.1:5000 failed; "),
+            (3, "not delivered: none of the 3 hosts could be connected to (the last: 127.0.0.1:5000); "),
+        ] {
+            var machine = Machine(configuration: configuration(), clock: ManualClock())
+            _ = machine.start(at: position(16))
+            _ = machine.flushRequested(id: 1, upTo: position(16))
+            let failed = flushes(machine.connectFailed(refused, tryingAnotherHost: false, hostsTried: hostsTried))
+            #expect(failed.first?.1?.message.hasPrefix(expected) == true, "\(failed)")
+        }
+    }
+
     /// The shutdown's last line says whether it closed a connection: one during a backoff closed none (it said
     /// "closed the connection to" the host that had just refused).
     @Test func aShutdownWithoutAConnectionSaysItStoppedNotThatItClosedOne() {

@@ -366,8 +366,14 @@ func clientOfTwoHosts(
         try client.spool.append(jsonRecord(1))
         client.start()
         #expect(await activity.wait(for: "reconnecting in"))
-        // A flush during the backoff connects at once, and tries every host once too.
-        await #expect(throws: LogstashError.self) { try await client.flush() }
+        // A flush during the backoff connects at once, and tries every host once too; it is told none took it.
+        let error = await #expect(throws: LogstashError.self) { try await client.flush() }
+        #expect(
+            error?.message.hasPrefix(
+                "not delivered: none of the 3 hosts could be connected to (the last: 127.0.0.1:\(refusing[2].port) "
+            ) == true,
+            "\(String(describing: error))"
+        )
         let failures = activity.lines.filter { $0.hasPrefix("connect to ") && $0.contains(" failed") }
         let ports = refusing.map(\.port)
         #expect(failures.count == 6, "\(activity.lines)")

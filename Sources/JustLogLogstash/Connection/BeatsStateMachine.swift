@@ -141,10 +141,17 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
 
     /// Connecting failed (resolution, TCP, TLS handshake or certificate check).
     ///
-    /// - Parameter tryingAnotherHost: the transport moves to another of several collectors, one not tried since the
-    ///   last connection or backoff: it is tried at once, and waiting flushes and a shutdown wait for it (within
-    ///   their own deadlines; a shutdown's runs from the first attempt). `false`: back off (a shutdown ends).
-    package mutating func connectFailed(_ error: LogstashError, tryingAnotherHost: Bool = false) -> [Action] {
+    /// - Parameters:
+    ///   - tryingAnotherHost: the transport moves to another of several collectors, one not tried since the last
+    ///     connection or backoff: it is tried at once, and waiting flushes and a shutdown wait for it (within their
+    ///     own deadlines; a shutdown's runs from the first attempt). `false`: back off (a shutdown ends).
+    ///   - hostsTried: how many hosts failed in a row, this one included: with `tryingAnotherHost` `false` and more
+    ///     than one, every host failed, and the flushes waiting are told so.
+    package mutating func connectFailed(
+        _ error: LogstashError,
+        tryingAnotherHost: Bool = false,
+        hostsTried: Int = 1
+    ) -> [Action] {
         guard case .connecting(_, let failures) = state else { return [] }
         counters.connectionErrors += 1
         unresolvedError = error.description
@@ -159,11 +166,11 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             .reportActivity("connect to \(configuration.endpoint) failed: \(error); reconnecting in \(seconds(delay))")
         ]
         actions += failFlushes(
-            LogstashError(
-                code: error.code,
-                message:
-                    "not delivered: connect to \(configuration.endpoint) failed; records stay spooled and will be retried in \(seconds(delay))",
-                cause: error.description
+            DeliveryWording.connectFailedFlushError(
+                error,
+                endpoint: configuration.endpoint,
+                hostsTried: hostsTried,
+                retryIn: delay
             )
         )
         actions.append(.scheduleTimer(at: until))
@@ -404,7 +411,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         case .connecting(let since, _):
             // A shutdown right after start (or a flush's reconnect) waits for the connection, then sends what is
             // queued as a connected one does; a failed connect ends it, unless the transport tries another host
-            // (``connectFailed(_:tryingAnotherHost:)``).
+            // (``connectFailed(_:tryingAnotherHost:hostsTried:)``).
             guard shutdownDeadline == nil else { return [] }
             let decision = ConnectingShutdown(
                 attemptSince: since,

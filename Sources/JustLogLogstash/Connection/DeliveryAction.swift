@@ -2,7 +2,7 @@
 /// Lumberjack v2) asks the transport to do. Both return the same actions, so that one transport carries out
 /// either.
 package enum DeliveryAction<Instant: InstantProtocol>: Sendable, Equatable {
-    /// Open a connection (TCP, then TLS if configured); answer `connected()` or `connectFailed(_:tryingAnotherHost:)`.
+    /// Open a connection (TCP, then TLS if configured); answer `connected()` or `connectFailed(_:tryingAnotherHost:hostsTried:)`.
     case connect
     /// Read a batch from the spool; answer `batchRead(_:)`.
     case readBatch(from: SpoolPosition, maxBytes: Int, maxRecords: Int)

@@ -13,6 +13,25 @@ enum DeliveryWording {
         hadConnection ? "closed the connection to \(endpoint)" : "stopped, not connected (last tried \(endpoint))"
     }
 
+    /// What the flushes waiting for a connection are told when the connect to `endpoint` failed and the client backs
+    /// off for `delay`: after `hostsTried` hosts of a round all failed, that none could be reached.
+    static func connectFailedFlushError(
+        _ error: LogstashError,
+        endpoint: String,
+        hostsTried: Int,
+        retryIn delay: Duration
+    ) -> LogstashError {
+        let what =
+            hostsTried > 1
+            ? "none of the \(hostsTried) hosts could be connected to (the last: \(endpoint))"
+            : "connect to \(endpoint) failed"
+        return LogstashError(
+            code: error.code,
+            message: "not delivered: \(what); records stay spooled and will be retried in \(seconds(delay))",
+            cause: error.description
+        )
+    }
+
     /// A shutdown that waited for a connection to `endpoint` for its whole `timeout`.
     static func stillConnectingAtShutdown(to endpoint: String, after timeout: Duration) -> LogstashError {
         LogstashError(

@@ -5,7 +5,7 @@ protocol DeliveryMachine: Sendable {
 
     mutating func start(at position: SpoolPosition) -> [Action]
     mutating func connected() -> [Action]
-    mutating func connectFailed(_ error: LogstashError, tryingAnotherHost: Bool) -> [Action]
+    mutating func connectFailed(_ error: LogstashError, tryingAnotherHost: Bool, hostsTried: Int) -> [Action]
     mutating func batchRead(_ batch: SpoolBatch) -> [Action]
     mutating func writeCompleted(bufferBound: Int?) -> [Action]
     /// The collector acknowledged up to event `sequence` of the window (Beats only).

@@ -692,10 +692,11 @@ public final class LogstashClient: @unchecked Sendable {
     /// The machine's lines name the host that failed: the failover comes after them, before its next `.connect`.
     private func connectFailed(_ failure: LogstashError) {
         hostsFailedInARow += 1
-        let tryingAnotherHost = hostsFailedInARow < configuration.hosts.count
+        let hostsTried = hostsFailedInARow
+        let tryingAnotherHost = hostsTried < configuration.hosts.count
         if !tryingAnotherHost { hostsFailedInARow = 0 }
         failOverBeforeConnecting = true
-        run(machine.connectFailed(failure, tryingAnotherHost: tryingAnotherHost))
+        run(machine.connectFailed(failure, tryingAnotherHost: tryingAnotherHost, hostsTried: hostsTried))
         if failOverBeforeConnecting {
             failOverBeforeConnecting = false
             failOver()
