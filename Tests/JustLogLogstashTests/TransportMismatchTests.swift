@@ -62,26 +62,18 @@ struct TransportMismatchTests {
     /// for a connection completes there.
     @Test func aHostWhoseCertificateIsNotTrustedIsLeftForTheNextHostAtOnce() async throws {
         let certificates = try TestCertificates()
-        let pair = { (pair: TestCertificates.Pair) in
-            JSONLinesReceiver.TLS(certificateFile: pair.certificate, keyFile: pair.key)
-        }
-        let untrusted = JSONLinesReceiver(configuration: .init(tls: pair(certificates.selfSigned))) { _ in }
-        let good = JSONLinesReceiver(configuration: .init(tls: pair(certificates.goodServer))) { _ in }
+        let untrusted = tlsReceiver(certificates.selfSigned)
+        let good = tlsReceiver(certificates.goodServer)
         let untrustedPort = try await untrusted.start()
         let goodPort = try await good.start()
         let directory = try TemporaryDirectory(prefix: "tls-next-host")
-        var configuration = LogstashClient.Configuration(
-            hosts: [.init(host: "127.0.0.1", port: untrustedPort), .init(host: "127.0.0.1", port: goodPort)]
-        )
-        configuration.useTLS = true
-        configuration.caFile = certificates.caFile
-        configuration.backoffMinimum = .seconds(3600)
-        configuration.backoffMaximum = .seconds(3600)
         let activity = LockedValue<[String]>([])
-        let client = try LogstashClient(
-            configuration: configuration,
-            spool: LogstashSpool(configuration: .init(directory: directory.path)),
-            activity: { line in activity.withLock { $0.append(line) } }
+        let client = try tlsClientOfTwoHosts(
+            untrustedPort,
+            then: goodPort,
+            certificates: certificates,
+            directory: directory,
+            activity: activity
         )
         client.start()
         try client.spool.append(Array(#"{"message":"hello","event_id":"1"}"#.utf8))
@@ -103,25 +95,16 @@ struct TransportMismatchTests {
     @Test func afterATLSConnectionARefusalStillMovesToTheOtherHostAtOnce() async throws {
         let certificates = try TestCertificates()
         let refusing = try RefusingPort()
-        let good = JSONLinesReceiver(
-            configuration: .init(
-                tls: .init(certificateFile: certificates.goodServer.certificate, keyFile: certificates.goodServer.key)
-            )
-        ) { _ in }
+        let good = tlsReceiver(certificates.goodServer)
         let goodPort = try await good.start()
         let directory = try TemporaryDirectory(prefix: "tls-new-round")
-        var configuration = LogstashClient.Configuration(
-            hosts: [.init(host: "127.0.0.1", port: refusing.port), .init(host: "127.0.0.1", port: goodPort)]
-        )
-        configuration.useTLS = true
-        configuration.caFile = certificates.caFile
-        configuration.backoffMinimum = .seconds(3600)
-        configuration.backoffMaximum = .seconds(3600)
         let activity = LockedValue<[String]>([])
-        let client = try LogstashClient(
-            configuration: configuration,
-            spool: LogstashSpool(configuration: .init(directory: directory.path)),
-            activity: { line in activity.withLock { $0.append(line) } }
+        let client = try tlsClientOfTwoHosts(
+            refusing.port,
+            then: goodPort,
+            certificates: certificates,
+            directory: directory,
+            activity: activity
         )
         client.start()
         try client.spool.append(Array(#"{"message":"one","event_id":"1"}"#.utf8))
@@ -146,28 +129,20 @@ struct TransportMismatchTests {
     @Test func aShutdownWaitingOnAHandshakeThatNeverEndsStillSendsToTheNextHost() async throws {
         let certificates = try TestCertificates()
         let silent = try SilentPort()
-        let good = JSONLinesReceiver(
-            configuration: .init(
-                tls: .init(certificateFile: certificates.goodServer.certificate, keyFile: certificates.goodServer.key)
-            )
-        ) { _ in }
+        let good = tlsReceiver(certificates.goodServer)
         let goodPort = try await good.start()
         let directory = try TemporaryDirectory(prefix: "tls-handshake-next-host")
-        var configuration = LogstashClient.Configuration(
-            hosts: [.init(host: "127.0.0.1", port: silent.port), .init(host: "127.0.0.1", port: goodPort)]
-        )
-        configuration.useTLS = true
-        configuration.caFile = certificates.caFile
-        configuration.connectTimeout = .seconds(3600)
-        configuration.shutdownTimeout = .seconds(6)
-        configuration.backoffMinimum = .seconds(3600)
-        configuration.backoffMaximum = .seconds(3600)
         let activity = LockedValue<[String]>([])
-        let client = try LogstashClient(
-            configuration: configuration,
-            spool: LogstashSpool(configuration: .init(directory: directory.path)),
-            activity: { line in activity.withLock { $0.append(line) } }
-        )
+        let client = try tlsClientOfTwoHosts(
+            silent.port,
+            then: goodPort,
+            certificates: certificates,
+            directory: directory,
+            activity: activity
+        ) {
+            $0.connectTimeout = .seconds(3600)
+            $0.shutdownTimeout = .seconds(6)
+        }
         try client.spool.append(Array(#"{"message":"hello","event_id":"1"}"#.utf8))
         client.start()
         #expect(await client.shutdown() == nil, "\(activity.current)")
@@ -187,4 +162,34 @@ struct TransportMismatchTests {
         let message = try await flushError(useTLS: true, receiver: nil, caFile: certificates.caFile)
         #expect(message.contains("may speak plain TCP on this port"), "\(message)")
     }
+}
+
+/// A receiver serving `pair` over TLS, taking whatever it gets.
+private func tlsReceiver(_ pair: TestCertificates.Pair) -> JSONLinesReceiver {
+    JSONLinesReceiver(configuration: .init(tls: .init(certificateFile: pair.certificate, keyFile: pair.key))) { _ in }
+}
+
+/// A TLS client of the hosts on 127.0.0.1 at `first` then `second`, trusting the test CA, with an hour's backoff
+/// (waiting it out can't pass a test), its activity lines in `activity`.
+private func tlsClientOfTwoHosts(
+    _ first: Int,
+    then second: Int,
+    certificates: TestCertificates,
+    directory: TemporaryDirectory,
+    activity: LockedValue<[String]>,
+    change: (inout LogstashClient.Configuration) -> Void = { _ in }
+) throws -> LogstashClient {
+    var configuration = LogstashClient.Configuration(
+        hosts: [.init(host: "127.0.0.1", port: first), .init(host: "127.0.0.1", port: second)]
+    )
+    configuration.useTLS = true
+    configuration.caFile = certificates.caFile
+    configuration.backoffMinimum = .seconds(3600)
+    configuration.backoffMaximum = .seconds(3600)
+    change(&configuration)
+    return try LogstashClient(
+        configuration: configuration,
+        spool: LogstashSpool(configuration: .init(directory: directory.path)),
+        activity: { line in activity.withLock { $0.append(line) } }
+    )
 }
