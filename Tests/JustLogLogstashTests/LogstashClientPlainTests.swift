@@ -319,6 +319,40 @@ func clientOfTwoHosts(
         await receiver.stop()
     }
 
+    /// A program that exits after the first host's connect has hung for longer than the whole shutdown timeout
+    /// (a blackholed host, a connect timeout longer than the shutdown's): the attempt is given up at once and the
+    /// second host, up, still takes what was queued — the shutdown's deadline counting from the given-up attempt
+    /// had passed already, and it ended at once.
+    @Test func aShutdownAfterTheFirstHostHungLongerThanItsTimeoutStillSendsToTheNextHost() async throws {
+        let unanswered = try UnansweredPort()
+        defer { withExtendedLifetime(unanswered) {} }
+        let receiver = try await LineReceiver()
+        let directory = try TemporaryDirectory(prefix: "client-late-shutdown-blackhole")
+        let activity = ActivityLog()
+        let client = try clientOfTwoHosts(
+            unanswered.port,
+            then: receiver.port,
+            directory: directory,
+            activity: activity
+        ) {
+            $0.connectTimeout = .seconds(3600)
+            $0.shutdownTimeout = .seconds(2)
+        }
+        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await activity.wait(for: "connecting to 127.0.0.1:\(unanswered.port) "))
+        try await Task.sleep(for: .seconds(3))
+        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        #expect(
+            activity.lines.contains {
+                $0.hasPrefix("connect to 127.0.0.1:\(unanswered.port) ") && $0.contains("a shutdown is waiting")
+            },
+            "\(activity.lines)"
+        )
+        await receiver.stop()
+    }
+
     /// Two hosts that never answer, then one up: the shutdown's time is shared out evenly among the hosts of the
     /// round (its deadline counts from the first attempt), so the last host is not left a sliver of it.
     @Test func aShutdownSharesItsTimeEvenlyAmongHostsThatNeverAnswer() async throws {

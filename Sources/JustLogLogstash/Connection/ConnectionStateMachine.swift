@@ -195,8 +195,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     ///
     /// - Parameters:
     ///   - tryingAnotherHost: the transport moves to another of several collectors, one not tried since the last
-    ///     connection or backoff: it is tried at once, and waiting flushes and a shutdown wait for it (within their
-    ///     own deadlines; a shutdown's runs from the first attempt). `false`: back off (a shutdown ends).
+    ///     connection or backoff: it is tried at once, a new attempt, and waiting flushes and a shutdown wait for it
+    ///     (within their own deadlines: a shutdown waiting keeps its deadline; one asked for later counts from the
+    ///     new attempt). `false`: back off (a shutdown ends).
     ///   - hostsTried: how many hosts failed in a row, this one included: with `tryingAnotherHost` `false` and more
     ///     than one, every host failed, and the flushes waiting are told so.
     package mutating func connectFailed(
@@ -209,6 +210,8 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         lastError = error.description
         unresolvedError = error.description
         if tryingAnotherHost {
+            // A new attempt: a shutdown asked for during it counts from it; one already waiting keeps its deadline.
+            if shutdownDeadline == nil { state = .connecting(since: clock.now, failures: failures) }
             return [.reportActivity("connect to \(configuration.endpoint) failed: \(error)"), .connect]
         }
         if shutdownDeadline != nil {

@@ -8,9 +8,10 @@ enum DeliveryWording {
     }
 
     /// The last activity line of a shutdown: it closed a connection, or there was none to close (it stopped while
-    /// connecting or waiting to reconnect).
+    /// connecting or waiting to reconnect; no host is named: after a failover, the machine's endpoint is the next
+    /// host, not one that was tried).
     static func stopped(hadConnection: Bool, to endpoint: String) -> String {
-        hadConnection ? "closed the connection to \(endpoint)" : "stopped, not connected (last tried \(endpoint))"
+        hadConnection ? "closed the connection to \(endpoint)" : "stopped, not connected"
     }
 
     /// What the flushes waiting for a connection are told when the connect to `endpoint` failed and the client backs

@@ -92,13 +92,14 @@ public final class LogstashClient: @unchecked Sendable {
     private var isShutDown = false
     private var started = false
     private var connectInProgress = false
-    /// When the connect in progress began, and when its round did (the first attempt since the last connection or
-    /// backoff: a waiting shutdown's deadline counts from it).
+    /// When the connect in progress began, and when the attempt a waiting shutdown's deadline counts from began:
+    /// this one, or — once a shutdown waits — the one it found (as the machine counts it).
     private var connectStarted = NIODeadline.now()
-    private var roundStarted = NIODeadline.now()
-    /// The connect in progress's channel before it connected (closing it gives the attempt up), and the timer that
-    /// gives it up at its share of a waiting shutdown (see ``shareShutdownTimeWithTheOtherHosts()``).
-    private var connectingChannel: (any Channel)?
+    private var shutdownClockStart = NIODeadline.now()
+    /// The connect in progress's channels before one connected (one per address tried; closing them gives the attempt
+    /// up), and the timer that gives it up at its share of a waiting shutdown (see
+    /// ``shareShutdownTimeWithTheOtherHosts()``).
+    private var connectingChannels: [any Channel] = []
     private var shareTimer: Scheduled<Void>?
     private var handshakeTimedOut = false
     /// The current connection's largest advertised peer window, and its state when it was closed.
@@ -397,6 +398,7 @@ public final class LogstashClient: @unchecked Sendable {
                 completion(self.machine.shutdownFailure)
                 return
             }
+            if self.shutdownCallbacks.isEmpty { self.giveUpAnAttemptThatHadItsShare() }
             self.shutdownCallbacks.append(completion)
             guard self.shutdownCallbacks.count == 1 else { return }
             if !self.started {
@@ -555,7 +557,7 @@ public final class LogstashClient: @unchecked Sendable {
         let beats = beats
         connectInProgress = true
         connectStarted = .now()
-        if hostsFailedInARow == 0 { roundStarted = connectStarted }
+        if shutdownCallbacks.isEmpty { shutdownClockStart = connectStarted }
         handshakeTimedOut = false
         largestPeerWindow = 0
         closeInfo = nil
@@ -565,7 +567,11 @@ public final class LogstashClient: @unchecked Sendable {
             // `socketOption(.tcp_nodelay)`: that sets option 1 at SOL_SOCKET, which is SO_DEBUG — it needs
             // CAP_NET_ADMIN, so every connect of a non-root program failed with EACCES.
             .channelInitializer { [self] channel in
-                if generation == self.generation { connectingChannel = channel }
+                // A channel of an attempt given up (another address of its host, tried after): not connected at all.
+                guard generation == self.generation else {
+                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                }
+                connectingChannels.append(channel)
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
                         CloseObserver { [weak self] info in
@@ -595,7 +601,7 @@ public final class LogstashClient: @unchecked Sendable {
                 if case .success(let channel) = result { channel.close(promise: nil) }
                 return
             }
-            self.connectingChannel = nil
+            self.connectingChannels.removeAll()
             switch result {
             case .success(let channel):
                 self.channel = channel
@@ -623,7 +629,7 @@ public final class LogstashClient: @unchecked Sendable {
 
     /// A shutdown waits while a connect is in progress: as long as another host has not been tried since the last
     /// connection or backoff, the attempt gets only its share of what is left of ``Configuration/shutdownTimeout``
-    /// (counted, as the shutdown's deadline is, from the round's first attempt), then is given up as a failed
+    /// (counted, as the shutdown's deadline is, from the attempt the shutdown found), then is given up as a failed
     /// connect, and the next host is tried at once. A blackholed collector answers nothing, and the connect timeout
     /// (10 s by default) may be longer than the whole shutdown (5 s): without this, a program with a second
     /// collector up would exit without having tried it.
@@ -632,40 +638,59 @@ public final class LogstashClient: @unchecked Sendable {
         // The current host included.
         let untried = configuration.hosts.count - hostsFailedInARow
         guard untried > 1 else { return }
-        let deadline = roundStarted + Self.timeAmount(configuration.shutdownTimeout)
+        let deadline = shutdownClockStart + Self.timeAmount(configuration.shutdownTimeout)
         let share = TimeAmount.nanoseconds(max(0, (deadline - connectStarted).nanoseconds / Int64(untried)))
         let generation = generation
         shareTimer?.cancel()
         shareTimer = eventLoop.scheduleTask(deadline: connectStarted + share) {
             guard generation == self.generation, self.connectInProgress else { return }
-            self.abandonConnect(after: .nanoseconds(share.nanoseconds))
+            self.abandonConnect(waited: .nanoseconds(share.nanoseconds))
         }
     }
 
-    /// Gives up the connect in progress (see ``shareShutdownTimeWithTheOtherHosts()``).
-    private func abandonConnect(after share: Duration) {
+    /// A shutdown asked for (with something to send) while a connect has already hung for longer than its share of
+    /// the shutdown's time: given up at once, so that the next host is tried within the shutdown. (The machine counts
+    /// a waiting shutdown's deadline from the attempt it finds: this one's may have passed already — a program that
+    /// exits some seconds after a blackholed host's attempt began — and it would end the shutdown at once.)
+    private func giveUpAnAttemptThatHadItsShare() {
+        guard started, connectInProgress, spool.counterSnapshot.queuedRecords > 0 else { return }
+        let untried = configuration.hosts.count - hostsFailedInARow
+        guard untried > 1 else { return }
+        let share = Self.timeAmount(configuration.shutdownTimeout).nanoseconds / Int64(untried)
+        let waited = (NIODeadline.now() - connectStarted).nanoseconds
+        guard waited >= share else { return }
+        abandonConnect(waited: .nanoseconds(waited))
+    }
+
+    /// Gives up the connect in progress after `waited` (see ``shareShutdownTimeWithTheOtherHosts()``).
+    private func abandonConnect(waited: Duration) {
         // The attempt's late answer is ignored, and a connection it still makes is closed (see ``connect()``).
         generation += 1
         connectInProgress = false
         handshakeTimeout?.cancel()
+        shareTimer?.cancel()
         if let channel {
             // Connected, its TLS handshake not finished: nothing was sent on it.
             self.channel = nil
             channel.close(promise: nil)
             releaseBuffers()
             source.connectionLost()
-        } else if let connectingChannel {
-            // Still connecting: closing its socket ends the attempt (the kernel would retry its SYN for minutes).
-            connectingChannel.close(promise: nil)
         }
-        connectingChannel = nil
+        // Still connecting: closing its sockets ends the attempt (the kernel would retry its SYN for minutes).
+        closeConnectingChannels()
         connectFailed(
             LogstashError(
                 code: .timeout,
                 message:
-                    "no answer within \(DeliveryWording.seconds(share)), its share of the shutdown's \(DeliveryWording.seconds(configuration.shutdownTimeout)) among the hosts not tried yet"
+                    "no answer within \(DeliveryWording.seconds(waited)); a shutdown is waiting, and the hosts not tried yet share its \(DeliveryWording.seconds(configuration.shutdownTimeout))"
             )
         )
+    }
+
+    /// Closes the channels of a connect in progress, before one connected.
+    private func closeConnectingChannels() {
+        for channel in connectingChannels { channel.close(promise: nil) }
+        connectingChannels.removeAll()
     }
 
     /// The TLS handshake and pin check succeeded on connection `generation`.
@@ -882,10 +907,12 @@ public final class LogstashClient: @unchecked Sendable {
 
     private func close(graceful: Bool) {
         guard let channel else {
-            // Still connecting: forget the attempt; a late success is closed on arrival.
+            // Still connecting: forget the attempt and close its sockets (a late success is closed on arrival).
             if connectInProgress {
                 connectInProgress = false
                 generation += 1
+                shareTimer?.cancel()
+                closeConnectingChannels()
             }
             return
         }
@@ -915,8 +942,7 @@ public final class LogstashClient: @unchecked Sendable {
         timer?.cancel()
         handshakeTimeout?.cancel()
         shareTimer?.cancel()
-        connectingChannel?.close(promise: nil)
-        connectingChannel = nil
+        closeConnectingChannels()
         if let channel {
             self.channel = nil
             channel.close(promise: nil)
