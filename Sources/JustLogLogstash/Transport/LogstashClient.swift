@@ -687,7 +687,8 @@ public final class LogstashClient: @unchecked Sendable {
         )
     }
 
-    /// Closes the channels of a connect in progress, before one connected.
+    /// Closes the channels of a connect in progress, before one connected. Bump the generation first (see
+    /// ``finishShutdown()``).
     private func closeConnectingChannels() {
         for channel in connectingChannels { channel.close(promise: nil) }
         connectingChannels.removeAll()
@@ -942,12 +943,14 @@ public final class LogstashClient: @unchecked Sendable {
         timer?.cancel()
         handshakeTimeout?.cancel()
         shareTimer?.cancel()
+        // The generation first: closing a connecting channel lets Happy Eyeballs start the next address at once,
+        // whose channel must find its attempt given up.
+        generation += 1
         closeConnectingChannels()
         if let channel {
             self.channel = nil
             channel.close(promise: nil)
         }
-        generation += 1
         releaseBuffers()
         let error = LogstashError(code: .shutdown, message: "the Logstash client shut down; records stay spooled")
         for flush in flushCallbacks.values {
