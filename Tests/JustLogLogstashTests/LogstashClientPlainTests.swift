@@ -74,6 +74,30 @@ func clientOfTwoHosts(
     }
 }
 
+/// A client of hosts on 127.0.0.1 that never answer, then `receiver`, with 50 records spooled (not started): the
+/// connect timeout is an hour, so that only a shutdown's share ends an attempt.
+func clientBehindHostsThatNeverAnswer(
+    _ unanswered: [UnansweredPort],
+    then receiver: Int,
+    shutdownTimeout: Duration,
+    directory: TemporaryDirectory,
+    activity: ActivityLog
+) throws -> LogstashClient {
+    let ports = unanswered.map(\.port) + [receiver]
+    let client = try clientOfTwoHosts(ports[0], then: ports[1], directory: directory, activity: activity) {
+        $0.hosts += ports.dropFirst(2).map { .init(host: "127.0.0.1", port: $0) }
+        $0.connectTimeout = .seconds(3600)
+        $0.shutdownTimeout = shutdownTimeout
+    }
+    for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+    return client
+}
+
+/// The lines ``jsonRecord(_:padding:)`` makes for `indices`, as a receiver sees them, in any order.
+func jsonLines(_ indices: Range<Int>) -> Set<String> {
+    Set(indices.map { String(decoding: jsonRecord($0), as: UTF8.self) })
+}
+
 @Suite struct LogstashClientPlainTests {
     @Test func sendsSpooledRecordsAsNewlineDelimitedLinesAndFlushCompletes() async throws {
         let receiver = try await LineReceiver()
@@ -111,7 +135,7 @@ func clientOfTwoHosts(
         for index in 500..<1000 { try client.spool.append(jsonRecord(index)) }
         // The flush reconnects at once (instead of waiting out the backoff) and completes once written.
         try await client.flush()
-        let expected = Set((0..<1000).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        let expected = jsonLines(0..<1000)
         #expect(await eventually(timeout: .seconds(60)) { Set(receiver.lines).isSuperset(of: expected) })
         #expect(receiver.connections == 2)
         // Records 0..<500 were not proven (window 16 MiB): they were sent again.
@@ -231,7 +255,7 @@ func clientOfTwoHosts(
         for index in 100..<200 { try client.spool.append(jsonRecord(index)) }
         #expect(await client.shutdown() == nil)
         #expect(client.spool.counterSnapshot.queuedRecords == 0)
-        #expect(Set(receiver.lines) == Set((0..<200).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        #expect(Set(receiver.lines) == jsonLines(0..<200))
         let lines = activity.lines
         #expect(lines.contains { $0.hasPrefix("connect to 127.0.0.1:\(refusing.port) (plain TCP) failed") }, "\(lines)")
         #expect(
@@ -263,7 +287,7 @@ func clientOfTwoHosts(
         for index in 50..<100 { try client.spool.append(jsonRecord(index)) }
         // The flush connects at once: to the first host (the failover after the loss), refused, then the second.
         try await client.flush()
-        let expected = Set((0..<100).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        let expected = jsonLines(0..<100)
         #expect(await eventually(timeout: .seconds(60)) { Set(receiver.lines).isSuperset(of: expected) })
         let refusals = activity.lines.filter { $0.hasPrefix("connect to 127.0.0.1:\(refusing.port) ") }
         #expect(refusals.count == 2, "\(activity.lines)")
@@ -283,7 +307,7 @@ func clientOfTwoHosts(
         client.start()
         #expect(await client.shutdown() == nil, "\(activity.lines)")
         #expect(client.spool.counterSnapshot.queuedRecords == 0)
-        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        #expect(Set(receiver.lines) == jsonLines(0..<50))
         await receiver.stop()
     }
 
@@ -296,20 +320,17 @@ func clientOfTwoHosts(
         let receiver = try await LineReceiver()
         let directory = try TemporaryDirectory(prefix: "client-shutdown-blackhole")
         let activity = ActivityLog()
-        let client = try clientOfTwoHosts(
-            unanswered.port,
+        let client = try clientBehindHostsThatNeverAnswer(
+            [unanswered],
             then: receiver.port,
+            shutdownTimeout: .seconds(6),
             directory: directory,
             activity: activity
-        ) {
-            $0.connectTimeout = .seconds(3600)
-            $0.shutdownTimeout = .seconds(6)
-        }
-        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        )
         client.start()
         #expect(await client.shutdown() == nil, "\(activity.lines)")
         #expect(client.spool.counterSnapshot.queuedRecords == 0)
-        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        #expect(Set(receiver.lines) == jsonLines(0..<50))
         #expect(
             activity.lines.contains {
                 $0.hasPrefix("connect to 127.0.0.1:\(unanswered.port) ") && $0.contains("no answer within 3.0 s")
@@ -329,22 +350,19 @@ func clientOfTwoHosts(
         let receiver = try await LineReceiver()
         let directory = try TemporaryDirectory(prefix: "client-late-shutdown-blackhole")
         let activity = ActivityLog()
-        let client = try clientOfTwoHosts(
-            unanswered.port,
+        let client = try clientBehindHostsThatNeverAnswer(
+            [unanswered],
             then: receiver.port,
+            shutdownTimeout: .seconds(4),
             directory: directory,
             activity: activity
-        ) {
-            $0.connectTimeout = .seconds(3600)
-            $0.shutdownTimeout = .seconds(4)
-        }
-        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        )
         client.start()
         #expect(await activity.wait(for: "connecting to 127.0.0.1:\(unanswered.port) "))
         // Longer than the whole shutdown timeout: the machine's deadline, counted from this attempt, has passed.
         try await Task.sleep(for: .seconds(5))
         #expect(await client.shutdown() == nil, "\(activity.lines)")
-        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        #expect(Set(receiver.lines) == jsonLines(0..<50))
         #expect(
             activity.lines.contains {
                 $0.hasPrefix("connect to 127.0.0.1:\(unanswered.port) ") && $0.contains("a shutdown is waiting")
@@ -362,20 +380,16 @@ func clientOfTwoHosts(
         let receiver = try await LineReceiver()
         let directory = try TemporaryDirectory(prefix: "client-shutdown-two-blackholes")
         let activity = ActivityLog()
-        let client = try clientOfTwoHosts(
-            unanswered[0].port,
-            then: unanswered[1].port,
+        let client = try clientBehindHostsThatNeverAnswer(
+            unanswered,
+            then: receiver.port,
+            shutdownTimeout: .seconds(9),
             directory: directory,
             activity: activity
-        ) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: receiver.port))
-            $0.connectTimeout = .seconds(3600)
-            $0.shutdownTimeout = .seconds(9)
-        }
-        for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
+        )
         client.start()
         #expect(await client.shutdown() == nil, "\(activity.lines)")
-        #expect(Set(receiver.lines) == Set((0..<50).map { String(decoding: jsonRecord($0), as: UTF8.self) }))
+        #expect(Set(receiver.lines) == jsonLines(0..<50))
         // Each gets a third of the 9 s (the second a little less, as it starts a little after the first's share):
         // shared out from the whole timeout at each attempt instead, the second would get 4.5 s and the last 1.5 s.
         for port in unanswered.map(\.port) {

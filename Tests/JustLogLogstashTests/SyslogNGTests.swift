@@ -187,7 +187,7 @@ struct SyslogNGTests {
                 try syslog.restart()
             }
         }
-        let expected = Set((0..<total).map { String(decoding: jsonRecord($0), as: UTF8.self) })
+        let expected = jsonLines(0..<total)
         // Counted first: the set of every line is built only once enough lines are there.
         let allArrived = await eventually {
             syslog.receivedLineCount() >= expected.count && Set(syslog.receivedLines()).isSuperset(of: expected)

@@ -634,12 +634,8 @@ public final class LogstashClient: @unchecked Sendable {
     /// (10 s by default) may be longer than the whole shutdown (5 s): without this, a program with a second
     /// collector up would exit without having tried it.
     private func shareShutdownTimeWithTheOtherHosts() {
-        guard connectInProgress, !shutdownCallbacks.isEmpty, !isShutDown else { return }
-        // The current host included.
-        let untried = configuration.hosts.count - hostsFailedInARow
-        guard untried > 1 else { return }
-        let deadline = shutdownClockStart + Self.timeAmount(configuration.shutdownTimeout)
-        let share = TimeAmount.nanoseconds(max(0, (deadline - connectStarted).nanoseconds / Int64(untried)))
+        guard connectInProgress, !shutdownCallbacks.isEmpty, !isShutDown, let share = connectShareOfTheShutdown
+        else { return }
         let generation = generation
         shareTimer?.cancel()
         shareTimer = eventLoop.scheduleTask(deadline: connectStarted + share) {
@@ -653,13 +649,22 @@ public final class LogstashClient: @unchecked Sendable {
     /// a waiting shutdown's deadline from the attempt it finds: this one's may have passed already — a program that
     /// exits some seconds after a blackholed host's attempt began — and it would end the shutdown at once.)
     private func giveUpAnAttemptThatHadItsShare() {
-        guard started, connectInProgress, spool.counterSnapshot.queuedRecords > 0 else { return }
-        let untried = configuration.hosts.count - hostsFailedInARow
-        guard untried > 1 else { return }
-        let share = Self.timeAmount(configuration.shutdownTimeout).nanoseconds / Int64(untried)
-        let waited = (NIODeadline.now() - connectStarted).nanoseconds
+        guard started, connectInProgress, spool.counterSnapshot.queuedRecords > 0,
+            let share = connectShareOfTheShutdown
+        else { return }
+        let waited = NIODeadline.now() - connectStarted
         guard waited >= share else { return }
-        abandonConnect(waited: .nanoseconds(waited))
+        abandonConnect(waited: .nanoseconds(waited.nanoseconds))
+    }
+
+    /// The connect in progress's share of what is left of ``Configuration/shutdownTimeout`` (counted from
+    /// `shutdownClockStart`: with no shutdown waiting yet, from this attempt — the whole timeout) among the hosts not
+    /// tried in this round, it included; `nil` when it is the last of them (the shutdown's own deadline ends it).
+    private var connectShareOfTheShutdown: TimeAmount? {
+        let untried = configuration.hosts.count - hostsFailedInARow
+        guard untried > 1 else { return nil }
+        let deadline = shutdownClockStart + Self.timeAmount(configuration.shutdownTimeout)
+        return .nanoseconds(max(0, (deadline - connectStarted).nanoseconds / Int64(untried)))
     }
 
     /// Gives up the connect in progress after `waited` (see ``shareShutdownTimeWithTheOtherHosts()``).
