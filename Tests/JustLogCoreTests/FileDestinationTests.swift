@@ -57,6 +57,36 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         #expect(indexes.count > 250)
     }
 
+    /// Rotation holds the file it deletes open across the `unlink` and closes it on another thread (the kernel
+    /// frees the file at that close): every such descriptor is closed soon after, none leaks.
+    @Test(arguments: [0, 2])
+    func rotationClosesTheFilesItDeletes(retainedFileCount: Int) async throws {
+        #if os(Linux)
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        let file = try FileDestination(
+            configuration: .init(url: url, maximumFileSize: 4096, retainedFileCount: retainedFileCount)
+        )
+        // ~300 bytes a line, 10 lines a batch: a rotation every other batch, ~100 in all.
+        for batch in 0..<200 {
+            file.write(LogBatch(records: records(10, from: batch * 10, padding: 200)))
+        }
+        func deletedFilesHeldOpen() -> [String] {
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            let targets = descriptors.compactMap {
+                try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")
+            }
+            return targets.filter { $0.hasPrefix(folder.path) && $0.hasSuffix("(deleted)") }
+        }
+        let closed = await eventually(timeout: .seconds(30)) { deletedFilesHeldOpen().isEmpty }
+        #expect(closed, "still open: \(deletedFilesHeldOpen())")
+        let expected = ["app.log"] + (0..<retainedFileCount).map { "app.log.\($0 + 1)" }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == expected)
+        #expect(try messages(in: url).last?.hasPrefix("event 1999") == true)
+        #endif
+    }
+
     @Test func retentionZeroKeepsOnlyTheCurrentFile() throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

@@ -22,6 +22,8 @@ struct RotatingFileWriter: Sendable {
     /// After a failure, how long batches are counted as lost without a write being tried.
     let retryInterval: Duration
     let diagnostics: DiagnosticSink
+    /// Closes the descriptor of a file that rotation deleted, off the writer's thread.
+    let closer: DescriptorCloser
 
     /// Writing failed, and events were lost since it last worked.
     struct Failure: Sendable {
@@ -49,13 +51,15 @@ struct RotatingFileWriter: Sendable {
         maximumFileSize: Int,
         retainedFileCount: Int,
         retryInterval: Duration,
-        diagnostics: DiagnosticSink
+        diagnostics: DiagnosticSink,
+        closer: DescriptorCloser = .background
     ) {
         self.path = path
         self.maximumFileSize = maximumFileSize
         self.retainedFileCount = retainedFileCount
         self.retryInterval = retryInterval
         self.diagnostics = diagnostics
+        self.closer = closer
     }
 
     /// The error that keeps events from the file, if any.
@@ -337,17 +341,24 @@ struct RotatingFileWriter: Sendable {
 
     /// `name` → `name.1`, `name.1` → `name.2`, …; the oldest past the retention count is deleted. Returns the
     /// error if the new file cannot be opened.
+    ///
+    /// The kernel frees a deleted file — drops its pages, releases its blocks — when its last descriptor closes:
+    /// for a 10 MiB file, ~10 % of the pipeline's thread at 1.5 M events a second (BENCHMARKS part 26). So the file
+    /// to delete is opened first and held across its `unlink`, and ``DescriptorCloser`` closes it on another
+    /// thread; the file is gone from the folder at once, as before.
     private mutating func rotate() -> JustLogError? {
+        let deleted = retainedFileCount == 0 ? path : "\(path).\(retainedFileCount)"
+        // Non-blocking: something else than a log file under that name (a FIFO) must not stop the rotation.
+        let held = systemOpen(deleted, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0)
         close()
-        if retainedFileCount == 0 {
-            unlink(path)
-        } else {
-            unlink("\(path).\(retainedFileCount)")
+        unlink(deleted)
+        if retainedFileCount > 0 {
             for index in stride(from: retainedFileCount - 1, through: 1, by: -1) {
                 rename("\(path).\(index)", "\(path).\(index + 1)")
             }
             rename(path, "\(path).1")
         }
+        if held >= 0 { closer.close(held) }
         do {
             try open()
             return nil
