@@ -76,7 +76,7 @@ import Testing
         let messages = collector.messages
         let firstWrong = messages.enumerated().first { $0.element != Self.burstMessage($0.offset) }
         #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0): \(firstWrong?.element.prefix(40) ?? "")")
-        destination.shutdown()
+        await offThePool { destination.shutdown() }
         await collector.stop()
     }
 
@@ -113,7 +113,7 @@ import Testing
             return UInt64(message.dropFirst("JustLog dropped ".count).prefix { $0 != " " })
         }
         #expect(reported.reduce(0, +) == dropped, "reports \(reported), dropped \(dropped)")
-        destination.shutdown()
+        await offThePool { destination.shutdown() }
         await collector.stop()
     }
 
@@ -131,7 +131,7 @@ import Testing
         #expect(await eventually(timeout: .seconds(300)) { written.current }, "the writes never finished")
         #expect(destination.spool.counterSnapshot.droppedRecords > 0)
         #expect(diagnostics.text.contains("reached its cap"), "\(diagnostics.writes)")
-        destination.shutdown()
+        await offThePool { destination.shutdown() }
         await collector.stop()
     }
 
@@ -161,7 +161,7 @@ import Testing
             return pending == (client: 0, machine: 0)
         }
         #expect(forgotten, "flushes still kept: \(pending)")
-        destination.shutdown()
+        await offThePool { destination.shutdown() }
         await hostile.stop()
     }
 
@@ -255,7 +255,7 @@ import Testing
         }
         #expect(object["lost_events"] == .uint(1) || object["lost_events"] == .int(1))
         #expect(diagnostics.text.contains("1 record(s) could not be read"), "\(diagnostics.writes)")
-        destination.shutdown()
+        await offThePool { destination.shutdown() }
         await receiver.stop()
     }
 
@@ -365,7 +365,7 @@ import Testing
             ),
             "\(diagnostics.writes)"
         )
-        destination.shutdown()
+        await offThePool { destination.shutdown() }
         await receiver.stop()
     }
 

@@ -353,7 +353,7 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect(readAll(reopened) == expected)
     }
 
-    @Test func aReaderAcknowledgingWhileAnotherThreadAppendsGetsEveryRecordOnceInOrder() throws {
+    @Test func aReaderAcknowledgingWhileAnotherThreadAppendsGetsEveryRecordOnceInOrder() async throws {
         // Reads copy outside the lock appends take, and retiring segments (zeroing the spare) happens outside it
         // too: with 16 KiB segments, dozens are retired and reused while the appender runs. (ThreadSanitizer runs
         // this suite in CI.)
@@ -381,7 +381,8 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         while received.count < count, failure.current == nil, ContinuousClock.now < deadline {
             let batch = spool.read(from: spool.cursor, maxBytes: 64 << 10, maxRecords: 300)
             if batch.recordCount == 0 {
-                usleep(50)
+                // Suspended, not slept: the test pool has two threads.
+                try? await Task.sleep(for: .microseconds(100))
                 continue
             }
             received += lines(batch)

@@ -15,8 +15,8 @@ struct RSyslogTests {
             }
             return
         }
-        let certificates = try TestCertificates()
-        let rsyslog = try RSyslog(certificate: certificates.goodServer, caFile: certificates.caFile)
+        let certificates = try await TestCertificates.make()
+        let rsyslog = try await RSyslog.started(certificate: certificates.goodServer, caFile: certificates.caFile)
         defer { rsyslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()

@@ -26,8 +26,8 @@ private func tlsClient(
 struct SyslogNGTests {
     @Test func tlsWithTheTestCAIsAcceptedAndSyslogNGParsesTheLines() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
@@ -45,7 +45,7 @@ struct SyslogNGTests {
     @Test(arguments: ["selfsigned", "wronghost", "expired", "system-roots"])
     func badCertificatesAreRefusedByDefault(kind: String) async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let served: TestCertificates.Pair =
             switch kind {
             case "selfsigned": certificates.selfSigned
@@ -53,7 +53,7 @@ struct SyslogNGTests {
             case "expired": certificates.expired
             default: certificates.goodServer
             }
-        let syslog = try SyslogNG(certificate: served)
+        let syslog = try await SyslogNG.started(certificate: served)
         defer { syslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
@@ -73,8 +73,8 @@ struct SyslogNGTests {
 
     @Test func allowUntrustedServerAcceptsASelfSignedCertificateOverTLSAndWarns() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.selfSigned)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.selfSigned)
         defer { syslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
@@ -94,10 +94,10 @@ struct SyslogNGTests {
     @Test(arguments: [false, true], [true, false])
     func pinnedPublicKeysAcceptAMatchAndRefuseAMismatch(allowUntrusted: Bool, matching: Bool) async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let served = allowUntrusted ? certificates.selfSigned : certificates.goodServer
         let other = allowUntrusted ? certificates.goodServer : certificates.selfSigned
-        let syslog = try SyslogNG(certificate: served)
+        let syslog = try await SyslogNG.started(certificate: served)
         defer { syslog.shutdown() }
         let pin = try certificates.spkiSHA256(of: matching ? served.certificate : other.certificate)
         let directory = try TemporaryDirectory(prefix: "client")
@@ -125,8 +125,8 @@ struct SyslogNGTests {
     @Test(arguments: [false, true])
     func hundredThousandRecordsAllArriveAndAreParsed(useTLS: Bool) async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
@@ -158,8 +158,8 @@ struct SyslogNGTests {
 
     @Test func everyRecordArrivesAtLeastOnceWhileSyslogNGIsKilledAndRestartedFiveTimes() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let directory = try TemporaryDirectory(prefix: "client")
         let activity = ActivityLog()
@@ -184,7 +184,7 @@ struct SyslogNGTests {
                 // Let some of it flow, then kill syslog-ng mid-stream and bring it back on the same ports.
                 let before = syslog.receivedLineCount()
                 _ = await eventually(timeout: .seconds(60)) { syslog.receivedLineCount() > before + 1000 }
-                try syslog.restart()
+                try await syslog.restart()
             }
         }
         let expected = jsonLines(0..<total)
@@ -206,8 +206,8 @@ struct SyslogNGTests {
 
     @Test func theSpoolDrainsWhenSyslogNGStartsAfterTheClient() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         syslog.kill(signal: SIGKILL)
         let directory = try TemporaryDirectory(prefix: "client")
@@ -216,7 +216,7 @@ struct SyslogNGTests {
         client.start()
         for index in 0..<1000 { try client.spool.append(jsonRecord(index)) }
         #expect(await activity.wait(for: "reconnecting in"))
-        try syslog.start()
+        try await syslog.start()
         #expect(await eventually { syslog.receivedLineCount() >= 1000 })
         await client.shutdown()
         #expect(Set(syslog.receivedLines()).count == 1000)

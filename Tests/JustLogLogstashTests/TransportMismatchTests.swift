@@ -48,7 +48,7 @@ struct TransportMismatchTests {
     }
 
     @Test func aPlainClientAgainstATLSCollectorIsToldToTurnTLSOn() async throws {
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let tls = JSONLinesReceiver.TLS(
             certificateFile: certificates.goodServer.certificate,
             keyFile: certificates.goodServer.key
@@ -61,7 +61,7 @@ struct TransportMismatchTests {
     /// with several hosts the next one is tried at once, not after the backoff (an hour here), and the flush waiting
     /// for a connection completes there.
     @Test func aHostWhoseCertificateIsNotTrustedIsLeftForTheNextHostAtOnce() async throws {
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let untrusted = tlsReceiver(certificates.selfSigned)
         let good = tlsReceiver(certificates.goodServer)
         let untrustedPort = try await untrusted.start()
@@ -93,7 +93,7 @@ struct TransportMismatchTests {
     /// handshake succeeds): after it is lost, the first host refusing again still moves on to the second at once.
     /// Kept across the connection, the count ended the round at the first refusal, into an hour's backoff.
     @Test func afterATLSConnectionARefusalStillMovesToTheOtherHostAtOnce() async throws {
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let refusing = try RefusingPort()
         let good = tlsReceiver(certificates.goodServer)
         let goodPort = try await good.start()
@@ -127,7 +127,7 @@ struct TransportMismatchTests {
     /// stopped reading; the handshake would wait for the whole connect timeout, an hour here): the attempt gets its
     /// share of the shutdown's time, its connection is closed, and the second host takes what was queued.
     @Test func aShutdownWaitingOnAHandshakeThatNeverEndsStillSendsToTheNextHost() async throws {
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let silent = try SilentPort()
         let good = tlsReceiver(certificates.goodServer)
         let goodPort = try await good.start()
@@ -158,7 +158,7 @@ struct TransportMismatchTests {
     }
 
     @Test func aTLSClientAgainstAPlainCollectorIsToldItMaySpeakPlainTCP() async throws {
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let message = try await flushError(useTLS: true, receiver: nil, caFile: certificates.caFile)
         #expect(message.contains("may speak plain TCP on this port"), "\(message)")
     }

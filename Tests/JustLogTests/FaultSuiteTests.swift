@@ -91,8 +91,8 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
     )
     func hostileValuesReachTheCollectorAsValidJSONThatSaysWhatWasCut() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "hostile")
         let logger = logstashLogger(port: syslog.plainPort, folder: folder)

@@ -83,8 +83,8 @@ struct PrivateValueDeliveryTests {
     @Test(arguments: ["redacted", "hashed"])
     func privateValuesNeverReachTheFileOrTheCollectorInClear(policy: String) async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "privacy")
         defer { folder.remove() }

@@ -89,8 +89,8 @@ struct LogstashDeliveryTests {
     @Test(arguments: ["plain", "tls"])
     func hundredThousandEventsArriveParsedInTheDocumentedFlattenedForm(mode: String) async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "delivery")
         let logger = logstashLogger(
@@ -137,8 +137,8 @@ struct LogstashDeliveryTests {
 
     @Test func collectorDownForTheWholeRunThenStartedDrainsTheSpool() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer, startImmediately: false)
+        let certificates = try await TestCertificates.make()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "down")
         let diagnostics = LineCapture()
@@ -146,7 +146,7 @@ struct LogstashDeliveryTests {
         for index in 0..<2000 { logger.warning("while down \(index)") }
         let failure = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
         #expect(failure?.contains("stay spooled") == true, "forceSend says why not: \(failure ?? "nil")")
-        try syslog.start()
+        try await syslog.start()
         try await logger.forceSend()
         #expect(
             await eventually(timeout: .seconds(60)) {
@@ -159,8 +159,8 @@ struct LogstashDeliveryTests {
 
     @Test func spoolCapDropsOldestCountsAndReportsWhenDeliveryResumes() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer, startImmediately: false)
+        let certificates = try await TestCertificates.make()
+        let syslog = try SyslogNG(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "cap")
         let diagnostics = LineCapture()
@@ -217,7 +217,7 @@ struct LogstashDeliveryTests {
             "reported once: \(diagnostics.writes)"
         )
 
-        try syslog.start()
+        try await syslog.start()
         try await logger.forceSend()
         #expect(
             await eventually(timeout: .seconds(60)) {
@@ -272,8 +272,8 @@ struct LogstashDeliveryTests {
 
     @Test func childKilledFiveTimesLosesNoEventWhoseLogCallReturned() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "killed")
         var acknowledged: [String: Int] = [:]
@@ -307,8 +307,8 @@ struct LogstashDeliveryTests {
     /// CAP_NET_ADMIN) was removed, every connect of a non-root program failed with EACCES and nothing was sent.
     @Test func programRunByAnOrdinaryUserDeliversEveryEvent() async throws {
         guard Collectors.requireSyslogNG() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "nonroot")
         chmod(folder.path, 0o777)  // the unprivileged child writes its spool here

@@ -23,8 +23,8 @@ struct SoakTests {
         let seconds = max(10, Int(environment["JUSTLOG_SOAK_SECONDS"] ?? "60") ?? 60)
         let restartEvery = Int(environment["JUSTLOG_SOAK_RESTART_SECONDS"] ?? "") ?? min(60, seconds / 4)
         let rate = 2000
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "soak")
         let child = try ChildProcess(arguments: ["soak", folder.path, "\(syslog.plainPort)", "\(rate)", "\(seconds)"])
@@ -34,7 +34,7 @@ struct SoakTests {
         while ContinuousClock.now - start < .seconds(seconds) {
             try await Task.sleep(for: .seconds(restartEvery))
             guard ContinuousClock.now - start < .seconds(seconds - 2) else { break }
-            try syslog.restart()  // SIGKILL, then start on the same ports
+            try await syslog.restart()  // SIGKILL, then start on the same ports
             restarts += 1
         }
         #expect(await child.waitForExit(timeout: .seconds(180)) == 0, "stderr: \(child.errorOutput)")

@@ -102,7 +102,7 @@ struct KillRunResult: CustomStringConvertible {
 @Suite(.serialized) struct BeatsDeliveryTests {
     @Test(arguments: [false, true])
     func ourClientDeliversEveryEventOnceToOurReceiver(tls: Bool) async throws {
-        let certificates = tls ? try TestCertificates() : nil
+        let certificates = tls ? try await TestCertificates.make() : nil
         let tally = EventIDTally()
         let receiver = BeatsReceiver(
             configuration: .init(

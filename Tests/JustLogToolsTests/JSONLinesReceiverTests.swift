@@ -148,7 +148,7 @@ func withReceiver<T>(
 
     @Test(.enabled(if: TestCertificates.opensslPath != nil, "openssl is not installed"))
     func tlsRoundTripWithTheLogstashClientCountsEveryEventIDOnce() async throws {
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         let tally = EventIDTally()
         let tls = JSONLinesReceiver.TLS(
             certificateFile: certificates.goodServer.certificate,

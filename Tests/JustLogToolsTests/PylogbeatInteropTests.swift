@@ -19,7 +19,7 @@ struct PylogbeatInteropTests {
     @Test(arguments: [false, true])
     func pylogbeatSendsThroughOurReceiverAndEveryEventArrives(tls: Bool) async throws {
         guard Collectors.requirePylogbeat() else { return }
-        let certificates = tls ? try TestCertificates() : nil
+        let certificates = tls ? try await TestCertificates.make() : nil
         let tally = EventIDTally()
         let receiver = BeatsReceiver(
             configuration: .init(

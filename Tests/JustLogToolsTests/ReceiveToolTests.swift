@@ -160,7 +160,7 @@ func withReceiveTool(
 
     @Test(.enabled(if: TestCertificates.opensslPath != nil, "openssl is not installed"))
     func receivesOverTLSFromTheLogstashClient() async throws {
-        let certificates = try TestCertificates()
+        let certificates = try await TestCertificates.make()
         _ = try await withReceiveTool({
             $0.tlsCertificateFile = certificates.goodServer.certificate
             $0.tlsKeyFile = certificates.goodServer.key

@@ -38,8 +38,8 @@ struct ShipChildProcessTests {
             return
         }
         let program = try justlogProgram()
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "ship-kill")
         let url = folder.appending("app.log")

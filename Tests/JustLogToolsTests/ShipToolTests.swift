@@ -84,8 +84,8 @@ struct ShipToolTests {
     @Test(arguments: [false, true])
     func shipsRotatedFilesSoEveryLineArrivesOnceInTheFlattenedForm(tls: Bool) async throws {
         guard requireCollectors() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "ship")
         let (files, lines) = try writeLogFiles(folder, count: 1000, maximumFileSize: 200_000)
@@ -126,8 +126,8 @@ struct ShipToolTests {
 
     @Test func anInterruptedShipContinuesOnRerunAndEveryLineArrivesExactlyOnce() async throws {
         guard requireCollectors() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.goodServer)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.goodServer)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "ship-resume")
         let (files, lines) = try writeLogFiles(folder, count: 6000, maximumFileSize: 600_000)
@@ -195,8 +195,8 @@ struct ShipToolTests {
 
     @Test func aRefusedCertificateIsOneClearError() async throws {
         guard requireCollectors() else { return }
-        let certificates = try TestCertificates()
-        let syslog = try SyslogNG(certificate: certificates.selfSigned)
+        let certificates = try await TestCertificates.make()
+        let syslog = try await SyslogNG.started(certificate: certificates.selfSigned)
         defer { syslog.shutdown() }
         let folder = try TemporaryDirectory(prefix: "ship-cert")
         let (files, _) = try writeLogFiles(folder, count: 10, maximumFileSize: 1 << 20)

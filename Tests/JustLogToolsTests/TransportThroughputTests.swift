@@ -27,7 +27,7 @@ struct TransportThroughputTests {
 
     @Test(arguments: ["json_lines", "beats", "beats-uncompressed"], [false, true])
     func eventsPerSecondOverLoopback(transport: String, tls: Bool) async throws {
-        let certificates = tls ? try TestCertificates() : nil
+        let certificates = tls ? try await TestCertificates.make() : nil
         let serverTLS = certificates.map {
             JSONLinesReceiver.TLS(certificateFile: $0.goodServer.certificate, keyFile: $0.goodServer.key)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import JustLogCore
 
 /// A collector daemon that a test runs in the foreground on fixed loopback ports: started and polled until
 /// every port accepts, killed (to simulate a crash) or stopped by PID, restarted on the same ports. Its
@@ -27,6 +28,9 @@ final class CollectorProcess: @unchecked Sendable {
 
     /// Starts the daemon and waits (at most 60 s: a loaded machine may take long) until every port accepts connections.
     func start() throws {
+        if let running = lock.withLock({ self.process }), running.isRunning {
+            throw ProcessRunner.Failure(description: "\(name) is already running (PID \(running.processIdentifier))")
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -51,6 +55,12 @@ final class CollectorProcess: @unchecked Sendable {
                     "\(name) did not start accepting on \(ports.map(String.init).joined(separator: "/")): \(output)"
             )
         }
+    }
+
+    /// ``start()`` on a thread of its own: its wait polls with sleeps, which on the test pool (two threads here)
+    /// would hold one of them for as long as the daemon takes to start.
+    func startOffThePool() async throws {
+        try await offThePool { Result { try self.start() } }.get()
     }
 
     /// Sends `signal` and, for SIGKILL or SIGTERM, waits until the process is gone.

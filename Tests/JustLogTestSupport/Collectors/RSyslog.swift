@@ -18,7 +18,9 @@ public final class RSyslog: @unchecked Sendable {
     /// The extracted package root, unpacking it on first use; `nil` (see ``unavailableReason``) if that fails.
     public static let packageRoot: Result<String, ProcessRunner.Failure> = {
         let environment = ProcessInfo.processInfo.environment
-        let root = environment["JUSTLOG_RSYSLOG_ROOT"] ?? NSTemporaryDirectory() + "/justlog-rsyslog-root"
+        // An empty value is no value: it would make the root the working directory's "".
+        let given = environment["JUSTLOG_RSYSLOG_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+        let root = given ?? NSTemporaryDirectory() + "/justlog-rsyslog-root"
         let daemon = root + "/usr/sbin/rsyslogd"
         if !FileManager.default.isExecutableFile(atPath: daemon) {
             do {
@@ -54,7 +56,15 @@ public final class RSyslog: @unchecked Sendable {
         return nil
     }
 
-    /// Starts rsyslog serving `certificate` (signed by `caFile`) on the TLS port; returns once both ports accept.
+    /// An rsyslog started with ``init(certificate:caFile:)`` and ``start()``: returns once both ports accept.
+    public static func started(certificate: TestCertificates.Pair, caFile: String) async throws -> RSyslog {
+        let rsyslog = try RSyslog(certificate: certificate, caFile: caFile)
+        try await rsyslog.start()
+        return rsyslog
+    }
+
+    /// Writes the configuration for an rsyslog serving `certificate` (signed by `caFile`) on the TLS port, not
+    /// started yet: ``start()`` starts it.
     public init(certificate: TestCertificates.Pair, caFile: String) throws {
         root = try Self.packageRoot.get()
         directory = try TemporaryDirectory(prefix: "rsyslog")
@@ -88,21 +98,21 @@ public final class RSyslog: @unchecked Sendable {
             logPath: directory.file("rsyslog.log"),
             termGrace: .seconds(2)
         )
-        try start()
     }
 
     deinit { shutdown() }
 
-    /// Starts rsyslogd (again) on the same ports and waits until both accept.
-    public func start() throws { try daemon.start() }
+    /// Starts rsyslogd (again) on the same ports and waits until both accept, on a thread of its own (see
+    /// ``CollectorProcess/startOffThePool()``).
+    public func start() async throws { try await daemon.startOffThePool() }
 
     /// Sends `signal` (default SIGKILL) and, for SIGKILL/SIGTERM, waits until rsyslogd is gone.
     public func kill(signal: Int32 = 9) { daemon.kill(signal: signal) }
 
     /// Kills rsyslogd and starts it again on the same ports.
-    public func restart() throws {
+    public func restart() async throws {
         kill(signal: SIGKILL)
-        try start()
+        try await start()
     }
 
     /// Stops rsyslogd by PID (SIGTERM, SIGKILL after 2 s). Safe to call twice.

@@ -18,10 +18,17 @@ public final class SyslogNG: @unchecked Sendable {
     private let serverCertificate: TestCertificates.Pair
     private let daemon: CollectorProcess
 
-    /// Writes the configuration and (unless `startImmediately` is `false`, for a collector that is down
-    /// at first) starts syslog-ng, serving `certificate` on the TLS port; returns once both ports accept
+    /// A syslog-ng started with ``init(certificate:)`` and ``start()``: returns once both ports accept
     /// connections (or throws after 60 s).
-    public init(certificate: TestCertificates.Pair, startImmediately: Bool = true) throws {
+    public static func started(certificate: TestCertificates.Pair) async throws -> SyslogNG {
+        let syslog = try SyslogNG(certificate: certificate)
+        try await syslog.start()
+        return syslog
+    }
+
+    /// Writes the configuration for a syslog-ng serving `certificate` on the TLS port, not started yet (a
+    /// collector that is down at first): ``start()`` starts it.
+    public init(certificate: TestCertificates.Pair) throws {
         guard Self.executable != nil else {
             throw ProcessRunner.Failure(description: "syslog-ng is not installed (/usr/sbin/syslog-ng)")
         }
@@ -44,7 +51,6 @@ public final class SyslogNG: @unchecked Sendable {
             termGrace: .seconds(1)
         )
         try writeConfiguration()
-        if startImmediately { try start() }
     }
 
     deinit { shutdown() }
@@ -72,16 +78,17 @@ public final class SyslogNG: @unchecked Sendable {
         try config.write(toFile: "\(dir)/syslog-ng.conf", atomically: true, encoding: .utf8)
     }
 
-    /// Starts syslog-ng (again) on the same ports and waits until both accept.
-    public func start() throws { try daemon.start() }
+    /// Starts syslog-ng (again) on the same ports and waits until both accept, on a thread of its own (see
+    /// ``CollectorProcess/startOffThePool()``).
+    public func start() async throws { try await daemon.startOffThePool() }
 
     /// Sends `signal` to syslog-ng and, for a fatal one, waits until it is gone.
     public func kill(signal: Int32 = 9) { daemon.kill(signal: signal) }
 
     /// Kills syslog-ng (SIGKILL) and starts it again on the same ports.
-    public func restart() throws {
+    public func restart() async throws {
         kill(signal: SIGKILL)
-        try start()
+        try await start()
     }
 
     /// Stops syslog-ng by PID (SIGTERM, then SIGKILL after 1 s). Safe to call twice.

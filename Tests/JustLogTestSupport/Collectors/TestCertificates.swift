@@ -1,4 +1,5 @@
 import Foundation
+import JustLogCore
 
 /// TLS material generated with the `openssl` command for one test run: a CA, a good server certificate
 /// for `localhost` / `127.0.0.1` signed by it, and bad ones (self-signed, wrong host, expired), each
@@ -29,7 +30,13 @@ public final class TestCertificates: @unchecked Sendable {
         ["/usr/bin/openssl", "/usr/local/bin/openssl"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Generates everything (about a second, EC P-256 keys).
+    /// ``init()`` on a thread of its own: it runs `openssl` a dozen times, about a second that would otherwise
+    /// hold one of the test pool's two threads.
+    public static func make() async throws -> TestCertificates {
+        try await offThePool { Result { try TestCertificates() } }.get()
+    }
+
+    /// Generates everything (about a second, EC P-256 keys). Tests call ``make()``.
     public init() throws {
         guard let openssl = Self.opensslPath else {
             throw ProcessRunner.Failure(description: "openssl is not installed")
