@@ -87,6 +87,31 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         #endif
     }
 
+    /// The closer's queue stalled (a loaded machine): past its bound the caller closes its own descriptors, so a
+    /// starved queue never holds more than that many; the rest close once the queue runs.
+    @Test func aStalledCloserHoldsAtMostItsBoundOfDescriptors() async throws {
+        let queue = DispatchQueue(label: "stalled closer")
+        queue.suspend()
+        let closer = DescriptorCloser.on(queue, maximumWaiting: 2)
+        // Pipes: the closer closes each write end, and its read end, still ours, says when that happened (a hang-up
+        // once no write end is left) — a closed descriptor's number may be reused by anything in the process.
+        let pipes = (0..<5).map { _ in
+            var ends: [Int32] = [-1, -1]
+            _ = pipe(&ends)
+            return (read: ends[0], write: ends[1])
+        }
+        defer { for ends in pipes { close(ends.read) } }
+        #expect(pipes.allSatisfy { $0.read >= 0 && $0.write >= 0 })
+        func writeEndClosed(_ ends: (read: Int32, write: Int32)) -> Bool {
+            var polled = pollfd(fd: ends.read, events: Int16(POLLIN), revents: 0)
+            return poll(&polled, 1, 0) == 1 && polled.revents & Int16(POLLHUP) != 0
+        }
+        for ends in pipes { closer.close(ends.write) }
+        #expect(pipes.map(writeEndClosed) == [false, false, true, true, true])
+        queue.resume()
+        #expect(await eventually(timeout: .seconds(30)) { pipes.allSatisfy(writeEndClosed) })
+    }
+
     @Test func retentionZeroKeepsOnlyTheCurrentFile() throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
