@@ -17,23 +17,31 @@ case=${3:-throughput_file_fields}
 events=${4:-4000000}
 root=$(git rev-parse --show-toplevel)
 tree=$(mktemp -d /tmp/justlog-ab.XXXXXX)
-cleanup() { git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"; }
+results=$(mktemp)
+output=$(mktemp)
+cleanup() {
+    git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
+    rm -f "$results" "$output"
+}
 trap cleanup EXIT
 git -C "$root" worktree add --detach "$tree" "$base" >/dev/null
 scratch="$root/.build-experiments"
 (cd "$tree" && swift build -c release --product justlog --scratch-path "$scratch" 2>&1 | tail -1) >&2
 (cd "$root" && swift build -c release --product justlog 2>&1 | tail -1) >&2
-run() { # side
+run() { # side: prints the rate, or the run's output on stderr and fails
     local directory="$root/.build/release"
     [[ $1 == base ]] && directory="$scratch/release"
-    LD_LIBRARY_PATH="$directory" "$directory/justlog" bench --only "$case" --events "$events" 2>&1 \
-        | sed -nE "s/^$case: ([0-9]+) events\/s$/\1/p"
+    if ! LD_LIBRARY_PATH="$directory" "$directory/justlog" bench --only "$case" --events "$events" >"$output" 2>&1; then
+        echo "ab-throughput.sh: the $1 side failed:" >&2
+        cat "$output" >&2
+        return 1
+    fi
+    sed -nE "s/^$case: ([0-9]+) events\/s$/\1/p" "$output"
 }
-results=$(mktemp)
 for ((index = 1; index <= runs; index++)); do
     for side in base head; do
         rate=$(run "$side")
-        [[ -n $rate ]] || { echo "ab-throughput.sh: the $side side printed no rate" >&2; exit 1; }
+        [[ -n $rate ]] || { echo "ab-throughput.sh: the $side side printed no rate:" >&2; cat "$output" >&2; exit 1; }
         echo "$side $rate" | tee -a "$results" >&2
     done
 done
@@ -48,4 +56,3 @@ for side in base head; do
                 side, commit, name, rate[1] / 1e6, median / 1e6, rate[NR] / 1e6, NR
         }'
 done
-rm -f "$results"

@@ -29,8 +29,9 @@ LD_LIBRARY_PATH="$(dirname "$bin")" "$bin" bench --only "$case" --events "$event
 pid=$!
 while kill -0 "$pid" 2>/dev/null; do
     for task in /proc/"$pid"/task/*; do
-        stat=$(cat "$task/stat" 2>/dev/null) || continue
-        name=$(cat "$task/comm" 2>/dev/null) || continue
+        # Read by the shell itself: a `cat` per thread and sample would take the cores being measured.
+        read -r stat <"$task/stat" 2>/dev/null || continue
+        read -r name <"$task/comm" 2>/dev/null || continue
         # After the command's closing parenthesis: state is field 1, utime 12, stime 13.
         read -r -a fields <<<"${stat##*) }"
         echo "${task##*/} ${name// /_} ${fields[11]} ${fields[12]}" >>"$samples"

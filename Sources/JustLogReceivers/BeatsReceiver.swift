@@ -207,9 +207,7 @@ package final class BeatsReceiver: Sendable {
             return (server, Array(state.children.values))
         }
         try? await server?.close()
-        for child in children {
-            try? await child.close()
-        }
+        await JSONLinesReceiver.closeAll(children)
     }
 }
 

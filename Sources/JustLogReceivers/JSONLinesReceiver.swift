@@ -250,12 +250,22 @@ package final class JSONLinesReceiver: Sendable {
             return (server, Array(state.children.values))
         }
         try? await server?.close()
-        for child in children {
-            try? await child.close()
-        }
+        await Self.closeAll(children)
     }
 
     // MARK: - Helpers
+
+    /// How long closing a TLS connection waits for the sender's `close_notify` before it closes the socket
+    /// (NIOSSL's default is 5 s): a receiver that stops has read all it will read, and a sender that hangs must not
+    /// hold its exit.
+    static let closeNotifyWait: TimeAmount = .seconds(1)
+
+    /// Closes every channel at once — every close begun before any is awaited (each TLS one may wait
+    /// ``closeNotifyWait`` for its peer) — and returns when all are closed.
+    static func closeAll(_ channels: [any Channel]) async {
+        let closing = channels.map { $0.close() }
+        for closed in closing { try? await closed.get() }
+    }
 
     static func makeSSLContext(_ tls: TLS) throws -> NIOSSLContext {
         let chain: [NIOSSLCertificate]
@@ -289,6 +299,7 @@ package final class JSONLinesReceiver: Sendable {
             privateKey: .privateKey(key)
         )
         configuration.minimumTLSVersion = .tlsv12
+        configuration.shutdownTimeout = closeNotifyWait
         do {
             return try NIOSSLContext(configuration: configuration)
         } catch {

@@ -12,6 +12,19 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
     return url
 }
 
+/// The files in `folder` that this process holds open though they were deleted (from `/proc/self/fd`, Linux).
+private func deletedFilesHeldOpen(in folder: TemporaryDirectory) -> [String] {
+    let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    let targets = descriptors.compactMap {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")
+    }
+    // (The links name resolved paths: the folder's, resolved, to compare with.)
+    let resolvedFolder = URL(fileURLWithPath: folder.path).resolvingSymlinksInPath().path + "/"
+    return targets.filter { $0.hasPrefix(resolvedFolder) && $0.hasSuffix("(deleted)") }
+}
+
+private let hasProcFD = FileManager.default.fileExists(atPath: "/proc/self/fd")
+
 @Suite struct FileDestinationTests {
     func records(_ count: Int, from start: Int = 0, padding: Int = 0) -> [LogRecord] {
         let builder = Fixtures.builder()
@@ -59,9 +72,11 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
 
     /// Rotation holds the file it deletes open across the `unlink` and closes it on another thread (the kernel
     /// frees the file at that close): every such descriptor is closed soon after, none leaks.
-    @Test(arguments: [0, 2])
+    @Test(
+        .enabled(if: hasProcFD, "reads /proc/self/fd"),
+        arguments: [0, 2]
+    )
     func rotationClosesTheFilesItDeletes(retainedFileCount: Int) async throws {
-        #if os(Linux)
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let url = folder.appending("app.log")
@@ -72,19 +87,36 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         for batch in 0..<200 {
             file.write(LogBatch(records: records(10, from: batch * 10, padding: 200)))
         }
-        func deletedFilesHeldOpen() -> [String] {
-            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            let targets = descriptors.compactMap {
-                try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")
-            }
-            return targets.filter { $0.hasPrefix(folder.path) && $0.hasSuffix("(deleted)") }
-        }
-        let closed = await eventually(timeout: .seconds(30)) { deletedFilesHeldOpen().isEmpty }
-        #expect(closed, "still open: \(deletedFilesHeldOpen())")
+        let closed = await eventually(timeout: .seconds(30)) { deletedFilesHeldOpen(in: folder).isEmpty }
+        #expect(closed, "still open: \(deletedFilesHeldOpen(in: folder))")
         let expected = ["app.log"] + (0..<retainedFileCount).map { "app.log.\($0 + 1)" }
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == expected)
         #expect(try messages(in: url).last?.hasPrefix("event 1999") == true)
-        #endif
+    }
+
+    /// A destination shut down leaves no deleted file held: its shutdown waits for the closes it handed over (a
+    /// program may unmount the volume next).
+    @Test(.enabled(if: hasProcFD, "reads /proc/self/fd"))
+    func shutdownReturnsOnceTheFilesRotationDeletedAreClosed() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let queue = DispatchQueue(label: "slow closer")
+        queue.suspend()
+        let file = try FileDestination(
+            configuration: .init(url: folder.appending("app.log"), maximumFileSize: 4096, retainedFileCount: 1),
+            diagnostics: .standardError,
+            clock: ContinuousClock(),
+            closer: DescriptorCloser.on(queue, maximumWaiting: 8)
+        )
+        for batch in 0..<10 { file.write(LogBatch(records: records(10, from: batch * 10, padding: 200))) }
+        #expect(!deletedFilesHeldOpen(in: folder).isEmpty, "no rotation held a deleted file")
+        // The queue runs 0.2 s from now, while the shutdown waits.
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.2)
+            queue.resume()
+        }
+        file.shutdown()
+        #expect(deletedFilesHeldOpen(in: folder).isEmpty)
     }
 
     /// The closer's queue stalled (a loaded machine): past its bound the caller closes its own descriptors, so a
@@ -110,6 +142,16 @@ private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL? {
         #expect(pipes.map(writeEndClosed) == [false, false, true, true, true])
         queue.resume()
         #expect(await eventually(timeout: .seconds(30)) { pipes.allSatisfy(writeEndClosed) })
+        // The count went back down: a descriptor waits again, and a drain returns once it is closed.
+        var ends: [Int32] = [-1, -1]
+        _ = pipe(&ends)
+        defer { close(ends[0]) }
+        queue.suspend()
+        closer.close(ends[1])
+        #expect(!writeEndClosed((read: ends[0], write: ends[1])), "closed at once: the count never went down")
+        queue.resume()
+        closer.drain()
+        #expect(writeEndClosed((read: ends[0], write: ends[1])))
     }
 
     @Test func retentionZeroKeepsOnlyTheCurrentFile() throws {

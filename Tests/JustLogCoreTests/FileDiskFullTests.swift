@@ -23,6 +23,37 @@ import Musl
         }
     }
 
+    /// Rotation frees the file it deletes on another thread (see `DescriptorCloser`) — unless the disk is short of
+    /// space: then the space must be back before the next write. Here that other thread never runs (a suspended
+    /// queue), and the rotations on a nearly full disk must still lose nothing.
+    @Test(.enabled(if: isRoot, "mounting a tmpfs needs root"))
+    func rotationOnANearlyFullDiskGetsTheSpaceBackBeforeTheNextWrite() throws {
+        let folder = try TemporaryDirectory(prefix: "tmpfs")
+        defer { folder.remove() }
+        let disk = try TmpfsMount(at: folder.path, size: "1m")
+        defer { disk.unmount() }
+        // 400 KiB taken; the log's two files of up to 200 KiB fit in the rest, a third held by the closer would not.
+        try Data(repeating: 0x42, count: 400 << 10).write(to: folder.appending("blocker"))
+        let queue = DispatchQueue(label: "stalled closer")
+        queue.suspend()
+        let closer = DescriptorCloser.on(queue, maximumWaiting: 8)
+        let diagnostics = LineCapture()
+        let file = try FileDestination(
+            configuration: .init(url: folder.appending("app.log"), maximumFileSize: 200 << 10, retainedFileCount: 1),
+            diagnostics: diagnostics.diagnostics,
+            clock: ContinuousClock(),
+            closer: closer
+        )
+        // ~700-byte lines: 2,000 of them, about seven rotations.
+        for batch in 0..<100 { file.write(LogBatch(records: records(20, from: batch * 20))) }
+        #expect(diagnostics.writes.isEmpty, "\(diagnostics.writes)")
+        let lines = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
+        let last = try lines.last.map { try FileLine(parsing: $0).record.message }
+        #expect(last?.hasPrefix("event 1999 ") == true, "\(last ?? "no line")")
+        queue.resume()
+        file.shutdown()
+    }
+
     @Test(.enabled(if: isRoot, "mounting a tmpfs needs root; FileSizeLimitTests covers a full file as any user"))
     func fullDiskLeavesNoTornLineCountsTheLossExactlyAndResumesWhenSpaceReturns() throws {
         let folder = try TemporaryDirectory(prefix: "tmpfs")

@@ -180,6 +180,77 @@ func withReceiver<T>(
         }
     }
 
+    /// Stopping while TLS senders stay connected and never answer: each connection's close waits for the peer's
+    /// `close_notify` only briefly, and all of them at once — it was 5 s each, one after another (15 s for these
+    /// three: `justlog receive` took that long to exit on Ctrl-C). Timed by the senders, on their own threads, from
+    /// the receiver's `close_notify` to the socket's end: the test pool's load can't stretch it.
+    @Test func stoppingWithSilentTLSSendersConnectedTakesAMomentNotSecondsEach() async throws {
+        let certificates = try await TestCertificates.make()
+        let received = ReceivedLines()
+        let tls = JSONLinesReceiver.TLS(
+            certificateFile: certificates.goodServer.certificate,
+            keyFile: certificates.goodServer.key
+        )
+        let receiver = JSONLinesReceiver(configuration: .init(tls: tls), handler: received.record)
+        let port = try await receiver.start()
+        // Three TLS connections that each send a line, then never answer: the raw socket is read (so the TLS layer
+        // never replies to the receiver's close_notify), noting when the first bytes came and when the socket ended.
+        let script = """
+            import os, socket, ssl, sys, threading, time
+            context = ssl.create_default_context(cafile=sys.argv[2])
+            held = []
+            for index in range(3):
+                connection = context.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="localhost")
+                connection.sendall(b'{"event_id":"silent%d"}\\n' % index)
+                held.append(connection)
+            times = [None] * 3
+            def watch(index):
+                descriptor = held[index].fileno()
+                first = None
+                while True:
+                    chunk = os.read(descriptor, 4096)
+                    if first is None:
+                        first = time.monotonic()
+                    if not chunk:
+                        break
+                times[index] = (first, time.monotonic())
+            watchers = [threading.Thread(target=watch, args=(index,)) for index in range(3)]
+            for watcher in watchers:
+                watcher.start()
+            print("connected", flush=True)
+            for watcher in watchers:
+                watcher.join(120)
+            starts = [t[0] for t in times]
+            print("span %.3f" % (max(starts) - min(starts)))
+            for first, end in times:
+                print("wait %.3f" % (end - first))
+            """
+        let senders = Process()
+        senders.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        senders.arguments = ["python3", "-c", script, "\(port)", certificates.caFile]
+        let output = Pipe()
+        senders.standardOutput = output
+        try senders.run()
+        defer {
+            if senders.isRunning { kill(senders.processIdentifier, SIGKILL) }
+            senders.waitUntilExit()
+        }
+        #expect(await eventually(timeout: .seconds(60)) { received.count == 3 }, "the senders' lines never arrived")
+        await receiver.stop()
+        #expect(await eventually(timeout: .seconds(120)) { !senders.isRunning }, "the senders never saw the close")
+        let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        func seconds(_ label: String) -> [Double] {
+            report.split(separator: "\n").compactMap { line in
+                line.hasPrefix(label + " ") ? Double(line.dropFirst(label.count + 1)) : nil
+            }
+        }
+        let waits = seconds("wait")
+        #expect(waits.count == 3, "\(report)")
+        // Begun together (one after another, they began 5 s apart), each ended after the 1 s wait, not 5 s.
+        #expect(seconds("span").allSatisfy { $0 < 2.5 }, "\(report)")
+        #expect(waits.allSatisfy { $0 < 3 }, "\(report)")
+    }
+
     @Test func theTallyCountsDuplicatesAndLinesWithoutEventID() async throws {
         let tally = EventIDTally()
         try await withReceiver(handler: tally.record) { _, port in

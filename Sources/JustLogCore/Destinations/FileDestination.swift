@@ -87,8 +87,21 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
 
     /// Opens (or creates) the log file, timing retries after a failed write on `clock`; throws if opening is
     /// impossible now.
-    public init<C: Clock>(configuration: Configuration, diagnostics: DiagnosticSink = .standardError, clock: C) throws
-    where C.Duration == Duration {
+    public convenience init<C: Clock>(
+        configuration: Configuration,
+        diagnostics: DiagnosticSink = .standardError,
+        clock: C
+    ) throws where C.Duration == Duration {
+        try self.init(configuration: configuration, diagnostics: diagnostics, clock: clock, closer: .background)
+    }
+
+    /// The same, closing the files rotation deletes with `closer` (see ``DescriptorCloser``).
+    package init<C: Clock>(
+        configuration: Configuration,
+        diagnostics: DiagnosticSink,
+        clock: C,
+        closer: DescriptorCloser
+    ) throws where C.Duration == Duration {
         self.configuration = configuration
         self.format = LineFormat(timeZone: configuration.timeZone, colors: false)
         let start = clock.now
@@ -98,7 +111,8 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
             maximumFileSize: configuration.maximumFileSize,
             retainedFileCount: configuration.retainedFileCount,
             retryInterval: .milliseconds(Int64(max(0, min(configuration.retryInterval, 86_400)) * 1000)),
-            diagnostics: diagnostics
+            diagnostics: diagnostics,
+            closer: closer
         )
         // Past a file-size limit (`ulimit -f`) a write must fail with EFBIG, handled like a full disk, rather
         // than kill the program with SIGXFSZ.

@@ -28,9 +28,6 @@ final class CollectorProcess: @unchecked Sendable {
 
     /// Starts the daemon and waits (at most 60 s: a loaded machine may take long) until every port accepts connections.
     func start() throws {
-        if let running = lock.withLock({ self.process }), running.isRunning {
-            throw ProcessRunner.Failure(description: "\(name) is already running (PID \(running.processIdentifier))")
-        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -41,8 +38,22 @@ final class CollectorProcess: @unchecked Sendable {
         log?.seekToEndOfFile()
         process.standardOutput = log
         process.standardError = log
-        try process.run()
-        lock.withLock { self.process = process }
+        // The slot taken before the daemon runs: two starts at once can't both pass.
+        let running = lock.withLock { () -> Process? in
+            // (Not launched yet — another start's — counts as running.)
+            if let running = self.process, running.processIdentifier == 0 || running.isRunning { return running }
+            self.process = process
+            return nil
+        }
+        if let running {
+            throw ProcessRunner.Failure(description: "\(name) is already running (PID \(running.processIdentifier))")
+        }
+        do {
+            try process.run()
+        } catch {
+            lock.withLock { if self.process === process { self.process = nil } }
+            throw error
+        }
         // A daemon that exits (a bind error, a bad configuration) ends the wait at once.
         let ready =
             FreePort.poll(timeout: .seconds(60)) { !process.isRunning || ports.allSatisfy(FreePort.isAccepting) }

@@ -1,8 +1,9 @@
 import Foundation
+import JustLogCore
 
 /// An rsyslog started in the foreground for one test, with the configuration of PEERS.md (plain and TLS
 /// `json_lines` inputs on free 127.0.0.1 ports, raw lines to `received.jsonl`). rsyslog conflicts with
-/// syslog-ng in dpkg, so it is unpacked, not installed: from `JUSTLOG_RSYSLOG_ROOT` if set (a folder where
+/// syslog-ng in dpkg, so it is unpacked, not installed: from `JUSTLOG_RSYSLOG_ROOT` if set and not empty (a folder where
 /// the `rsyslog` and `rsyslog-gnutls` debs were extracted), else with `apt-get download` + `dpkg-deb -x`
 /// into a cache folder under the temporary folder. ``unavailableReason`` says why it can't run here.
 public final class RSyslog: @unchecked Sendable {
@@ -111,7 +112,7 @@ public final class RSyslog: @unchecked Sendable {
 
     /// Kills rsyslogd and starts it again on the same ports.
     public func restart() async throws {
-        kill(signal: SIGKILL)
+        await offThePool { self.kill(signal: SIGKILL) }
         try await start()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JustLogCore
 
 /// A syslog-ng started in the foreground for one test, with the configuration of PEERS.md: a plain and
 /// a TLS `json_lines` listener on free 127.0.0.1 ports, raw lines to `received.jsonl` and JSON-parsed
@@ -87,7 +88,7 @@ public final class SyslogNG: @unchecked Sendable {
 
     /// Kills syslog-ng (SIGKILL) and starts it again on the same ports.
     public func restart() async throws {
-        kill(signal: SIGKILL)
+        await offThePool { self.kill(signal: SIGKILL) }
         try await start()
     }
 
