@@ -209,6 +209,87 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         )
     }
 
+    /// An open that finds the newest segment deleted, then a run that ends before it appends (killed, or closed):
+    /// the next open's segments still take numbers after the deleted one's. The first open starts a segment after
+    /// it at once; before, it named the one before as the newest in its cursor file, and the run after that gave the
+    /// deleted segment's number to a new one.
+    @Test func aSegmentNumberIsNeverReusedAfterARestartThatFoundTheNewestDeleted() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-newest-twice")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let lost = files.records(in: newest, of: 0..<total)
+        unlink(newest)
+        let first = LineCapture()
+        try LogstashSpool(configuration: configuration(directory), diagnostics: first.diagnostics).close()
+        #expect(first.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") })
+
+        let again = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: again.diagnostics)
+        defer { spool.close() }
+        let more = total..<total + 200
+        for index in more { try spool.append(record(index)) }
+        let names = files.segments.map(files.name)
+        #expect(!names.contains(files.name(newest)), "the deleted segment's number was given again: \(names)")
+        #expect(readAll(spool) == ((0..<total).filter { !lost.contains($0) } + Array(more)).map(text))
+        #expect(again.writes.isEmpty, "the loss was reported again: \(again.writes)")
+    }
+
+    /// The newest segment deleted; the open that found it appends, but every write of its cursor file fails (the
+    /// file keeps naming the deleted segment as the newest); then the records it appended are damaged. The next open
+    /// counts them: before, they had gone into the room left in the segment before the deleted one, under serials
+    /// the cursor file's stale newest segment made look already reported — lost without a word.
+    @Test func aTornTailAfterAnOpenWhoseCursorWritesFailedIsStillReported() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-stale-newest")
+        let files = SpoolFiles(directory: directory)
+        // Small records until one of 4,000 bytes would not fit: it starts the newest segment, leaving room in the
+        // segment before it.
+        let writer = try LogstashSpool(configuration: configuration(directory))
+        var index = 0
+        while writer.endPosition.offset + 24 + 4000 <= 16 << 10 {
+            try writer.append(record(index))
+            index += 1
+        }
+        let large = Array(#"{"event_id":"large","message":"\#(String(repeating: "l", count: 3960))"}"#.utf8)
+        try writer.append(large)
+        for small in index..<index + 5 { try writer.append(record(small)) }
+        writer.close()
+        let newest = try #require(files.segments.last)
+        let staleCursor = files.contents(directory.file("cursor"))
+        unlink(newest)
+
+        let (a, b) = (10_000, 10_001)
+        let quiet = LineCapture()
+        let appender = try LogstashSpool(configuration: configuration(directory), diagnostics: quiet.diagnostics)
+        try appender.append(record(a))
+        try appender.append(record(b))
+        appender.close()
+        // What the cursor file holds when every write of that run failed.
+        #expect(FileManager.default.createFile(atPath: directory.file("cursor"), contents: staleCursor))
+        let holder = try #require(files.locate(a)).path
+        for damaged in [a, b] {
+            let located = try #require(files.locate(damaged))
+            files.flip(located.path, at: located.offset - 24, count: 4)
+        }
+        files.flip(holder, at: 16, count: 8)  // the header's check of its last serial
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        defer { spool.close() }
+        let text = readAll(spool).joined(separator: "\n")
+        #expect(!text.contains(#""event_id":"10000""#) && !text.contains(#""event_id":"10001""#))
+        let counted = spool.takeLossesToReport()
+        #expect(
+            counted == 2 || capture.writes.contains { $0.contains(files.name(holder)) },
+            "the damaged records were not reported: counted \(counted), said \(capture.writes)"
+        )
+        #expect(
+            !capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") },
+            "the deleted segment, reported already, was reported again: \(capture.writes)"
+        )
+    }
+
     /// The newest segment deleted and the one before it torn at its end, its header damaged too: the torn record's
     /// serial comes before the one the deleted newest started at, so it is counted — and not also said to be of
     /// unknown number.

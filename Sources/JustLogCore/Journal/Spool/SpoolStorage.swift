@@ -33,8 +33,9 @@ final class SpoolStorage {
     /// the next open finds out from it whether the newest segments were deleted (see ``SpoolRecovery``).
     @exclusivity(unchecked) private var newest: SpoolCursorFile.Newest
     /// The highest segment number made, found or remembered (a deleted newest segment's too, as the cursor file
-    /// names it): a new segment takes the next, not a number a segment had before. (Not across a crash right after
-    /// an open that found the newest deleted: the open writes the newest segment left into the cursor file.)
+    /// names it): a new segment takes the next, not a number a segment had before. An open that finds the newest
+    /// segment deleted starts the next one at once, so that the cursor file never names an older newest segment
+    /// than one this run appends to (see the end of `init`).
     @exclusivity(unchecked) private var highestSegmentNumber: UInt64
     private let maxSegments: Int
     private let diagnostics: DiagnosticSink
@@ -188,6 +189,14 @@ final class SpoolStorage {
                 ? segment.count(from: segment.firstFrameOffset, to: cursor.offset) : (records: 0, bytes: 0)
             counters.queuedRecords += segment.recordCount - skipped.records
             counters.queuedBytes += segment.payloadBytes - skipped.bytes + segment.recordCount - skipped.records
+        }
+        // The newest segment is gone (deleted, emptied, moved aside): this run appends to a new one, numbered after
+        // it, rather than into the room left in the one before. Else the cursor file would name that older segment as
+        // the newest, and after a crash the next open would give the deleted one's number to a new segment, and
+        // could not tell a torn tail of this run's records from the deleted segment's loss, reported already.
+        // (Not when the spool is at its count of segments: that would drop records at the open.)
+        if highestSegmentNumber > segments[segments.count - 1].sequence, segments.count < maxSegments {
+            _ = try? startSegment()
         }
         persistCursor()
         if recovery.ledger != storedLedger { recovery.ledger.save(directory: directory) }
