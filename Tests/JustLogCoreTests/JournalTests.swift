@@ -244,8 +244,10 @@ import Testing
         defer { folder.remove() }
         // Holds every write back while it may (like a Logstash spool at its cap whose records the collector can't
         // confirm yet): the worker moves only when the journal is half full, and a caller waiting then must spill
-        // into the room the worker freed, not wait for the queue until it gives up.
-        let holding = HoldingWhileItMay(patience: .seconds(5))
+        // into the room the worker freed, not wait for the queue until it gives up. The patience and the queue's
+        // wait are long so that only that wrong wait can drop: with 0.5 s, a chunk of 256 records written slowly
+        // (ThreadSanitizer, sibling tests on two cores) outlasted the wait and dropped, the design working.
+        let holding = HoldingWhileItMay(patience: .seconds(600))
         let journal = try EventJournal(
             configuration: .init(
                 directory: folder.file("app.log.journal"),
@@ -256,16 +258,22 @@ import Testing
         let pipeline = LogPipeline(
             setup: .init(
                 routes: [.init(holding)],
-                configuration: .init(capacity: 8, fullQueueWait: 0.5),
+                configuration: .init(capacity: 8, fullQueueWait: 30),
                 journal: journal
             )
         )
         let count = 5_000
-        for index in 0..<count {
-            pipeline.submit(event(index))
-            if index % 100 == 0 { await Task.yield() }
+        let events = (0..<count).map { event($0) }
+        // On a thread of its own: a caller starved on the test pool never reached half the journal, and the test
+        // then showed nothing. It stops at the first drop (each would cost the queue's wait).
+        await offThePool {
+            for (index, event) in events.enumerated() {
+                pipeline.submit(event)
+                if index % 100 == 99, pipeline.currentStatistics.dropped > 0 { return }
+            }
         }
         #expect(pipeline.currentStatistics.dropped == 0, "no caller waited for the queue until it gave up")
+        #expect(holding.holdsEndedByTheJournal > 0, "no hold ended at half the journal: the case did not happen")
         holding.stopHolding()
         try await pipeline.flush()
         let messages = holding.capture.records.map(\.message)
@@ -634,11 +642,20 @@ final class HoldingWhileItMay: PipelineHoldingBack, @unchecked Sendable {
     var isHoldingAWrite: Bool { holdingNow.current }
     private let holdingNow = LockedValue(false)
 
+    /// Writes held back until the pipeline said it may no longer wait (its journal half full).
+    var holdsEndedByTheJournal: Int { endedByTheJournal.current }
+    private let endedByTheJournal = LockedValue(0)
+
     func write(_ batch: LogBatch) {
         let deadline = ContinuousClock.now + patience
+        var held = false
         while ContinuousClock.now < deadline {
             let (mayWait, holding) = state.current
-            guard holding, mayWait?() == true else { break }
+            guard holding, mayWait?() == true else {
+                if held, holding { endedByTheJournal.withLock { $0 += 1 } }
+                break
+            }
+            held = true
             holdingNow.withLock { $0 = true }
             usleep(1_000)
         }
