@@ -252,10 +252,12 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
             index += 1
         }
         let large = Array(#"{"event_id":"large","message":"\#(String(repeating: "l", count: 3960))"}"#.utf8)
+        let before = files.segments
         try writer.append(large)
         for small in index..<index + 5 { try writer.append(record(small)) }
         writer.close()
         let newest = try #require(files.segments.last)
+        try #require(!before.contains(newest), "the large record did not start a segment: \(files.segments)")
         let staleCursor = files.contents(directory.file("cursor"))
         unlink(newest)
 
@@ -279,10 +281,10 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         defer { spool.close() }
         let text = readAll(spool).joined(separator: "\n")
         #expect(!text.contains(#""event_id":"10000""#) && !text.contains(#""event_id":"10001""#))
-        let counted = spool.takeLossesToReport()
+        // Their number is unknown (the header's check is damaged too): said, of the segment that held them.
         #expect(
-            counted == 2 || capture.writes.contains { $0.contains(files.name(holder)) },
-            "the damaged records were not reported: counted \(counted), said \(capture.writes)"
+            capture.writes.contains { $0.contains("end of \(files.name(holder)) can't be read") },
+            "the damaged records were not reported: \(capture.writes)"
         )
         #expect(
             !capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") },

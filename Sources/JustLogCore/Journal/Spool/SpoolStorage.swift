@@ -35,7 +35,8 @@ final class SpoolStorage {
     /// The highest segment number made, found or remembered (a deleted newest segment's too, as the cursor file
     /// names it): a new segment takes the next, not a number a segment had before. An open that finds the newest
     /// segment deleted starts the next one at once, so that the cursor file never names an older newest segment
-    /// than one this run appends to (see the end of `init`).
+    /// than one this run appends to (see the end of `init`). (Not found: a segment that only a cursor file of the
+    /// format before the newest one points into.)
     @exclusivity(unchecked) private var highestSegmentNumber: UInt64
     private let maxSegments: Int
     private let diagnostics: DiagnosticSink
@@ -190,19 +191,27 @@ final class SpoolStorage {
             counters.queuedRecords += segment.recordCount - skipped.records
             counters.queuedBytes += segment.payloadBytes - skipped.bytes + segment.recordCount - skipped.records
         }
-        // The newest segment is gone (deleted, emptied, moved aside): this run appends to a new one, numbered after
-        // it, rather than into the room left in the one before. Else the cursor file would name that older segment as
-        // the newest, and after a crash the next open would give the deleted one's number to a new segment, and
-        // could not tell a torn tail of this run's records from the deleted segment's loss, reported already.
-        // (Not when the spool is at its count of segments: that would drop records at the open.)
-        if highestSegmentNumber > segments[segments.count - 1].sequence, segments.count < maxSegments {
-            _ = try? startSegment()
-        }
         persistCursor()
         if recovery.ledger != storedLedger { recovery.ledger.save(directory: directory) }
         opened = true
         reportSetAside()
         report(recovery)
+        // The newest segment is gone (deleted, emptied, moved aside): this run appends to a new one, numbered after
+        // it, rather than into the room left in the one before. Else the cursor file would name that older segment as
+        // the newest, and after a crash the next open would give the deleted one's number to a new segment, and
+        // could not tell a torn tail of this run's records from the deleted segment's loss, reported already.
+        // After the report and the ledger: a kill while the segment is made must not leave a newer segment that
+        // hides the loss from the next open before it was said. (Not when the spool is at its count of segments:
+        // that would drop records at the open.)
+        if highestSegmentNumber > segments[segments.count - 1].sequence, segments.count < maxSegments {
+            do {
+                _ = try startSegment()
+            } catch {
+                diagnostics.report(
+                    "the \(configuration.name) in \(directory) could not start a segment after the missing newest one (\(error)); records go on in \(SpoolSegment.fileName(segments[segments.count - 1].sequence))"
+                )
+            }
+        }
     }
 
     /// Moves a spool file that can't be opened out of the spool's way (renamed `….unreadable`, or `….unreadable-N`
