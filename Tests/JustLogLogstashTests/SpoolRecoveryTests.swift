@@ -129,6 +129,22 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
     return nil
 }
 
+/// A spool of records `0..<total` in a new folder whose newest segment was then deleted: the folder, its files, the
+/// deleted segment's path and the records it held (not none).
+private func spoolWithDeletedNewestSegment(
+    prefix: String,
+    total: Int
+) throws -> (directory: TemporaryDirectory, files: SpoolFiles, newest: String, lost: [Int]) {
+    let directory = try TemporaryDirectory(prefix: prefix)
+    try writeSpool(directory, 0..<total)
+    let files = SpoolFiles(directory: directory)
+    let newest = try #require(files.segments.last)
+    let lost = files.records(in: newest, of: 0..<total)
+    try #require(!lost.isEmpty)
+    unlink(newest)
+    return (directory, files, newest, lost)
+}
+
 @Suite struct SpoolRecoveryTests {
     @Test func aRecordWithFlippedBytesIsSkippedAndEveryRecordAfterItKept() throws {
         let directory = try TemporaryDirectory(prefix: "recovery-flip")
@@ -179,14 +195,11 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
     /// cursor file names the newest segment made, and the loss is said — as an emptied newest segment's is. Before,
     /// nothing was said at all.
     @Test func aDeletedNewestSegmentIsReportedAsAnUncountedLoss() throws {
-        let directory = try TemporaryDirectory(prefix: "recovery-newest")
         let total = 3000
-        try writeSpool(directory, 0..<total)
-        let files = SpoolFiles(directory: directory)
-        let newest = try #require(files.segments.last)
-        let lost = files.records(in: newest, of: 0..<total)
-        try #require(!lost.isEmpty)
-        unlink(newest)
+        let (directory, files, newest, lost) = try spoolWithDeletedNewestSegment(
+            prefix: "recovery-newest",
+            total: total
+        )
 
         let capture = LineCapture()
         let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
@@ -214,13 +227,11 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
     /// it at once; before, it named the one before as the newest in its cursor file, and the run after that gave the
     /// deleted segment's number to a new one.
     @Test func aSegmentNumberIsNeverReusedAfterARestartThatFoundTheNewestDeleted() throws {
-        let directory = try TemporaryDirectory(prefix: "recovery-newest-twice")
         let total = 3000
-        try writeSpool(directory, 0..<total)
-        let files = SpoolFiles(directory: directory)
-        let newest = try #require(files.segments.last)
-        let lost = files.records(in: newest, of: 0..<total)
-        unlink(newest)
+        let (directory, files, newest, lost) = try spoolWithDeletedNewestSegment(
+            prefix: "recovery-newest-twice",
+            total: total
+        )
         let first = LineCapture()
         try LogstashSpool(configuration: configuration(directory), diagnostics: first.diagnostics).close()
         #expect(first.writes.contains { $0.contains("the newest segment \(files.name(newest)) is missing") })
@@ -279,8 +290,8 @@ private func reportedLoss(_ capture: LineCapture) -> Int? {
         let capture = LineCapture()
         let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
         defer { spool.close() }
-        let text = readAll(spool).joined(separator: "\n")
-        #expect(!text.contains(#""event_id":"10000""#) && !text.contains(#""event_id":"10001""#))
+        let read = readAll(spool).joined(separator: "\n")
+        #expect(!read.contains(#""event_id":"10000""#) && !read.contains(#""event_id":"10001""#))
         // Their number is unknown (the header's check is damaged too): said, of the segment that held them.
         #expect(
             capture.writes.contains { $0.contains("end of \(files.name(holder)) can't be read") },

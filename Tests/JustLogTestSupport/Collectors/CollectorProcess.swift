@@ -74,6 +74,13 @@ final class CollectorProcess: @unchecked Sendable {
         try await offThePool { Result { try self.start() } }.get()
     }
 
+    /// Kills the daemon (SIGKILL, waiting until it is gone) and starts it again on the same ports, both on threads
+    /// of their own (see ``startOffThePool()``).
+    func restartOffThePool() async throws {
+        await offThePool { self.kill(signal: SIGKILL) }
+        try await startOffThePool()
+    }
+
     /// Sends `signal` and, for SIGKILL or SIGTERM, waits until the process is gone.
     func kill(signal: Int32) {
         guard let process = lock.withLock({ self.process }) else { return }

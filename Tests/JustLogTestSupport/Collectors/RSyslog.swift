@@ -1,5 +1,4 @@
 import Foundation
-import JustLogCore
 
 /// An rsyslog started in the foreground for one test, with the configuration of PEERS.md (plain and TLS
 /// `json_lines` inputs on free 127.0.0.1 ports, raw lines to `received.jsonl`). rsyslog conflicts with
@@ -111,10 +110,7 @@ public final class RSyslog: @unchecked Sendable {
     public func kill(signal: Int32 = 9) { daemon.kill(signal: signal) }
 
     /// Kills rsyslogd and starts it again on the same ports.
-    public func restart() async throws {
-        await offThePool { self.kill(signal: SIGKILL) }
-        try await start()
-    }
+    public func restart() async throws { try await daemon.restartOffThePool() }
 
     /// Stops rsyslogd by PID (SIGTERM, SIGKILL after 2 s). Safe to call twice.
     public func shutdown() { daemon.shutdown() }

@@ -1,5 +1,4 @@
 import Foundation
-import JustLogCore
 
 /// A syslog-ng started in the foreground for one test, with the configuration of PEERS.md: a plain and
 /// a TLS `json_lines` listener on free 127.0.0.1 ports, raw lines to `received.jsonl` and JSON-parsed
@@ -87,10 +86,7 @@ public final class SyslogNG: @unchecked Sendable {
     public func kill(signal: Int32 = 9) { daemon.kill(signal: signal) }
 
     /// Kills syslog-ng (SIGKILL) and starts it again on the same ports.
-    public func restart() async throws {
-        await offThePool { self.kill(signal: SIGKILL) }
-        try await start()
-    }
+    public func restart() async throws { try await daemon.restartOffThePool() }
 
     /// Stops syslog-ng by PID (SIGTERM, then SIGKILL after 1 s). Safe to call twice.
     public func shutdown() { daemon.shutdown() }
