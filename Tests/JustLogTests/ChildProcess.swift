@@ -80,6 +80,20 @@ final class ChildProcess: @unchecked Sendable {
             && lastAcknowledged >= count
     }
 
+    /// Sends `signal` (SIGCONT, SIGSTOP) to the child.
+    func send(_ signal: Int32) {
+        Foundation.kill(process.processIdentifier, signal)
+    }
+
+    /// Whether the child is stopped (by SIGSTOP): its state in `/proc/PID/stat` is `T`.
+    var isStopped: Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return false }
+        // "PID (name) STATE …": the state follows the name's closing parenthesis and a space.
+        return stat[end...].dropFirst(2).first == "T"
+    }
+
     /// SIGKILL, then wait for the process to be gone.
     func kill() async {
         Foundation.kill(process.processIdentifier, SIGKILL)

@@ -40,6 +40,35 @@ func childProgram() throws -> URL {
         let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
         #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
     }
+
+    /// A program stopped during its exit flush for longer than its exit patience (SIGSTOP here; a debugger, a frozen
+    /// container, a starved machine alike): the time it was stopped is not counted against its destinations, which
+    /// move again when it continues. (The flush gave up on waking: no progress for longer than its patience of 1 s,
+    /// all of it spent stopped, and what was left was lost.)
+    @Test func anExitFlushDoesNotCountTheTimeTheProgramWasStopped() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        // 3,000 events at 1 ms each: 3 s of writing at exit. The child stops itself in the exit flush's first write.
+        let count = 3_000
+        let child = try ChildProcess(arguments: ["exit-stopped", folder.path, "\(count)"])
+        #expect(await eventually(timeout: .seconds(60)) { child.outputLines.contains("stopping") })
+        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
+        // Written before the stop: not all (the stop fell within the exit flush).
+        let linesAtStop =
+            (try? String(contentsOf: folder.appending("child.log"), encoding: .utf8))?.split(separator: "\n").count ?? 0
+        #expect(linesAtStop < count, "the exit flush was over before the stop")
+        // Stopped for three times the patience.
+        try await Task.sleep(for: .seconds(3))
+        child.send(SIGCONT)
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        #expect(!child.errorOutput.contains("made no progress"), "stderr: \(child.errorOutput)")
+        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == count)
+        let messages = try lines.map { try FileLine(parsing: $0).record.message }
+        let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
+        #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
+    }
 }
 
 /// Not in `ChildProcessTests`, which CI also runs under ThreadSanitizer: there the child's `exit()` from its worker

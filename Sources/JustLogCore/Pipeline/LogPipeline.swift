@@ -49,12 +49,13 @@ public final class LogPipeline: Sendable {
         /// Message bytes waiting in memory at most (a few huge messages must not exhaust memory). Default 32 MiB.
         public var maximumQueuedBytes: Int
         /// How long a log call waits in a full queue for the destinations to make progress before its event is
-        /// dropped and counted. The wait restarts whenever they do. A call on the pipeline's own thread does not
-        /// wait. Default 1 s.
+        /// dropped and counted. The wait restarts whenever they do, and time the program did not run (stopped,
+        /// starved: a wait that woke late) is not counted. A call on the pipeline's own thread does not wait.
+        /// Default 1 s.
         public var fullQueueWait: Double
         /// At process exit, how long the destinations may go *without progress* before the exit handler stops
-        /// waiting for them (it waits as long as they keep writing); also the bound on the flush in `deinit`.
-        /// Default 5 s.
+        /// waiting for them (it waits as long as they keep writing, and does not count time the program was stopped
+        /// or starved); also the bound on the flush in `deinit`. Default 5 s.
         public var exitFlushTimeout: Double
 
         public init(
@@ -424,8 +425,8 @@ public final class LogPipeline: Sendable {
         }
     }
 
-    /// Flushes (waiting while the destinations make progress, until they make none for `timeout` seconds), shuts
-    /// every destination down and ends the worker thread.
+    /// Flushes (waiting while the destinations make progress, until they make none for `timeout` seconds of the
+    /// program's running time), shuts every destination down and ends the worker thread.
     /// Events logged afterwards are dropped and counted. Calling it again does nothing. Returns the flush's
     /// error, a timeout, or the first destination's ``LogDestination/shutdownFailure`` — or, on the pipeline's own
     /// thread, ``JustLogError/Code/pipelineThread`` at once: the pipeline then stops once it has written what is

@@ -640,25 +640,27 @@ final class PipelineQueue: @unchecked Sendable {
     }
 
     /// Waits (lock held) until `done()`, while the worker makes progress; `false` when it made none for `patience`
-    /// seconds, or at once on the worker's own thread (see ``workerThread``). Every progress the worker shows (see
-    /// ``progress``) wakes the waiters and restarts the deadline.
-    private func waitForProgress(patience: Double, until done: () -> Bool) -> Bool {
+    /// seconds of the program's running time (see ``Patience``), or at once on the worker's own thread (see
+    /// ``workerThread``). Every progress the worker shows (see ``progress``) wakes the waiters and restarts the
+    /// deadline.
+    private func waitForProgress(patience seconds: Double, until done: () -> Bool) -> Bool {
         var seenBatches = batchesTaken
-        var deadline = Date().addingTimeInterval(patience)
+        // Time the program did not run (stopped, starved) is not held against the destinations.
+        var patience = Patience(seconds: seconds)
         producersWaiting += 1
         defer { producersWaiting -= 1 }
         while !done() {
             guard !isWorkerThread else { return false }
             if batchesTaken != seenBatches {
                 seenBatches = batchesTaken
-                deadline = Date().addingTimeInterval(patience)
+                patience.restart()
             }
-            let remaining = deadline.timeIntervalSinceNow
-            if remaining <= 0 { return false }
+            guard let remaining = patience.nextWait() else { return false }
             // The worker, if it has something to take (woken with nothing, it sleeps again; and the broadcast
             // would wake the other waiters into a round of broadcasts of their own).
             if workerIsWaiting || workerIsLingering, !isEmpty { lock.broadcast() }
             _ = lock.wait(seconds: remaining)
+            patience.woke()
         }
         return true
     }
@@ -771,13 +773,13 @@ final class PipelineQueue: @unchecked Sendable {
         // waiting for its first configuration has nothing to flush (the worker reports what it held).
         prepareForExit()
         var error = isHolding ? nil : requestFlush().wait(timeout: timeout, restartingOnProgress: true)
-        let deadline = Date().addingTimeInterval(timeout)
+        // A fixed bound, on the monotonic clock.
+        var bound = Patience(seconds: timeout)
         let (finished, failure) = lock.withLock { () -> (Bool, (any Error)?) in
             state = .stopped
             lock.broadcast()
             while !workerFinished {
-                let remaining = deadline.timeIntervalSinceNow
-                if remaining <= 0 { return (false, nil) }
+                guard let remaining = bound.nextWait() else { return (false, nil) }
                 _ = lock.wait(seconds: remaining)
             }
             return (true, destinationFailure)
@@ -1289,31 +1291,32 @@ final class PendingFlush: @unchecked Sendable {
     /// fixed bound. Returns the flush's error, or a timeout error.
     func wait(timeout: Double, restartingOnProgress: Bool) -> (any Error)? {
         var seen = queue.progress
-        var deadline = Date().addingTimeInterval(timeout)
-        while true {
+        var patience = Patience(seconds: timeout)
+        // Wake at least every 100 ms to look at the worker's progress (read outside this lock).
+        while let wait = patience.nextWait(atMost: restartingOnProgress ? 0.1 : .infinity) {
             let outcome: (finished: Bool, error: (any Error)?) = done.withLock {
-                // Wake at least every 100 ms to look at the worker's progress (read outside this lock).
-                let remaining = max(0, deadline.timeIntervalSinceNow)
-                if !finished { _ = done.wait(seconds: restartingOnProgress ? min(remaining, 0.1) : remaining) }
+                if !finished { _ = done.wait(seconds: wait) }
                 return (finished, error)
             }
             if outcome.finished { return outcome.error }
-            if restartingOnProgress {
-                let now = queue.progress
-                if now != seen {
-                    seen = now
-                    deadline = Date().addingTimeInterval(timeout)
-                    continue
-                }
-            }
-            if deadline.timeIntervalSinceNow <= 0 {
-                return JustLogError(
-                    .timeout,
-                    restartingOnProgress
-                        ? "flush made no progress for \(timeout) s" : "flush did not complete within \(timeout) s"
-                )
+            guard restartingOnProgress else { continue }
+            // Time the program did not run is not counted (a fixed bound is a fixed bound).
+            patience.woke()
+            let now = queue.progress
+            if now != seen {
+                seen = now
+                patience.restart()
             }
         }
+        // Finished as the patience ran out.
+        let last: (finished: Bool, error: (any Error)?) = done.withLock { (finished, error) }
+        if last.finished { return last.error }
+        return JustLogError(
+            .timeout,
+            restartingOnProgress
+                ? "flush made no progress for \(timeout) s\(patience.notRunningNote)"
+                : "flush did not complete within \(timeout) s"
+        )
     }
 }
 

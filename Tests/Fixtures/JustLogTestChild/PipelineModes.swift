@@ -28,6 +28,62 @@ func exitWithSlowDestination(folder: String, count: String) {
 
 nonisolated(unsafe) var slowLogger: StructuredLogger?
 
+/// `exit-stopped FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes 1 ms a record, with
+/// an exit patience of 1 s, and returns from main. The first write of the exit flush stops the process (SIGSTOP)
+/// half-way through, once the flush has seen the progress before it, after printing `stopping`: the parent continues
+/// it (SIGCONT) after longer than the patience, and the write needs 0.15 s more.
+func exitToBeStopped(folder: String, count: String) {
+    do {
+        let file = try FileDestination(
+            configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log"))
+        )
+        let stopping = StoppingDestination(SlowDestination(file, delayPerRecord: 0.001))
+        let logger = StructuredLogger(
+            configuration: .init(destinations: [.init(stopping)], pipeline: .init(exitFlushTimeout: 1))
+        )
+        for index in 0..<(Int(count) ?? 0) {
+            logger.info("child event \(index)", userInfo: ["index": index])
+        }
+        slowLogger = logger
+        stopping.exitBegins()
+    } catch {
+        FileHandle.standardError.write(Data("can't open the log file: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+/// Once ``exitBegins()`` was called, stops the process in the middle of its next write: 0.15 s in (the exit flush,
+/// which looks at progress every 0.1 s, has seen the write begin), and 0.15 s before the write ends.
+final class StoppingDestination: LogDestination {
+    let next: any LogDestination
+    private let state = LockedValue((exiting: false, stopped: false))
+
+    init(_ next: any LogDestination) {
+        self.next = next
+    }
+
+    func exitBegins() {
+        state.withLock { $0.exiting = true }
+    }
+
+    func write(_ batch: LogBatch) {
+        let stop = state.withLock { state in
+            defer { if state.exiting { state.stopped = true } }
+            return state.exiting && !state.stopped
+        }
+        if stop {
+            Thread.sleep(forTimeInterval: 0.15)
+            FileHandle.standardOutput.write(Data("stopping\n".utf8))
+            kill(getpid(), SIGSTOP)
+            Thread.sleep(forTimeInterval: 0.15)
+        }
+        next.write(batch)
+    }
+
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { next.flush(completion: completion) }
+    func shutdown() { next.shutdown() }
+}
+
 /// Forwards to another destination after sleeping `delayPerRecord` seconds per record.
 final class SlowDestination: LogDestination {
     let next: any LogDestination
