@@ -16,50 +16,67 @@ import Testing
         let clock = ManualClock()
         var patience = Patience(seconds: 1, clock: clock.read)
         var waited = 0.0
-        while let wait = patience.nextWait(atMost: 0.1) {
-            #expect(wait > 0 && wait <= 0.1)
+        while let wait = patience.nextWait() {
+            #expect(wait > 0 && wait <= Patience.poll)
             // 40 ms late each time: scheduling delay, counted.
             clock.advance(seconds: wait + 0.04)
             waited += wait + 0.04
             patience.woke()
         }
-        #expect(waited < 1.0 + 0.04 * 8, "gave up after \(waited) s")
-        #expect(waited >= 1.0)
+        #expect(waited >= 1.0 && waited < 1.0 + 0.04 * 8, "gave up after \(waited) s")
         #expect(patience.notRunning == 0)
         #expect(patience.notRunningNote == "")
     }
 
-    /// A wait that wakes 3 s late, as a program stopped for 3 s does, leaves the patience where the stop found it.
-    @Test func aWaitThatWokeLateDoesNotCountTheTimeItDidNotRun() {
+    /// A program stopped for 3 s in the middle of a wait: the patience counts at most the wait's `poll`, and what
+    /// was left before the stop is left after it.
+    @Test func aStopWithinAWaitCountsAtMostOnePoll() {
         let clock = ManualClock()
         var patience = Patience(seconds: 1, clock: clock.read)
         clock.advance(seconds: 0.5)
-        let wait = patience.nextWait(atMost: 0.1)
-        #expect(wait == 0.1)
-        clock.advance(seconds: 0.1 + 3)
+        #expect(patience.nextWait() == Patience.poll)
+        // Stopped 0.05 s into the wait, for 3 s; it returns as the program continues.
+        clock.advance(seconds: 3.05)
         patience.woke()
-        #expect(patience.notRunning == 3_000_000_000)
+        #expect(patience.notRunning == 2_950_000_000)
         #expect(patience.notRunningNote == ", not counting 3.0 s when the program did not run")
-        // 0.4 s of patience left, as before the stop.
-        let left = patience.nextWait()
-        #expect(left.map { abs($0 - 0.4) < 1e-6 } == true, "\(String(describing: left))")
-        clock.advance(seconds: 0.4)
-        patience.woke()
-        #expect(patience.nextWait() == nil)
+        // 0.5 s were left at the wait; it counted its 0.1 s, no more.
+        let left = patience.remainingForTest(clock)
+        #expect(abs(left - 0.4) < 1e-6, "\(left) s left")
     }
 
     /// Even when every wait wakes late, the patience runs out after `seconds` of the waits' own time: a program that
-    /// runs only now and then still gives up on a stalled destination.
+    /// runs only now and then still gives up on a stalled destination — and within ~10 times its patience however
+    /// late each wake (uncapped, a wake 0.95 s late on each 0.1 s wait would stretch it tenfold, and more for more).
     @Test func aStarvedWaitStillEnds() {
         let clock = ManualClock()
         var patience = Patience(seconds: 1, clock: clock.read)
         var rounds = 0
-        while let wait = patience.nextWait(atMost: 0.1), rounds < 1_000 {
-            clock.advance(seconds: wait + 2)
+        var waited = 0.0
+        while let wait = patience.nextWait(), rounds < 10_000 {
+            // 0.95 s late each time: held back, not stopped for longer than the patience.
+            clock.advance(seconds: wait + 0.95)
+            waited += wait + 0.95
             patience.woke()
             rounds += 1
         }
-        #expect(rounds >= 10 && rounds <= 11, "\(rounds) waits")
+        // 9 s of late wakes not counted (`starvedLimit`), the rest counted.
+        #expect(waited > 9 && waited < 1 + 9 + 1.05, "gave up after \(waited) s, \(rounds) waits")
+        #expect(patience.notRunning == 9_000_000_000)
+    }
+
+    /// A stop longer than the patience is never capped, however many there were.
+    @Test func stopsLongerThanThePatienceAreNeverCounted() {
+        let clock = ManualClock()
+        var patience = Patience(seconds: 1, clock: clock.read)
+        // Five minutes in all, far past `starvedLimit`'s 9 s.
+        for _ in 0..<5 {
+            #expect(patience.nextWait() != nil)
+            clock.advance(seconds: 60)
+            patience.woke()
+        }
+        #expect(patience.nextWait() != nil)
+        #expect(patience.notRunningNote == ", not counting 299.5 s when the program did not run")
     }
 
     /// Progress gives the whole patience again; without it, the patience runs out.
@@ -83,12 +100,24 @@ import Testing
         #expect(patience.nextWait() == nil)
     }
 
-    /// A huge or infinite patience does not trap.
-    @Test func anInfinitePatienceWaitsAtMostAYearAtATime() {
+    /// A huge or infinite patience does not trap; a NaN one is none.
+    @Test func anInfinitePatienceDoesNotTrap() {
         var patience = Patience(seconds: .infinity)
-        let wait = patience.nextWait()
-        #expect(wait.map { $0 > 364 * 86_400 && $0 <= 365 * 86_400 } == true)
+        #expect(patience.nextWait() == Patience.poll)
         var nan = Patience(seconds: .nan)
         #expect(nan.nextWait() == nil)
+    }
+}
+
+extension Patience {
+    /// Seconds left on `clock` before the patience runs out, found by waiting on time (no stop) until it does.
+    mutating func remainingForTest(_ clock: PatienceTests.ManualClock) -> Double {
+        var left = 0.0
+        while let wait = nextWait() {
+            clock.advance(seconds: wait)
+            left += wait
+            woke()
+        }
+        return left
     }
 }

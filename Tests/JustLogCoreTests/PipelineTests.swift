@@ -163,8 +163,9 @@ import Testing
             // Once the second write is under way: the worker took and built its second batch before the shutdown.
             #expect(await eventually(timeout: .seconds(60)) { slow.writesStarted >= 2 })
             let failure = await logger.pipeline.shutdown(timeout: 3)
-            // (The oversleep tells a machine that held the pipeline's thread back from one that held the whole
-            // program back, which the shutdown does not count: see `Patience`.)
+            // On failure, what held things back: time the whole program did not run, which the shutdown does not
+            // count, is in its error ("not counting N s"); the destination's oversleep beside it shows whether the
+            // machine held the pipeline's thread back alone.
             #expect(
                 failure == nil,
                 "\(String(describing: failure)); the destination's longest oversleep: \(slow.longestOversleep) s"

@@ -49,13 +49,14 @@ public final class LogPipeline: Sendable {
         /// Message bytes waiting in memory at most (a few huge messages must not exhaust memory). Default 32 MiB.
         public var maximumQueuedBytes: Int
         /// How long a log call waits in a full queue for the destinations to make progress before its event is
-        /// dropped and counted. The wait restarts whenever they do, and time the program did not run (stopped,
-        /// starved: a wait that woke late) is not counted. A call on the pipeline's own thread does not wait.
+        /// dropped and counted. The wait restarts whenever they do, and time the program did not run (stopped, or
+        /// held back for over 50 ms at a time) is not counted. A call on the pipeline's own thread does not wait.
         /// Default 1 s.
         public var fullQueueWait: Double
         /// At process exit, how long the destinations may go *without progress* before the exit handler stops
         /// waiting for them (it waits as long as they keep writing, and does not count time the program was stopped
-        /// or starved); also the bound on the flush in `deinit`. Default 5 s.
+        /// or held back for over 50 ms at a time: at most about ten times this in all, unless stopped for longer);
+        /// also the bound on the flush in `deinit`. Default 5 s.
         public var exitFlushTimeout: Double
 
         public init(

@@ -11,66 +11,95 @@ import Android
 /// How long a wait goes on while the destinations make no progress, counting only the time the program ran.
 ///
 /// A wait that wakes later than it asked to, by more than ``lateness``, did not run meanwhile: the process was
-/// stopped (SIGSTOP, a debugger, a frozen container) or the machine starved it. The destinations' threads were held
-/// back alike, so that time is not held against them: the deadline moves on by it. A wait still ends once the
-/// destinations made no progress for `seconds` of the program's running time — an exit flush through a stalled
+/// stopped (SIGSTOP, a debugger, a frozen container) or held back (a throttled or starved machine). The
+/// destinations' threads were held back alike, so that time is not held against them: the deadline moves on by it.
+/// Each wait sleeps at most ``poll``, so that at most that much of a stop is counted. A wait still ends once the
+/// destinations made no progress for `seconds` of the program's running time: an exit flush through a stalled
 /// destination gives up as before; a program stopped for longer than its patience during one loses nothing.
 ///
-/// The owner waits in a loop: ``nextWait(atMost:)`` says how long (`nil`: the patience ran out), ``woke()`` follows
-/// each wait, ``restart()`` each sign of progress.
+/// Short late wakes add up to at most ``starvedLimit`` times `seconds`: a program held back on every wake (a
+/// container throttled to a sliver of a core) still gives up on a stalled destination within about ten times its
+/// patience. A single late wake longer than the patience itself (a stop) is never capped.
+///
+/// The owner waits in a loop: ``nextWait()`` says how long (`nil`: the patience ran out), ``woke()`` follows each
+/// wait, ``restart()`` each sign of progress. Without ``woke()`` the patience is a fixed bound.
 package struct Patience {
-    /// Nanoseconds on a monotonic clock: one that neither jumps when the wall clock is set nor runs while the machine
-    /// sleeps.
+    /// Nanoseconds on a monotonic clock: one that does not jump when the wall clock is set, nor run while the
+    /// machine is suspended.
     package typealias Clock = @Sendable () -> UInt64
 
-    /// `CLOCK_MONOTONIC`, the clock ``ConditionLock``'s timed waits measure.
+    /// `CLOCK_MONOTONIC` (on Linux, the clock ``ConditionLock``'s timed waits measure); on Apple platforms
+    /// `CLOCK_UPTIME_RAW`, which stops while the machine sleeps as Linux's does.
     package static let monotonic: Clock = {
         var now = timespec()
+        #if canImport(Darwin)
+        clock_gettime(CLOCK_UPTIME_RAW, &now)
+        #else
         clock_gettime(CLOCK_MONOTONIC, &now)
+        #endif
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// How much later than asked a wait may wake and still count as running: a loaded machine's scheduling delay.
     package static let lateness: UInt64 = 50_000_000
 
+    /// The longest a wait sleeps, in seconds: at most this much of a stop that falls within it is counted.
+    package static let poll = 0.1
+
+    /// Short late wakes (each shorter than the patience) are not counted up to this many times the patience.
+    package static let starvedLimit: UInt64 = 9
+
     /// How long the destinations may go without progress, in seconds of the program's running time.
     package let seconds: Double
     private let clock: Clock
+    private let patience: UInt64
     private var deadline: UInt64
-    /// When the wait that ``nextWait(atMost:)`` allowed should end at the latest.
+    /// When the wait that ``nextWait()`` allowed should end at the latest.
     private var wakeDue: UInt64?
+    /// Nanoseconds of short late wakes not counted (see ``starvedLimit``).
+    private var starved: UInt64 = 0
     /// Nanoseconds the program did not run while it waited, and that were not counted.
     package private(set) var notRunning: UInt64 = 0
 
     package init(seconds: Double, clock: @escaping Clock = Patience.monotonic) {
         self.seconds = seconds
         self.clock = clock
-        deadline = clock() &+ Self.nanoseconds(seconds)
+        patience = Self.nanoseconds(seconds)
+        deadline = clock() &+ patience
     }
 
     /// The destinations made progress: the whole patience again.
     package mutating func restart() {
-        deadline = clock() &+ Self.nanoseconds(seconds)
+        deadline = clock() &+ patience
+        wakeDue = nil
     }
 
-    /// How long the next wait may sleep, in seconds (at most `limit`); `nil` once the patience ran out.
-    package mutating func nextWait(atMost limit: Double = .infinity) -> Double? {
+    /// How long the next wait may sleep, in seconds (at most ``poll``); `nil` once the patience ran out.
+    package mutating func nextWait() -> Double? {
         let now = clock()
-        guard now < deadline else { return nil }
-        let wait = min(Double(deadline - now) / 1e9, limit)
+        guard now < deadline else {
+            wakeDue = nil
+            return nil
+        }
+        let wait = min(Double(deadline - now) / 1e9, Self.poll)
         wakeDue = now &+ Self.nanoseconds(wait)
         return wait
     }
 
-    /// The wait ``nextWait(atMost:)`` allowed has ended, woken or timed out. One that ended more than ``lateness``
-    /// after it was due did not run for that long: the deadline moves on by it.
+    /// The wait ``nextWait()`` allowed has ended, woken or timed out. One that ended more than ``lateness`` after it
+    /// was due did not run for that long: the deadline moves on by it (within ``starvedLimit``).
     package mutating func woke() {
         guard let due = wakeDue else { return }
         wakeDue = nil
         let now = clock()
         guard now > due, now - due > Self.lateness else { return }
-        deadline &+= now - due
-        notRunning &+= now - due
+        var late = now - due
+        if late < patience {
+            late = min(late, Self.starvedLimit &* patience &- starved)
+            starved &+= late
+        }
+        deadline &+= late
+        notRunning &+= late
     }
 
     /// Words for a message: ", not counting N s when the program did not run", or nothing.

@@ -1292,8 +1292,9 @@ final class PendingFlush: @unchecked Sendable {
     func wait(timeout: Double, restartingOnProgress: Bool) -> (any Error)? {
         var seen = queue.progress
         var patience = Patience(seconds: timeout)
-        // Wake at least every 100 ms to look at the worker's progress (read outside this lock).
-        while let wait = patience.nextWait(atMost: restartingOnProgress ? 0.1 : .infinity) {
+        // Waits of at most `Patience.poll` (100 ms), after each a look at the worker's progress (read outside this
+        // lock).
+        while let wait = patience.nextWait() {
             let outcome: (finished: Bool, error: (any Error)?) = done.withLock {
                 if !finished { _ = done.wait(seconds: wait) }
                 return (finished, error)

@@ -29,9 +29,9 @@ func exitWithSlowDestination(folder: String, count: String) {
 nonisolated(unsafe) var slowLogger: StructuredLogger?
 
 /// `exit-stopped FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes 1 ms a record, with
-/// an exit patience of 1 s, and returns from main. The first write of the exit flush stops the process (SIGSTOP)
-/// half-way through, once the flush has seen the progress before it, after printing `stopping`: the parent continues
-/// it (SIGCONT) after longer than the patience, and the write needs 0.15 s more.
+/// an exit patience of 2 s, and returns from main. The first write that begins once the exit has begun stops the
+/// process (SIGSTOP) half-way through, when the exit flush has seen the progress before it, after printing
+/// `stopping`: the parent continues it (SIGCONT) after longer than the patience, and the write needs 0.15 s more.
 func exitToBeStopped(folder: String, count: String) {
     do {
         let file = try FileDestination(
@@ -39,18 +39,22 @@ func exitToBeStopped(folder: String, count: String) {
         )
         let stopping = StoppingDestination(SlowDestination(file, delayPerRecord: 0.001))
         let logger = StructuredLogger(
-            configuration: .init(destinations: [.init(stopping)], pipeline: .init(exitFlushTimeout: 1))
+            configuration: .init(destinations: [.init(stopping)], pipeline: .init(exitFlushTimeout: 2))
         )
+        stoppingDestination = stopping
+        // Registered after the logger's exit handler, so run just before it: the exit flush begins right after.
+        atexit { stoppingDestination?.exitBegins() }
         for index in 0..<(Int(count) ?? 0) {
             logger.info("child event \(index)", userInfo: ["index": index])
         }
         slowLogger = logger
-        stopping.exitBegins()
     } catch {
         FileHandle.standardError.write(Data("can't open the log file: \(error)\n".utf8))
         exit(1)
     }
 }
+
+nonisolated(unsafe) var stoppingDestination: StoppingDestination?
 
 /// Once ``exitBegins()`` was called, stops the process in the middle of its next write: 0.15 s in (the exit flush,
 /// which looks at progress every 0.1 s, has seen the write begin), and 0.15 s before the write ends.
