@@ -91,30 +91,39 @@ import Testing
 
     /// Two threads hand a turn back and forth 20,000 times, each waking the other just after it releases the lock
     /// (as the pipeline's callers wake its thread): a wake-up lost between a waiter's release of the lock and its
-    /// sleep would leave it asleep until its timeout, which counts.
+    /// sleep would leave it asleep until its timeout, which counts. (It counted a timeout before the turn came —
+    /// a partner the machine held back for 0.5 s, under ThreadSanitizer — and not one after it, the lost wake-up.)
     @Test func aWakeUpBetweenTheWaitersReleaseAndItsSleepIsNotLost() async {
         final class Turn: @unchecked Sendable {
             let lock = ConditionLock()
             var holder = 0  // under `lock`
-            var timeouts = 0  // under `lock`
+            var handedAt: UInt64 = 0  // under `lock`: when the turn was last handed over, monotonic nanoseconds
+            var lostWakeUps = 0  // under `lock`
         }
         let turn = Turn()
         let handoffs = 20_000
         await onThreads(2) { player in
             for _ in 0..<(handoffs / 2) {
                 turn.lock.lock()
-                // The first timeout ends the game (both players see it): a test that fails, not one that hangs.
-                while turn.holder != player, turn.timeouts == 0 {
-                    if !turn.lock.wait(seconds: 0.5), turn.holder != player { turn.timeouts += 1 }
+                // A wait that ends by time with the turn handed over (and broadcast) more than a second before slept
+                // through the broadcast: a lost wake-up. One that ends by time before its turn only met a slow
+                // partner, and waits again. The first lost wake-up ends the game (both players see it).
+                while turn.holder != player, turn.lostWakeUps == 0 {
+                    if !turn.lock.wait(seconds: 2), turn.holder == player,
+                        DispatchTime.now().uptimeNanoseconds - turn.handedAt > 1_000_000_000
+                    {
+                        turn.lostWakeUps += 1
+                    }
                 }
-                let over = turn.timeouts > 0
+                let over = turn.lostWakeUps > 0
                 turn.holder = 1 - player
+                turn.handedAt = DispatchTime.now().uptimeNanoseconds
                 turn.lock.unlock()
                 turn.lock.broadcast()
                 if over { break }
             }
         }
-        #expect(turn.lock.withLock { turn.timeouts } == 0)
+        #expect(turn.lock.withLock { turn.lostWakeUps } == 0)
     }
 
     @Test func aWaitNobodyEndsTimesOutHoldingTheLock() {

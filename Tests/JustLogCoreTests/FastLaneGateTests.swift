@@ -123,7 +123,12 @@ import Testing
         let torn = LockedValue(0)
         let reads = LockedValue(0)
         let backwards = LockedValue(0)
+        let startedReaders = LockedValue(0)
+        /// Versions a reader saw change while the writer wrote, all readers together: the race happened.
+        let changes = LockedValue(0)
         Thread.detachNewThread {
+            // Once both readers read: on a loaded machine the writes could otherwise be over before either began.
+            for _ in 0..<120_000 where startedReaders.current < 2 { usleep(1_000) }
             for index in 1...writes { _ = gate.publish(Self.intake(index, journal: journal)) }
             writing.withLock { $0 = false }
         }
@@ -131,15 +136,19 @@ import Testing
             Thread.detachNewThread {
                 var lastVersion: UInt64 = 0
                 var count = 0
+                var changed = 0
+                startedReaders.withLock { $0 += 1 }
                 // Bounded: until the writer is done, and at most 10 million reads.
                 while writing.current, count < 10_000_000 {
                     count += 1
                     guard let lane = gate.current() else { continue }
                     if !Self.isPublished(lane) { torn.withLock { $0 += 1 } }
                     if lane.version < lastVersion { backwards.withLock { $0 += 1 } }
+                    if lane.version != lastVersion { changed += 1 }
                     lastVersion = lane.version
                 }
                 reads.withLock { $0 += count }
+                changes.withLock { $0 += changed }
                 finishedReaders.withLock { $0 += 1 }
             }
         }
@@ -147,6 +156,8 @@ import Testing
         #expect(torn.current == 0)
         #expect(backwards.current == 0)
         #expect(reads.current > 0)
+        // Beyond the first version each reader saw: the readers read while the writer published.
+        #expect(changes.current > 2, "\(changes.current) versions seen change")
         #expect(gate.current().map(Self.isPublished) == true)
         #expect(gate.current()?.captureLimits.maximumDepth == writes)
     }

@@ -132,16 +132,24 @@ import Testing
         let slow = SlowDestination(secondsPerWrite: 0.2)
         let logger = logger([.init(slow)])
         for index in 0..<1536 { logger.info("event \(index)") }
-        // On a thread, not a task: the test pool's two threads may be busy for seconds.
+        // The shutdown on a thread of its own, and the first write released 0.3 s after it begins, on a thread too:
+        // the test pool's two threads may be busy for seconds, and a shutdown that began after the release would
+        // meet writes of 256, 1.2 s in all (the test passed without its case).
+        let shuttingDown = LockedValue(false)
         Thread.detachNewThread {
+            for _ in 0..<120_000 where !shuttingDown.current { usleep(1_000) }
             Thread.sleep(forTimeInterval: 0.3)
             slow.open()
         }
-        let failure = await logger.pipeline.shutdown(timeout: 3)
+        let failure = await withTaskExecutorPreference(OwnThreadExecutor.shared) {
+            shuttingDown.withLock { $0 = true }
+            return await logger.pipeline.shutdown(timeout: 3)
+        }
         #expect(failure == nil, "\(String(describing: failure))")
         #expect(slow.count == 1536)
-        // The first write, then at most 24 of 64 (exit-sized batches went out as 63 and 1: 48 writes).
-        #expect(slow.writes <= 25, "\(slow.writes) writes")
+        // The first write, then at most 24 of 64 (exit-sized batches went out as 63 and 1: 48 writes) — and at
+        // least 20 in all: 4 s of writing, more than the patience (the case this test is about).
+        #expect(slow.writes <= 25 && slow.writes >= 20, "\(slow.writes) writes")
     }
 
     /// A shutdown (the exit handler waits the same way) that begins while a write is under way sees progress when
@@ -156,22 +164,31 @@ import Testing
         // which other tests' blocking waits hold, gets back to this task (once 58 s later, under ThreadSanitizer in
         // CI: every write was long done, and the shutdown then met a stalled machine instead).
         await withTaskExecutorPreference(OwnThreadExecutor.shared) {
-            let slow = PerRecordSlowDestination(secondsPerRecord: 0.004)
-            let logger = logger([.init(slow)])
-            let count = 1_400
-            for index in 0..<count { logger.info("event \(index)") }
-            // Once the second write is under way: the worker took and built its second batch before the shutdown.
-            #expect(await eventually(timeout: .seconds(60)) { slow.writesStarted >= 2 })
-            let failure = await logger.pipeline.shutdown(timeout: 3)
-            // On failure, what held things back: time the whole program did not run, which the shutdown does not
-            // count, is in its error ("not counting N s"); the destination's oversleep beside it shows whether the
-            // machine held the pipeline's thread back alone.
-            #expect(
-                failure == nil,
-                "\(String(describing: failure)); the destination's longest oversleep: \(slow.longestOversleep) s"
-            )
-            #expect(slow.count == count)
-            #expect(slow.largestWrite <= 256)
+            // A shutdown that failed while the machine held the pipeline's thread alone back for longer than the
+            // patience's margin (2 s less the longest write), as the destination measured, says nothing of the
+            // writes: the scenario runs again, at most three times. (Time the whole program did not run, the
+            // shutdown does not count: see `Patience`.) A whole batch in one write fails every time.
+            for attempt in 1...3 {
+                let slow = PerRecordSlowDestination(secondsPerRecord: 0.004)
+                let logger = logger([.init(slow)])
+                let count = 1_400
+                for index in 0..<count { logger.info("event \(index)") }
+                // Once the second write is under way: the worker took and built its second batch before the
+                // shutdown.
+                #expect(await eventually(timeout: .seconds(60)) { slow.writesStarted >= 2 })
+                let failure = await logger.pipeline.shutdown(timeout: 3)
+                #expect(slow.largestWrite <= 256)
+                if failure != nil, slow.longestOversleep > 1.9, attempt < 3 {
+                    print("the machine held the pipeline's thread back \(slow.longestOversleep) s: again")
+                    continue
+                }
+                #expect(
+                    failure == nil,
+                    "\(String(describing: failure)); the destination's longest oversleep: \(slow.longestOversleep) s"
+                )
+                #expect(slow.count == count)
+                break
+            }
         }
     }
 

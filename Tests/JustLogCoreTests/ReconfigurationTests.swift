@@ -71,8 +71,9 @@ import Testing
         )
         // The worker takes the first event and blocks writing it; four more fill the queue.
         logger.info("e0")
-        #expect(await eventually(timeout: .seconds(120)) { logger.pipeline.currentStatistics.submitted == 1 })
-        try await Task.sleep(for: .milliseconds(50))
+        // Once the worker writes "e0" alone (a guessed 50 ms let a late worker take e0–e4 in one batch, and "e5"
+        // then never waited).
+        #expect(await eventually(timeout: .seconds(120)) { stalled.isWriting })
         for index in 1...4 { logger.info("e\(index)") }
         // On threads of their own, not tasks: a task may wait seconds for the test pool's two threads. The
         // reconfiguration begins once "e5" is seen waiting (not after a guessed delay).
@@ -84,11 +85,13 @@ import Testing
             done.withLock { $0 = true }
         }
         let stillWaiting = LockedValue<Bool?>(nil)
+        let sawWaiting = LockedValue(false)
         Thread.detachNewThread {
             let giveUp = Date().addingTimeInterval(30)
             while logger.pipeline.currentStatistics.callersWaiting == 0, Date() < giveUp {
                 Thread.sleep(forTimeInterval: 0.001)
             }
+            sawWaiting.withLock { $0 = logger.pipeline.currentStatistics.callersWaiting > 0 }
             let since = Date()
             // The release on a thread too: the test's task may wake from a sleep tens of seconds late (the pool
             // starved), past even the reconfiguration's patience. Longer than fullQueueWait with no progress,
@@ -102,6 +105,7 @@ import Testing
             outcome.withLock { $0 = error.map { "\($0)" } ?? "done" }
         }
         #expect(await eventually(timeout: .seconds(60)) { stillWaiting.current != nil })
+        #expect(sawWaiting.current, "e5 waited for room (the case this test is about)")
         #expect(stillWaiting.current == true, "e5 waited past fullQueueWait, and was not dropped")
         #expect(await eventually(timeout: .seconds(120)) { outcome.current != nil })
         #expect(outcome.current == "done", "the reconfiguration succeeded")
@@ -184,9 +188,14 @@ final class ShutdownRecorder: LogDestination {
 /// A destination that blocks every write until released, then keeps what it was given.
 private final class GatedDestination: LogDestination {
     private let gate = LockedValue(false)
+    private let writing = LockedValue(false)
     let capture = CapturingDestination()
 
+    /// Whether a write has begun (and waits for the gate, until `release()`).
+    var isWriting: Bool { writing.current }
+
     func write(_ batch: LogBatch) {
+        writing.withLock { $0 = true }
         while !gate.current { usleep(1_000) }
         capture.write(batch)
     }

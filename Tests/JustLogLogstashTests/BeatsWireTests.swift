@@ -70,9 +70,11 @@ private func eventID(_ payload: String) -> String? {
     }
 
     @Test func keepAliveAcksOfZeroHoldTheConnectionPastTheAckTimeout() async throws {
-        // ACK timeout 1 s; the server takes 2.5 s, sending `2A 0` every 250 ms meanwhile.
+        // ACK timeout 3 s; the server takes 5 s, sending `2A 0` every 250 ms meanwhile. (With a timeout of 1 s,
+        // a stall of 0.75 s of the event loops the whole Logstash suite shares, or of the ThreadSanitizer run, would
+        // time the window out between two keep-alives: the margin is now 2.75 s, and the wait still outlasts it.)
         let server = try await FakeBeatsServer { window in
-            Array(repeating: [FakeBeatsServer.Reply.ack(0), .pause(.milliseconds(250))], count: 10).flatMap { $0 }
+            Array(repeating: [FakeBeatsServer.Reply.ack(0), .pause(.milliseconds(250))], count: 20).flatMap { $0 }
                 + [.ack(UInt32(window.events.count))]
         }
         let directory = try TemporaryDirectory(prefix: "beats-keepalive")
@@ -81,7 +83,7 @@ private func eventID(_ payload: String) -> String? {
             port: server.port,
             directory: directory,
             activity: activity,
-            beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .seconds(1))
+            beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .seconds(3))
         )
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()
@@ -93,6 +95,8 @@ private func eventID(_ payload: String) -> String? {
     }
 
     @Test func silenceLongerThanTheAckTimeoutResendsTheWindowOnANewConnection() async throws {
+        // ACK timeout 2 s: it also bounds the second connection's ack, which a stall of the shared event loops (or
+        // of the ThreadSanitizer run) longer than the timeout would turn into a third connection.
         let server = try await FakeBeatsServer { window in
             window.connection == 1 ? [] : [.ack(UInt32(window.events.count))]
         }
@@ -102,11 +106,11 @@ private func eventID(_ payload: String) -> String? {
             port: server.port,
             directory: directory,
             activity: activity,
-            beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .milliseconds(500))
+            beats: .init(initialWindow: 10, maxWindow: 10, ackTimeout: .seconds(2))
         )
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()
-        #expect(await activity.wait(for: "acknowledged nothing for 500 ms"))
+        #expect(await activity.wait(for: "acknowledged nothing for 2.0 s"))
         try await client.flush()
         await client.shutdown()
         await server.stop()
