@@ -22,8 +22,8 @@ func childProgram() throws -> URL {
 
 @Suite struct ChildProcessTests {
     @Test(arguments: ["exit-without-flush", "exit-call", "exit-slow-destination"])
-    /// `exit-slow-destination` writes through a destination that needs 3 s for the backlog, with an exit patience
-    /// of 1 s: the exit flush waits while the destination makes progress (it gave up after a fixed time before).
+    /// `exit-slow-destination` writes through a destination that needs 9 s for the backlog, with an exit patience
+    /// of 3 s: the exit flush waits while the destination makes progress (it gave up after a fixed time before).
     func programThatReturnsFromMainLosesNothingInItsFile(mode: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

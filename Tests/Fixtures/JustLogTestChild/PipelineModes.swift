@@ -2,9 +2,10 @@ import Foundation
 import JustLogCore
 
 /// `exit-slow-destination FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes
-/// 0.3 ms per record (a loaded machine, a slow disk), with an exit patience of 1 s — a third of the 3 s the
+/// 0.9 ms per record (a loaded machine, a slow disk), with an exit patience of 3 s — a third of the 9 s the
 /// whole backlog of 10,000 needs at exit — and returns from main. The exit flush must wait while the destination
-/// makes progress.
+/// makes progress. (A write of 64 takes ~58 ms: the patience leaves ~2.9 s for the machine to hold the pipeline's
+/// thread back, which a 1 s patience with 0.3 ms did not leave under ThreadSanitizer.)
 func exitWithSlowDestination(folder: String, count: String) {
     do {
         let file = try FileDestination(
@@ -12,8 +13,8 @@ func exitWithSlowDestination(folder: String, count: String) {
         )
         let logger = StructuredLogger(
             configuration: .init(
-                destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_3))],
-                pipeline: .init(exitFlushTimeout: 1)
+                destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_9))],
+                pipeline: .init(exitFlushTimeout: 3)
             )
         )
         for index in 0..<(Int(count) ?? 0) {

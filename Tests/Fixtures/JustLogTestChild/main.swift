@@ -2,7 +2,7 @@
 //
 //   JustLogTestChild exit-without-flush FOLDER COUNT   logs COUNT events to a file and returns from main
 //   JustLogTestChild exit-call FOLDER COUNT            the same, then calls exit(0)
-//   JustLogTestChild exit-slow-destination FOLDER COUNT  the same through a slow destination, exit patience 1 s
+//   JustLogTestChild exit-slow-destination FOLDER COUNT  the same through a slow destination, exit patience 3 s
 //   JustLogTestChild exit-stopped FOLDER COUNT          the same, stopping itself (SIGSTOP) in the exit flush
 //   JustLogTestChild exit-from-destination FOLDER -    a destination calls exit(3) on its first write
 //   JustLogTestChild logstash-loop FOLDER PORT TAG     logs "TAG-<i>" to Logstash (plain TCP, 127.0.0.1:PORT)
