@@ -105,13 +105,12 @@ import Testing
         await onThreads(2) { player in
             for _ in 0..<(handoffs / 2) {
                 turn.lock.lock()
-                // A wait that ends by time with the turn handed over (and broadcast) more than a second before slept
-                // through the broadcast: a lost wake-up. One that ends by time before its turn only met a slow
+                // A 2 s wait that ends by time though the turn was handed over (and broadcast) within its first second
+                // slept through the broadcast: a lost wake-up. One that ends by time before its turn only met a slow
                 // partner, and waits again. The first lost wake-up ends the game (both players see it).
                 while turn.holder != player, turn.lostWakeUps == 0 {
-                    if !turn.lock.wait(seconds: 2), turn.holder == player,
-                        DispatchTime.now().uptimeNanoseconds - turn.handedAt > 1_000_000_000
-                    {
+                    let asleepAt = DispatchTime.now().uptimeNanoseconds
+                    if !turn.lock.wait(seconds: 2), turn.holder == player, turn.handedAt < asleepAt + 1_000_000_000 {
                         turn.lostWakeUps += 1
                     }
                 }

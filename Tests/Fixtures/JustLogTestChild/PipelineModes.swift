@@ -4,8 +4,8 @@ import JustLogCore
 /// `exit-slow-destination FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes
 /// 0.9 ms per record (a loaded machine, a slow disk), with an exit patience of 3 s — a third of the 9 s the
 /// whole backlog of 10,000 needs at exit — and returns from main. The exit flush must wait while the destination
-/// makes progress. (A write of 64 takes ~58 ms: the patience leaves ~2.9 s for the machine to hold the pipeline's
-/// thread back, which a 1 s patience with 0.3 ms did not leave under ThreadSanitizer.)
+/// makes progress. (A write takes at most ~0.23 s, 256 records: the patience leaves ~2.7 s for the machine to hold the
+/// pipeline's thread back, where a 1 s patience with 0.3 ms left ~0.9 s.)
 func exitWithSlowDestination(folder: String, count: String) {
     do {
         let file = try FileDestination(
