@@ -66,6 +66,30 @@ func childProgram() throws -> URL {
         let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
         #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
     }
+
+    /// The same stop, then a destination that never finishes its write: the exit flush still gives up, after its
+    /// patience of running time, saying what it left and how long the program did not run; the program exits.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/stat"), "reads /proc/PID/stat"))
+    func anExitFlushStoppedThenStalledStillGivesUpAndSaysWhy() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let count = 3_000
+        let child = try ChildProcess(arguments: ["exit-stopped-stalled", folder.path, "\(count)"])
+        #expect(await eventually(timeout: .seconds(120)) { child.outputLines.contains("stopping") })
+        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
+        try await Task.sleep(for: .seconds(6))
+        child.send(SIGCONT)
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        let said = child.errorOutput
+        #expect(
+            said.contains("at exit, the log destinations made no progress for 2.0 s, not counting ")
+                && said.contains(" s when the program did not run; "),
+            "stderr: \(said)"
+        )
+        let lines = (try? String(contentsOf: folder.appending("child.log"), encoding: .utf8))?.split(separator: "\n")
+        #expect((lines?.count ?? 0) < count)
+    }
 }
 
 /// Not in `ChildProcessTests`, which CI also runs under ThreadSanitizer: there the child's `exit()` from its worker

@@ -70,7 +70,7 @@ final class ExitFlusher: @unchecked Sendable {
             }
             guard let error, error.code == .timeout else { continue }
             queue.diagnostics.report(
-                "at exit, the log destinations made no progress for \(patience) s; \(queue.waitingEvents) queued event(s) \(fate)"
+                "at exit, the log destinations made no progress for \(patience) s\(flush.notRunningNote); \(queue.waitingEvents) queued event(s) \(fate)"
             )
         }
     }

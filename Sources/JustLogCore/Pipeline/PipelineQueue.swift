@@ -1272,6 +1272,9 @@ final class PendingFlush: @unchecked Sendable {
     private let done = ConditionLock()
     private var finished = false
     private var error: (any Error)?
+    /// After a ``wait(timeout:restartingOnProgress:)`` that gave up: ", not counting N s when the program did not
+    /// run", or nothing (see ``Patience``). Read on the waiting thread.
+    private(set) var notRunningNote = ""
 
     init(queue: PipelineQueue) {
         self.queue = queue
@@ -1312,6 +1315,7 @@ final class PendingFlush: @unchecked Sendable {
         // Finished as the patience ran out.
         let last: (finished: Bool, error: (any Error)?) = done.withLock { (finished, error) }
         if last.finished { return last.error }
+        notRunningNote = patience.notRunningNote
         return JustLogError(
             .timeout,
             restartingOnProgress

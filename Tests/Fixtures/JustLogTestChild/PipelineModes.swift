@@ -33,12 +33,18 @@ nonisolated(unsafe) var slowLogger: StructuredLogger?
 /// an exit patience of 2 s, and returns from main. The first write that begins once the exit has begun stops the
 /// process (SIGSTOP) half-way through, when the exit flush has seen the progress before it, after printing
 /// `stopping`: the parent continues it (SIGCONT) after longer than the patience, and the write needs 0.15 s more.
-func exitToBeStopped(folder: String, count: String) {
+///
+/// `exit-stopped-stalled FOLDER COUNT`: the same, but once continued the destination never finishes that write: the
+/// exit flush must still give up, after its patience of running time, and say what it left.
+func exitToBeStopped(folder: String, count: String, stallingAfterTheStop: Bool = false) {
     do {
         let file = try FileDestination(
             configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log"))
         )
-        let stopping = StoppingDestination(SlowDestination(file, delayPerRecord: 0.001))
+        let stopping = StoppingDestination(
+            SlowDestination(file, delayPerRecord: 0.001),
+            stallingAfterTheStop: stallingAfterTheStop
+        )
         let logger = StructuredLogger(
             configuration: .init(destinations: [.init(stopping)], pipeline: .init(exitFlushTimeout: 2))
         )
@@ -58,13 +64,16 @@ func exitToBeStopped(folder: String, count: String) {
 nonisolated(unsafe) var stoppingDestination: StoppingDestination?
 
 /// Once ``exitBegins()`` was called, stops the process in the middle of its next write: 0.15 s in (the exit flush,
-/// which looks at progress every 0.1 s, has seen the write begin), and 0.15 s before the write ends.
+/// which looks at progress every 0.1 s, has seen the write begin), and 0.15 s before the write ends — or, with
+/// `stallingAfterTheStop`, never ends it.
 final class StoppingDestination: LogDestination {
     let next: any LogDestination
+    let stallingAfterTheStop: Bool
     private let state = LockedValue((exiting: false, stopped: false))
 
-    init(_ next: any LogDestination) {
+    init(_ next: any LogDestination, stallingAfterTheStop: Bool = false) {
         self.next = next
+        self.stallingAfterTheStop = stallingAfterTheStop
     }
 
     func exitBegins() {
@@ -81,6 +90,8 @@ final class StoppingDestination: LogDestination {
             FileHandle.standardOutput.write(Data("stopping\n".utf8))
             kill(getpid(), SIGSTOP)
             Thread.sleep(forTimeInterval: 0.15)
+            // The process exits while this thread sleeps.
+            while stallingAfterTheStop { Thread.sleep(forTimeInterval: 3_600) }
         }
         next.write(batch)
     }

@@ -4,6 +4,7 @@
 //   JustLogTestChild exit-call FOLDER COUNT            the same, then calls exit(0)
 //   JustLogTestChild exit-slow-destination FOLDER COUNT  the same through a slow destination, exit patience 3 s
 //   JustLogTestChild exit-stopped FOLDER COUNT          the same, stopping itself (SIGSTOP) in the exit flush
+//   JustLogTestChild exit-stopped-stalled FOLDER COUNT  the same, its destination stalled once continued
 //   JustLogTestChild exit-from-destination FOLDER -    a destination calls exit(3) on its first write
 //   JustLogTestChild logstash-loop FOLDER PORT TAG     logs "TAG-<i>" to Logstash (plain TCP, 127.0.0.1:PORT)
 //                                                      forever, printing i on stdout after each call returns
@@ -72,6 +73,9 @@ case "exit-slow-destination":
 
 case "exit-stopped":
     exitToBeStopped(folder: arguments[2], count: arguments[3])
+
+case "exit-stopped-stalled":
+    exitToBeStopped(folder: arguments[2], count: arguments[3], stallingAfterTheStop: true)
 
 case "exit-from-destination":
     exitFromDestination()
