@@ -49,15 +49,8 @@ func childProgram() throws -> URL {
     func anExitFlushDoesNotCountTheTimeTheProgramWasStopped() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        // 3,000 events at 1 ms each: 3 s of writing at exit. The child stops itself in the exit flush's first write.
         let count = 3_000
-        let child = try ChildProcess(arguments: ["exit-stopped", folder.path, "\(count)"])
-        #expect(await eventually(timeout: .seconds(120)) { child.outputLines.contains("stopping") })
-        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
-        // Stopped for three times the exit patience of 2 s.
-        try await Task.sleep(for: .seconds(6))
-        child.send(SIGCONT)
-        let status = await child.waitForExit(timeout: .seconds(120))
+        let (child, status) = try await stoppedDuringItsExit("exit-stopped", folder, count: count)
         #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
         #expect(!child.errorOutput.contains("made no progress"), "stderr: \(child.errorOutput)")
         let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
@@ -74,12 +67,7 @@ func childProgram() throws -> URL {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let count = 3_000
-        let child = try ChildProcess(arguments: ["exit-stopped-stalled", folder.path, "\(count)"])
-        #expect(await eventually(timeout: .seconds(120)) { child.outputLines.contains("stopping") })
-        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
-        try await Task.sleep(for: .seconds(6))
-        child.send(SIGCONT)
-        let status = await child.waitForExit(timeout: .seconds(120))
+        let (child, status) = try await stoppedDuringItsExit("exit-stopped-stalled", folder, count: count)
         #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
         let said = child.errorOutput
         #expect(
@@ -89,6 +77,22 @@ func childProgram() throws -> URL {
         )
         let lines = (try? String(contentsOf: folder.appending("child.log"), encoding: .utf8))?.split(separator: "\n")
         #expect((lines?.count ?? 0) < count)
+    }
+
+    /// Runs the child in `mode` (`exit-stopped…`): it logs `count` events at 1 ms each (3 s of writing at exit for
+    /// 3,000) and stops itself in its exit flush's first write; continued after three times its exit patience of
+    /// 2 s. Returns the child and its exit status.
+    private func stoppedDuringItsExit(
+        _ mode: String,
+        _ folder: TemporaryDirectory,
+        count: Int
+    ) async throws -> (ChildProcess, Int32?) {
+        let child = try ChildProcess(arguments: [mode, folder.path, "\(count)"])
+        #expect(await eventually(timeout: .seconds(120)) { child.outputLines.contains("stopping") })
+        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
+        try await Task.sleep(for: .seconds(6))
+        child.send(SIGCONT)
+        return (child, await child.waitForExit(timeout: .seconds(120)))
     }
 }
 
