@@ -80,7 +80,13 @@ final class ThrottledCollector: @unchecked Sendable {
                     }
                     usleep(pause)
                 }
-                close(connection)
+                // Forgotten and closed under the lock: `stop()` shuts down the connection under it, and a number
+                // closed is reused at once by anything in the process (it once shut down another test's listening
+                // socket, which then refused every connect).
+                state.withLock { state in
+                    state.connection = -1
+                    close(connection)
+                }
             }
         }
     }
@@ -94,14 +100,15 @@ final class ThrottledCollector: @unchecked Sendable {
     var messages: [String] { state.current.messages }
 
     func stop() async {
-        let connection = state.withLock { state -> Int32 in
+        // The connection is shut down under the lock, while it is still this collector's (see the reader's close).
+        state.withLock { state in
             state.stopping = true
-            return state.connection
+            if state.connection >= 0 { shutdown(state.connection, Int32(SHUT_RDWR)) }
         }
         shutdown(listener, Int32(SHUT_RDWR))
-        if connection >= 0 { shutdown(connection, Int32(SHUT_RDWR)) }
-        for _ in 0..<500 where !state.current.finished { try? await Task.sleep(for: .milliseconds(10)) }
-        close(listener)
+        for _ in 0..<6_000 where !state.current.finished { try? await Task.sleep(for: .milliseconds(10)) }
+        // Closed once the reader is gone: a reader still running would accept on whatever reused the number.
+        if state.current.finished { close(listener) }
     }
 
     private static func message(in line: [UInt8]) -> String {

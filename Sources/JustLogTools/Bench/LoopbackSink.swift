@@ -24,7 +24,11 @@ package final class LoopbackSink: @unchecked Sendable {
         var counts = Counts()
         var firstLine: [UInt8] = []
         var firstLineComplete = false
+        /// Open connections; each is closed by its reader under the lock, so that ``stop()`` (which shuts them down
+        /// under it) never touches a number closed and reused by something else in the process.
         var connections: [Int32] = []
+        /// The listener is closed by the accept loop as it ends, under the lock.
+        var listening = true
         var stopped = false
     }
 
@@ -95,17 +99,23 @@ package final class LoopbackSink: @unchecked Sendable {
         return true
     }
 
+    /// Stops accepting and ends every connection: shut down here, closed by the threads that use them (a number
+    /// closed while another thread may still use it could be reused by anything in the process).
     package func stop() {
-        let connections = state.withLock { state -> [Int32] in
+        state.withLock { state in
             state.stopped = true
-            return state.connections
+            if state.listening { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in state.connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop(_ listener: Int32) {
+        defer {
+            state.withLock { state in
+                state.listening = false
+                close(listener)
+            }
+        }
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
@@ -159,8 +169,10 @@ package final class LoopbackSink: @unchecked Sendable {
                 }
             }
         }
-        state.withLock { state in state.connections.removeAll { $0 == connection } }
-        close(connection)
+        state.withLock { state in
+            state.connections.removeAll { $0 == connection }
+            close(connection)
+        }
     }
 }
 
