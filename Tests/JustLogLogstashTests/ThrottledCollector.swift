@@ -22,6 +22,8 @@ final class ThrottledCollector: @unchecked Sendable {
         var finished = false
         var connection: Int32 = -1
         var resumed = false
+        /// `stop()` ran: the listener is shut down (and closed once the reader is gone); a second call does nothing.
+        var stopped = false
     }
 
     init(chunkBytes: Int = 64 << 10, interval: Duration, stopAfterBytes: Int = .max) throws {
@@ -101,10 +103,13 @@ final class ThrottledCollector: @unchecked Sendable {
 
     func stop() async {
         // The connection is shut down under the lock, while it is still this collector's (see the reader's close).
-        state.withLock { state in
+        let first = state.withLock { state -> Bool in
+            defer { state.stopped = true }
             state.stopping = true
             if state.connection >= 0 { shutdown(state.connection, Int32(SHUT_RDWR)) }
+            return !state.stopped
         }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         for _ in 0..<6_000 where !state.current.finished { try? await Task.sleep(for: .milliseconds(10)) }
         // Closed once the reader is gone: a reader still running would accept on whatever reused the number.

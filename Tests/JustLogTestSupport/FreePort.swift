@@ -112,8 +112,9 @@ public final class SilentPort: @unchecked Sendable {
 
     public init() throws {
         (descriptor, port) = try FreePort.bindLoopback()
+        // Not closed here on failure: built already, this object's `deinit` runs after the throw and closes it (a
+        // close here too would close a number another thread may have been given meanwhile).
         guard listen(descriptor, 16) == 0 else {
-            close(descriptor)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "listen failed: errno \(errno)"])
         }
     }
@@ -131,8 +132,9 @@ public final class UnansweredPort: @unchecked Sendable {
 
     public init() throws {
         (listener, port) = try FreePort.bindLoopback()
+        // Not closed here on failure: built already, this object's `deinit` runs after the throw and closes the
+        // listener and the fillers made so far (closing them here too would close numbers reused meanwhile).
         guard listen(listener, 1) == 0 else {
-            close(listener)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "listen failed: errno \(errno)"])
         }
         // Completed by the kernel into the accept queue (a backlog of one holds two): a connect that is not answered
@@ -146,8 +148,6 @@ public final class UnansweredPort: @unchecked Sendable {
             else {
                 let code = errno
                 if filler >= 0 { close(filler) }
-                for filler in fillers { close(filler) }
-                close(listener)
                 throw POSIXError(.init(rawValue: code) ?? .EIO)
             }
             fillers.append(filler)

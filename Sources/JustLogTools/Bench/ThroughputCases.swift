@@ -169,13 +169,14 @@ struct ThroughputCases {
     private func spoolBytesPerEvent() throws -> Double {
         let directory = try scratch("spool")
         let spoolFolder = directory.appendingPathComponent("spool", isDirectory: true)
-        let closedPort = try unusedLoopbackPort()
+        let refused = try RefusedLoopbackPort()
+        defer { withExtendedLifetime(refused) {} }
         let logger = JustLog.Logger(
             configuration: .init(
                 console: nil,
                 logstash: .init(
                     host: "127.0.0.1",
-                    port: closedPort,
+                    port: refused.port,
                     sendInterval: 3600,
                     useTLS: false,
                     spoolFolder: spoolFolder
@@ -272,9 +273,36 @@ private func connectLoopback(port: Int) throws -> Int32 {
     return descriptor
 }
 
-/// A loopback port nothing listens on (bound, then closed), for a collector that is down.
-private func unusedLoopbackPort() throws -> UInt16 {
-    let sink = try LoopbackSink()
-    sink.stop()
-    return UInt16(sink.port)
+/// A loopback port nothing listens on, for a collector that is down: held bound (with `SO_REUSEADDR`, never
+/// listening) while it lives, so that connects to it are refused and the kernel gives it to no other socket of the
+/// process — a port bound and let go could be taken by another server at once (a test's, run beside the bench),
+/// which would then receive what was meant to stay spooled.
+private final class RefusedLoopbackPort {
+    let port: UInt16
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw ToolError("bench: socket() failed (errno \(errno))") }
+        var on: Int32 = 1
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
+                    && bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            let code = errno
+            close(descriptor)
+            throw ToolError("bench: cannot bind a port on 127.0.0.1 (errno \(code))")
+        }
+        self.descriptor = descriptor
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(descriptor) }
 }

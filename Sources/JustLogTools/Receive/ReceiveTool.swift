@@ -341,10 +341,13 @@ extension ReceiveTool {
     }
 }
 
-/// A file opened for appending (created owner-only), written with `write(2)`.
+/// A file opened for appending (created owner-only), written with `write(2)`. Appends and the close take one
+/// lock: a line a receiver delivers late (a connection's unfinished last line, ended as the receiver stops) finds
+/// the file closed instead of writing to whatever reused its number, and two connections' lines never interleave.
 final class AppendingFile: Sendable {
     let path: String
-    private let fd: Int32
+    /// The descriptor, -1 once closed.
+    private let fd: LockedValue<Int32>
 
     init(path: String) throws {
         self.path = path
@@ -354,25 +357,32 @@ final class AppendingFile: Sendable {
                 "can't open \(path) for appending: \(String(cString: strerror(errno))); give a writable file path"
             )
         }
-        self.fd = fd
+        self.fd = LockedValue(fd)
     }
 
-    /// Appends `bytes`; returns why it failed (such as a full disk), or `nil`.
+    /// Appends `bytes`; returns why it failed (such as a full disk, or the file closed already), or `nil`.
     @discardableResult
     func append(_ bytes: [UInt8]) -> String? {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 { return written < 0 ? String(cString: strerror(errno)) : "nothing written" }
-                offset += written
+        fd.withLock { fd in
+            guard fd >= 0 else { return "the file was closed (the receiver stopped)" }
+            return bytes.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written < 0 && errno == EINTR { continue }
+                    if written <= 0 { return written < 0 ? String(cString: strerror(errno)) : "nothing written" }
+                    offset += written
+                }
+                return nil
             }
-            return nil
         }
     }
 
     func close() {
-        _ = Foundation.close(fd)
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
+            _ = Foundation.close(fd)
+            fd = -1
+        }
     }
 }
