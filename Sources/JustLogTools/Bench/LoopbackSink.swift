@@ -33,24 +33,8 @@ package final class LoopbackSink: @unchecked Sendable {
     }
 
     package init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw ToolError("loopback sink: socket() failed (errno \(errno))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            let code = errno
-            close(listener)
-            throw ToolError("loopback sink: cannot listen on 127.0.0.1 (errno \(code))")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        let (listener, port) = try loopbackSocket(listeningWithBacklog: 16, what: "loopback sink")
+        self.port = port
         self.listener = listener
         Thread.detachNewThread { [self] in acceptLoop(listener) }
     }
@@ -174,6 +158,33 @@ package final class LoopbackSink: @unchecked Sendable {
             close(connection)
         }
     }
+}
+
+/// A TCP socket bound to a port the kernel chose on 127.0.0.1, and that port: listening with `backlog`, or (`nil`)
+/// held bound with `SO_REUSEADDR` and never listening, so that connects are refused and the port is no one else's.
+/// `what` names the caller in the error.
+func loopbackSocket(listeningWithBacklog backlog: Int32?, what: String) throws -> (descriptor: Int32, port: Int) {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw ToolError("\(what): socket() failed (errno \(errno))") }
+    var on: Int32 = 1
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            (backlog != nil
+                || setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) == 0)
+                && bind(descriptor, pointer, length) == 0 && backlog.map { listen(descriptor, $0) == 0 } ?? true
+                && getsockname(descriptor, pointer, &length) == 0
+        }
+    }
+    guard bound else {
+        let code = errno
+        close(descriptor)
+        throw ToolError("\(what): cannot \(backlog == nil ? "bind a port" : "listen") on 127.0.0.1 (errno \(code))")
+    }
+    return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: one vDSO call, no allocation.

@@ -282,26 +282,9 @@ private final class RefusedLoopbackPort {
     private let descriptor: Int32
 
     init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ToolError("bench: socket() failed (errno \(errno))") }
-        var on: Int32 = 1
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
-                    && bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            let code = errno
-            close(descriptor)
-            throw ToolError("bench: cannot bind a port on 127.0.0.1 (errno \(code))")
-        }
+        let (descriptor, port) = try loopbackSocket(listeningWithBacklog: nil, what: "bench")
         self.descriptor = descriptor
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = UInt16(port)
     }
 
     deinit { close(descriptor) }
