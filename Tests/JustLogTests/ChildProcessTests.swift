@@ -34,11 +34,7 @@ func childProgram() throws -> URL {
         #expect(await eventually(timeout: .seconds(60)) { !process.isRunning })
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 10_000)
-        let messages = try lines.map { try FileLine(parsing: $0).record.message }
-        let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
-        #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
+        try expectEveryChildEventInOrder(in: folder, count: 10_000)
     }
 
     /// A program stopped during its exit flush for longer than its exit patience (SIGSTOP here; a debugger, a frozen
@@ -53,11 +49,7 @@ func childProgram() throws -> URL {
         let (child, status) = try await stoppedDuringItsExit("exit-stopped", folder, count: count)
         #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
         #expect(!child.errorOutput.contains("made no progress"), "stderr: \(child.errorOutput)")
-        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == count)
-        let messages = try lines.map { try FileLine(parsing: $0).record.message }
-        let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
-        #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
+        try expectEveryChildEventInOrder(in: folder, count: count)
     }
 
     /// The same stop, then a destination that never finishes its write: the exit flush still gives up, after its
@@ -77,6 +69,15 @@ func childProgram() throws -> URL {
         )
         let lines = (try? String(contentsOf: folder.appending("child.log"), encoding: .utf8))?.split(separator: "\n")
         #expect((lines?.count ?? 0) < count)
+    }
+
+    /// `child.log` in `folder` holds `count` lines, "child event 0" onwards, each once and in order.
+    private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: Int) throws {
+        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == count)
+        let messages = try lines.map { try FileLine(parsing: $0).record.message }
+        let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
+        #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
     }
 
     /// Runs the child in `mode` (`exit-stopped…`): it logs `count` events at 1 ms each (3 s of writing at exit for
