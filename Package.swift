@@ -147,6 +147,8 @@ let package = Package(
                 "JustLog", "JustLogTools", "JustLogCore", "JustLogLogstash", "JustLogReceivers", "JustLogTestSupport",
                 "JustLogCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
     ]

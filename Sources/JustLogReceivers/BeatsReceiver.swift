@@ -2,7 +2,6 @@ package import JustLogCore
 import JustLogLogstash
 package import NIOCore
 import NIOPosix
-import NIOSSL
 
 /// A Beats (Lumberjack v2) server, as Logstash's `beats` input: accepts TCP or TLS connections, decodes
 /// window, JSON and compressed frames, hands the events to a handler and acknowledges **only what the
@@ -84,6 +83,7 @@ package final class BeatsReceiver: Sendable {
     package let configuration: Configuration
     private let group: any EventLoopGroup
     private let shared: Shared
+    private let listener = ReceiverListener(name: "Beats receiver")
 
     final class Shared: Sendable {
         let handler: @Sendable ([Event]) -> Int
@@ -93,15 +93,6 @@ package final class BeatsReceiver: Sendable {
 
         struct State: Sendable {
             var counters = Counters()
-            var phase = Phase.idle
-            var children: [ObjectIdentifier: any Channel] = [:]
-        }
-
-        enum Phase: Sendable {
-            case idle
-            case starting
-            case running(server: any Channel, port: Int)
-            case stopped
         }
 
         init(handler: @escaping @Sendable ([Event]) -> Int, activity: (@Sendable (String) -> Void)?, maxFrameBytes: Int)
@@ -132,82 +123,34 @@ package final class BeatsReceiver: Sendable {
     /// - Throws: ``LogstashError`` as ``JSONLinesReceiver/start()`` does.
     @discardableResult
     package func start() async throws -> Int {
-        let canStart = shared.state.withLock { state -> Bool in
-            guard case .idle = state.phase else { return false }
-            state.phase = .starting
-            return true
-        }
-        guard canStart else {
-            throw LogstashError(
-                code: .invalidConfiguration,
-                message: "the Beats receiver was already started; make a new one"
+        let shared = shared
+        return try await listener.start(
+            group: group,
+            host: configuration.host,
+            port: configuration.port,
+            tls: configuration.tls
+        ) { channel in
+            let number = shared.state.withLock { state -> Int in
+                state.counters.connections += 1
+                return state.counters.connections
+            }
+            try channel.pipeline.syncOperations.addHandler(
+                BeatsServerHandler(connection: number, shared: shared, peer: channel.remoteAddress)
             )
-        }
-        do {
-            let sslContext = try configuration.tls.map(JSONLinesReceiver.makeSSLContext)
-            let shared = shared
-            let server = try await ServerBootstrap(group: group)
-                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .serverChannelOption(ChannelOptions.backlog, value: 256)
-                .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-                .childChannelInitializer { channel in
-                    let number = shared.state.withLock { state -> Int in
-                        state.counters.connections += 1
-                        state.children[ObjectIdentifier(channel)] = channel
-                        return state.counters.connections
-                    }
-                    channel.closeFuture.whenComplete { _ in
-                        _ = shared.state.withLock { $0.children.removeValue(forKey: ObjectIdentifier(channel)) }
-                    }
-                    return channel.eventLoop.makeCompletedFuture {
-                        if let sslContext {
-                            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                        }
-                        try channel.pipeline.syncOperations.addHandler(
-                            BeatsServerHandler(connection: number, shared: shared, peer: channel.remoteAddress)
-                        )
-                    }
-                }
-                .bind(host: configuration.host, port: configuration.port).get()
-            let port = server.localAddress?.port ?? configuration.port
-            let stopNow = shared.state.withLock { state -> Bool in
-                guard case .starting = state.phase else { return true }
-                state.phase = .running(server: server, port: port)
-                return false
-            }
-            if stopNow { try? await server.close() }
-            return port
-        } catch {
-            shared.state.withLock { state in
-                if case .starting = state.phase { state.phase = .idle }
-            }
-            throw JSONLinesReceiver.describeStartError(error, host: configuration.host, port: configuration.port)
         }
     }
 
     /// The bound port once ``start()`` returned, else `nil`.
-    package var port: Int? {
-        shared.state.withLock { state in
-            if case .running(_, let port) = state.phase { return port }
-            return nil
-        }
-    }
+    package var port: Int? { listener.port }
 
     /// A snapshot of the counters.
     package var counters: Counters {
         shared.state.withLock { $0.counters }
     }
 
-    /// Stops accepting and closes every connection. Later calls do nothing.
+    /// Stops accepting and closes every connection, also one accepted while it stops. Later calls do nothing.
     package func stop() async {
-        let (server, children) = shared.state.withLock { state -> ((any Channel)?, [any Channel]) in
-            var server: (any Channel)?
-            if case .running(let channel, _) = state.phase { server = channel }
-            state.phase = .stopped
-            return (server, Array(state.children.values))
-        }
-        try? await server?.close()
-        await JSONLinesReceiver.closeAll(children)
+        await listener.stop()
     }
 }
 

@@ -114,6 +114,7 @@ package final class JSONLinesReceiver: Sendable {
     package let configuration: Configuration
     private let group: any EventLoopGroup
     private let shared: Shared
+    private let listener = ReceiverListener(name: "json_lines receiver")
 
     /// State reachable from every connection's event loop, behind one lock.
     final class Shared: Sendable {
@@ -124,15 +125,6 @@ package final class JSONLinesReceiver: Sendable {
 
         struct State: Sendable {
             var counters = Counters()
-            var phase = Phase.idle
-            var children: [ObjectIdentifier: any Channel] = [:]
-        }
-
-        enum Phase: Sendable {
-            case idle
-            case starting
-            case running(server: any Channel, port: Int)
-            case stopped
         }
 
         init(handler: @escaping @Sendable (Line) -> Void, activity: (@Sendable (String) -> Void)?, maxLineBytes: Int) {
@@ -174,98 +166,38 @@ package final class JSONLinesReceiver: Sendable {
     ///   can't be bound, or the receiver was already started.
     @discardableResult
     package func start() async throws -> Int {
-        let canStart = shared.state.withLock { state -> Bool in
-            guard case .idle = state.phase else { return false }
-            state.phase = .starting
-            return true
-        }
-        guard canStart else {
-            throw LogstashError(
-                code: .invalidConfiguration,
-                message: "the json_lines receiver was already started; make a new one"
+        let shared = shared
+        return try await listener.start(
+            group: group,
+            host: configuration.host,
+            port: configuration.port,
+            tls: configuration.tls
+        ) { channel in
+            let number = shared.state.withLock { state -> Int in
+                state.counters.connections += 1
+                return state.counters.connections
+            }
+            try channel.pipeline.syncOperations.addHandler(
+                JSONLinesHandler(connection: number, shared: shared, peer: channel.remoteAddress)
             )
-        }
-        do {
-            let sslContext = try configuration.tls.map(Self.makeSSLContext)
-            let shared = shared
-            let server = try await ServerBootstrap(group: group)
-                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .serverChannelOption(ChannelOptions.backlog, value: 256)
-                .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-                .childChannelInitializer { channel in
-                    let number = shared.state.withLock { state -> Int in
-                        state.counters.connections += 1
-                        state.children[ObjectIdentifier(channel)] = channel
-                        return state.counters.connections
-                    }
-                    channel.closeFuture.whenComplete { _ in
-                        _ = shared.state.withLock { $0.children.removeValue(forKey: ObjectIdentifier(channel)) }
-                    }
-                    return channel.eventLoop.makeCompletedFuture {
-                        if let sslContext {
-                            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                        }
-                        try channel.pipeline.syncOperations.addHandler(
-                            JSONLinesHandler(connection: number, shared: shared, peer: channel.remoteAddress)
-                        )
-                    }
-                }
-                .bind(host: configuration.host, port: configuration.port).get()
-            let port = server.localAddress?.port ?? configuration.port
-            let stopNow = shared.state.withLock { state -> Bool in
-                guard case .starting = state.phase else { return true }
-                state.phase = .running(server: server, port: port)
-                return false
-            }
-            if stopNow { try? await server.close() }
-            return port
-        } catch {
-            shared.state.withLock { state in
-                if case .starting = state.phase { state.phase = .idle }
-            }
-            throw Self.describeStartError(error, host: configuration.host, port: configuration.port)
         }
     }
 
     /// The bound port once ``start()`` returned, else `nil`.
-    package var port: Int? {
-        shared.state.withLock { state in
-            if case .running(_, let port) = state.phase { return port }
-            return nil
-        }
-    }
+    package var port: Int? { listener.port }
 
     /// A snapshot of the counters.
     package var counters: Counters {
         shared.state.withLock { $0.counters }
     }
 
-    /// Stops accepting and closes every connection (a partial last line of each is still delivered).
-    /// Later calls do nothing.
+    /// Stops accepting and closes every connection (a partial last line of each is still delivered), also one
+    /// accepted while it stops. Later calls do nothing.
     package func stop() async {
-        let (server, children) = shared.state.withLock { state -> ((any Channel)?, [any Channel]) in
-            var server: (any Channel)?
-            if case .running(let channel, _) = state.phase { server = channel }
-            state.phase = .stopped
-            return (server, Array(state.children.values))
-        }
-        try? await server?.close()
-        await Self.closeAll(children)
+        await listener.stop()
     }
 
     // MARK: - Helpers
-
-    /// How long closing a TLS connection waits for the sender's `close_notify` before it closes the socket
-    /// (NIOSSL's default is 5 s): a receiver that stops has read all it will read, and a sender that hangs must not
-    /// hold its exit.
-    static let closeNotifyWait: TimeAmount = .seconds(1)
-
-    /// Closes every channel at once — every close begun before any is awaited (each TLS one may wait
-    /// ``closeNotifyWait`` for its peer) — and returns when all are closed.
-    static func closeAll(_ channels: [any Channel]) async {
-        let closing = channels.map { $0.close() }
-        for closed in closing { try? await closed.get() }
-    }
 
     static func makeSSLContext(_ tls: TLS) throws -> NIOSSLContext {
         let chain: [NIOSSLCertificate]
@@ -299,7 +231,7 @@ package final class JSONLinesReceiver: Sendable {
             privateKey: .privateKey(key)
         )
         configuration.minimumTLSVersion = .tlsv12
-        configuration.shutdownTimeout = closeNotifyWait
+        configuration.shutdownTimeout = ReceiverListener.closeNotifyWait
         do {
             return try NIOSSLContext(configuration: configuration)
         } catch {
