@@ -71,6 +71,25 @@ func childProgram() throws -> URL {
         #expect((lines?.count ?? 0) < count)
     }
 
+    /// A log call waiting for room in a full queue (16 events, a full-queue wait of 1 s) while the program is stopped
+    /// for 6 s does not count that time against the destination, which needs 0.15 s more once continued: nothing is
+    /// dropped. (Before the waits counted running time, the call woke past its deadline and dropped its event.)
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/stat"), "reads /proc/PID/stat"))
+    func aLogCallWaitingInAFullQueueDoesNotCountTheTimeTheProgramWasStopped() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let count = 400
+        let child = try ChildProcess(arguments: ["full-queue-stopped", folder.path, "\(count)"])
+        #expect(await eventually(timeout: .seconds(120)) { child.outputLines.contains("stopping") })
+        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
+        try await Task.sleep(for: .seconds(6))
+        child.send(SIGCONT)
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        #expect(child.outputLines.contains("dropped 0"), "stdout: \(child.outputLines)")
+        try expectEveryChildEventInOrder(in: folder, count: count)
+    }
+
     /// `child.log` in `folder` holds `count` lines, "child event 0" onwards, each once and in order.
     private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: Int) throws {
         let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")

@@ -87,11 +87,81 @@ final class StoppingDestination: LogDestination {
         }
         if stop {
             Thread.sleep(forTimeInterval: 0.15)
-            FileHandle.standardOutput.write(Data("stopping\n".utf8))
-            kill(getpid(), SIGSTOP)
-            Thread.sleep(forTimeInterval: 0.15)
+            stopThisProcess()
             // The process exits while this thread sleeps.
             while stallingAfterTheStop { Thread.sleep(forTimeInterval: 3_600) }
+        }
+        next.write(batch)
+    }
+
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { next.flush(completion: completion) }
+    func shutdown() { next.shutdown() }
+}
+
+/// Prints `stopping` and stops the process (SIGSTOP) until the parent continues it; then sleeps 0.15 s, so that what
+/// waited for this thread wakes before it moves on.
+func stopThisProcess() {
+    FileHandle.standardOutput.write(Data("stopping\n".utf8))
+    kill(getpid(), SIGSTOP)
+    Thread.sleep(forTimeInterval: 0.15)
+}
+
+/// `full-queue-stopped FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes 1 ms a
+/// record, into a queue of 16 with a full-queue wait of 1 s; in its second write, once a log call waits for room,
+/// the destination stops the process (see ``stopThisProcess()``). The parent continues it after longer than the
+/// wait; the waiting call must not count the time stopped, and drop nothing. Prints `dropped N` and exits 0.
+func fullQueueToBeStopped(folder: String, count: String) -> Never {
+    do {
+        let file = try FileDestination(
+            configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log"))
+        )
+        let stopping = StoppingWhileACallerWaits(SlowDestination(file, delayPerRecord: 0.001))
+        let logger = StructuredLogger(
+            configuration: .init(
+                destinations: [.init(stopping)],
+                pipeline: .init(capacity: 16, fullQueueWait: 1, exitFlushTimeout: 60)
+            )
+        )
+        stopping.watch(logger.pipeline)
+        for index in 0..<(Int(count) ?? 0) {
+            logger.info("child event \(index)", userInfo: ["index": index])
+        }
+        _ = logger.pipeline.shutdown(timeout: 60)
+        FileHandle.standardOutput.write(Data("dropped \(logger.pipeline.currentStatistics.dropped)\n".utf8))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("can't open the log file: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+/// In its second write, waits (at most 60 s) until a log call waits for room in the watched pipeline's queue, then
+/// stops the process (``stopThisProcess()``).
+final class StoppingWhileACallerWaits: LogDestination {
+    let next: any LogDestination
+    private let state = LockedValue((pipeline: LogPipeline?.none, writes: 0))
+
+    init(_ next: any LogDestination) {
+        self.next = next
+    }
+
+    func watch(_ pipeline: LogPipeline) {
+        state.withLock { $0.pipeline = pipeline }
+    }
+
+    func write(_ batch: LogBatch) {
+        let (pipeline, writes) = state.withLock { state in
+            state.writes += 1
+            return (state.pipeline, state.writes)
+        }
+        if writes == 2, let pipeline {
+            let deadline = Date().addingTimeInterval(60)
+            while pipeline.currentStatistics.callersWaiting == 0, Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.001)
+            }
+            // Into the wait's own sleep, not at its start.
+            Thread.sleep(forTimeInterval: 0.05)
+            stopThisProcess()
         }
         next.write(batch)
     }

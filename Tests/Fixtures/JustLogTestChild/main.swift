@@ -5,6 +5,7 @@
 //   JustLogTestChild exit-slow-destination FOLDER COUNT  the same through a slow destination, exit patience 3 s
 //   JustLogTestChild exit-stopped FOLDER COUNT          the same, stopping itself (SIGSTOP) in the exit flush
 //   JustLogTestChild exit-stopped-stalled FOLDER COUNT  the same, its destination stalled once continued
+//   JustLogTestChild full-queue-stopped FOLDER COUNT    stops itself (SIGSTOP) while a log call waits for room
 //   JustLogTestChild exit-from-destination FOLDER -    a destination calls exit(3) on its first write
 //   JustLogTestChild logstash-loop FOLDER PORT TAG     logs "TAG-<i>" to Logstash (plain TCP, 127.0.0.1:PORT)
 //                                                      forever, printing i on stdout after each call returns
@@ -76,6 +77,9 @@ case "exit-stopped":
 
 case "exit-stopped-stalled":
     exitToBeStopped(folder: arguments[2], count: arguments[3], stallingAfterTheStop: true)
+
+case "full-queue-stopped":
+    fullQueueToBeStopped(folder: arguments[2], count: arguments[3])
 
 case "exit-from-destination":
     exitFromDestination()
