@@ -325,7 +325,6 @@ import Testing
         on folder: TemporaryDirectory,
         _ destinations: [any LogDestination],
         journalBytes: Int = 256 << 10,
-        capacity: Int = 16_384,
         fullQueueWait: Double
     ) throws -> (LogPipeline, EventJournal) {
         let journal = try EventJournal(
@@ -338,7 +337,7 @@ import Testing
         let pipeline = LogPipeline(
             setup: .init(
                 routes: destinations.map { .init($0) },
-                configuration: .init(capacity: capacity, fullQueueWait: fullQueueWait),
+                configuration: .init(fullQueueWait: fullQueueWait),
                 journal: journal
             ),
             diagnostics: DiagnosticSink { _ in }
@@ -395,36 +394,6 @@ import Testing
         expectEveryEventInOrder(capture, count: count)
         #expect(pipeline.currentStatistics.dropped == 0)
         #expect(journal.unacknowledgedBytes == 0, "every event went through the journal and was acknowledged")
-        await pipeline.shutdown()
-    }
-
-    /// Callers waiting for room — past half the journal, then in a full memory queue — while the worker writes what
-    /// the journal holds to a slow destination (8 ms a record) see progress after every write, and a write takes at
-    /// most a quarter of their 0.3 s patience (``WriteSizer``): a destination that keeps writing loses nothing.
-    /// Before, the journal was read 256 records a write (2 s here) unless the program was exiting: a call waited out
-    /// its patience at half the journal, then again in the full queue, and was dropped.
-    @Test func callersWaitingForRoomSeeASlowDestinationMakeProgress() async throws {
-        let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        let capture = CapturingDestination()
-        let slow = DelayingDestination(capture, secondsPerRecord: 0.008)
-        // Half of 128 KiB is ~250 calls.
-        let (pipeline, journal) = try pipeline(
-            on: folder,
-            [slow],
-            journalBytes: 128 << 10,
-            capacity: 16,
-            fullQueueWait: 0.3
-        )
-        slow.watch(pipeline)
-        let count = 450
-        let done = logOnAThread(pipeline, count: count)
-        #expect(await eventually(timeout: .seconds(120)) { done.current })
-        #expect(slow.writesWhileACallWaited > 0, "no call waited for room: the case did not happen")
-        try await pipeline.flush()
-        #expect(pipeline.currentStatistics.dropped == 0)
-        expectEveryEventInOrder(capture, count: count)
-        #expect(journal.unacknowledgedBytes == 0)
         await pipeline.shutdown()
     }
 
@@ -696,34 +665,6 @@ final class HoldingWhileItMay: PipelineHoldingBack, @unchecked Sendable {
 }
 
 /// A destination that, like the console, does not take recovered events again.
-/// Forwards to another destination after sleeping `secondsPerRecord` a record; counts the writes that began while a
-/// log call waited for room in the ``watch(_:)``ed pipeline.
-final class DelayingDestination: LogDestination {
-    let next: any LogDestination
-    let secondsPerRecord: Double
-    private let state = LockedValue((pipeline: LogPipeline?.none, writesWhileACallWaited: 0))
-
-    init(_ next: any LogDestination, secondsPerRecord: Double) {
-        self.next = next
-        self.secondsPerRecord = secondsPerRecord
-    }
-
-    func watch(_ pipeline: LogPipeline) { state.withLock { $0.pipeline = pipeline } }
-
-    var writesWhileACallWaited: Int { state.current.writesWhileACallWaited }
-
-    func write(_ batch: LogBatch) {
-        if let pipeline = state.current.pipeline, pipeline.currentStatistics.callersWaiting > 0 {
-            state.withLock { $0.writesWhileACallWaited += 1 }
-        }
-        Thread.sleep(forTimeInterval: secondsPerRecord * Double(batch.records.count))
-        next.write(batch)
-    }
-
-    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { next.flush(completion: completion) }
-    func shutdown() { next.shutdown() }
-}
-
 final class CountOnlyDestination: LogDestination {
     let capture = CapturingDestination()
     func write(_ batch: LogBatch) { capture.write(batch) }

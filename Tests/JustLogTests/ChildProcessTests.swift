@@ -71,6 +71,37 @@ func childProgram() throws -> URL {
         #expect((lines?.count ?? 0) < count)
     }
 
+    /// Runs the child in `mode` (`exit-stopped…`): it logs `count` events at 1 ms each (3 s of writing at exit for
+    /// 3,000) and stops itself in its exit flush's first write; continued after three times its exit patience of
+    /// 2 s. Returns the child and its exit status.
+    private func stoppedDuringItsExit(
+        _ mode: String,
+        _ folder: TemporaryDirectory,
+        count: Int
+    ) async throws -> (ChildProcess, Int32?) {
+        let child = try ChildProcess(arguments: [mode, folder.path, "\(count)"])
+        #expect(await eventually(timeout: .seconds(120)) { child.outputLines.contains("stopping") })
+        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
+        try await Task.sleep(for: .seconds(6))
+        child.send(SIGCONT)
+        return (child, await child.waitForExit(timeout: .seconds(120)))
+    }
+}
+
+/// `child.log` in `folder` holds `count` lines, "child event 0" onwards, each once and in order.
+private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: Int) throws {
+    let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
+    #expect(lines.count == count)
+    let messages = try lines.map { try FileLine(parsing: $0).record.message }
+    let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
+    #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
+}
+
+/// Not in `ChildProcessTests`, which CI also runs under ThreadSanitizer: with this third stopped child beside the two
+/// exit-stopped ones, three pipeline tests of that run failed together ("no progress for 3.0 s", their destinations
+/// not held back), around when the children were continued and exited — sanitized children busy at exit, most
+/// likely; each passed alone.
+@Suite struct StoppedProgramTests {
     /// A log call waiting for room in a full queue (16 events, a full-queue wait of 1 s) while the program is stopped
     /// for 6 s does not count that time against the destination, which needs 0.15 s more once continued: nothing is
     /// dropped. (Before the waits counted running time, the call woke past its deadline and dropped its event.)
@@ -88,31 +119,6 @@ func childProgram() throws -> URL {
         #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
         #expect(child.outputLines.contains("dropped 0"), "stdout: \(child.outputLines)")
         try expectEveryChildEventInOrder(in: folder, count: count)
-    }
-
-    /// `child.log` in `folder` holds `count` lines, "child event 0" onwards, each once and in order.
-    private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: Int) throws {
-        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == count)
-        let messages = try lines.map { try FileLine(parsing: $0).record.message }
-        let firstWrong = messages.enumerated().first { $0.element != "child event \($0.offset)" }
-        #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
-    }
-
-    /// Runs the child in `mode` (`exit-stopped…`): it logs `count` events at 1 ms each (3 s of writing at exit for
-    /// 3,000) and stops itself in its exit flush's first write; continued after three times its exit patience of
-    /// 2 s. Returns the child and its exit status.
-    private func stoppedDuringItsExit(
-        _ mode: String,
-        _ folder: TemporaryDirectory,
-        count: Int
-    ) async throws -> (ChildProcess, Int32?) {
-        let child = try ChildProcess(arguments: [mode, folder.path, "\(count)"])
-        #expect(await eventually(timeout: .seconds(120)) { child.outputLines.contains("stopping") })
-        #expect(await eventually(timeout: .seconds(60)) { child.isStopped })
-        try await Task.sleep(for: .seconds(6))
-        child.send(SIGCONT)
-        return (child, await child.waitForExit(timeout: .seconds(120)))
     }
 }
 

@@ -49,8 +49,7 @@ final class PipelineQueue: @unchecked Sendable {
     /// The most records the worker hands the background destinations in one write (events built from the queue,
     /// or read from the journal): an exit that begins while a write is under way waits for that write without
     /// seeing progress, so a write of a whole batch through a slow destination (1,024 records at 0.3 ms, on a
-    /// loaded machine) could outlast the exit's patience. Through a slower one, writes take fewer still: as many
-    /// as fit a quarter of the shortest patience (see ``WriteSizer``).
+    /// loaded machine) could outlast the exit's patience.
     static let writeLimit = 256
 
     /// How long the worker lingers after being woken, and after a batch before it sleeps, so that a burst — and a
@@ -133,8 +132,6 @@ final class PipelineQueue: @unchecked Sendable {
     /// one each time would cost an allocation and the kernel's zeroing of its pages). The worker's alone, not
     /// under the lock.
     private var journalReadStorage: [UInt8] = []
-    /// How many records the worker writes at a time (see ``WriteSizer``). The worker's alone, not under the lock.
-    private var writeSizer: WriteSizer
 
     init(
         dispatcher: RecordDispatcher,
@@ -153,11 +150,6 @@ final class PipelineQueue: @unchecked Sendable {
         self.holdCapacity = holdCapacity.map { max(1, $0) }
         self.diagnostics = diagnostics
         self.now = now
-        writeSizer = WriteSizer(
-            maximum: Self.writeLimit,
-            fullQueueWait: configuration.fullQueueWait,
-            exitFlushTimeout: configuration.exitFlushTimeout
-        )
         items.reserveCapacity(min(configuration.capacity, 4096))
     }
 
@@ -882,10 +874,8 @@ final class PipelineQueue: @unchecked Sendable {
             let drops = unreportedDrops
             unreportedDrops = 0
             let current = dispatcher
-            let (fullQueueWait, exitFlushTimeout) = (limits.fullQueueWait, limits.exitFlushTimeout)
             if producersWaiting > 0 { lock.broadcast() }
             lock.unlock()
-            writeSizer.setPatiences(fullQueueWait: fullQueueWait, exitFlushTimeout: exitFlushTimeout)
 
             // A journal set up since the last batch (the first setup of a holding pipeline) is recovered first.
             recoverJournal(with: current)
@@ -917,16 +907,9 @@ final class PipelineQueue: @unchecked Sendable {
         var inlineWritten = 0
         /// Just after the newest journal record among `records`: acknowledged once they are written.
         var journaledUpTo: SpoolPosition?
-        /// The most records in a write now (see ``WriteSizer``): read again after each write.
-        var writeSize = writeSizer.limit
         func deliver() {
             let count = UInt64(records.count)
-            if !records.isEmpty {
-                let started = Patience.monotonic()
-                dispatcher.writeBackground(records)
-                writeSizer.wrote(records.count, in: Double(Patience.monotonic() &- started) / 1e9)
-                writeSize = writeSizer.limit
-            }
+            if !records.isEmpty { dispatcher.writeBackground(records) }
             if let position = journaledUpTo {
                 dispatcher.journal?.acknowledge(upTo: position)
                 journaledUpTo = nil
@@ -951,16 +934,11 @@ final class PipelineQueue: @unchecked Sendable {
             defer {
                 // After the item, so that an exit-sized batch (64 events) goes out in one write, not 63 and 1.
                 sinceProgress += item.eventCount
-                if records.count >= writeSize {
-                    // As many as the destinations write within a quarter of a waiter's patience (at most
-                    // `writeLimit`): they go out, and the progress shows.
+                if sinceProgress >= Self.exitBatchLimit {
                     sinceProgress = 0
-                    deliver()
-                    _ = showProgress()
-                } else if sinceProgress >= Self.exitBatchLimit {
-                    sinceProgress = 0
-                    // Callers wait for room, or an exit or a shutdown waits: what is built so far goes out now.
-                    if showProgress() { deliver() }
+                    // Callers wait for room, or an exit or a shutdown waits: what is built so far goes out now
+                    // (and at most `writeLimit` records in any case).
+                    if showProgress() || records.count >= Self.writeLimit { deliver() }
                 }
             }
             switch item {
@@ -991,9 +969,6 @@ final class PipelineQueue: @unchecked Sendable {
             case .reconfigure(let reconfiguration):
                 deliver()
                 dispatcher = replaceDestinations(of: dispatcher, at: reconfiguration)
-                // New destinations: measured again.
-                writeSizer.restart()
-                writeSize = writeSizer.limit
                 recoverJournal(with: dispatcher)
                 _ = showProgress()
             }
@@ -1039,9 +1014,7 @@ final class PipelineQueue: @unchecked Sendable {
         var unreadable = 0
         if let journal = dispatcher.journal {
             remaining = forEachJournalChunk(of: journal, from: from, before: to, count: count) { chunk in
-                let started = Patience.monotonic()
                 let written = dispatcher.writeBackground(journaled: chunk)
-                writeSizer.wrote(chunk.recordCount, in: Double(Patience.monotonic() &- started) / 1e9)
                 journal.acknowledge(chunk)
                 unreadable += written.unreadable
                 lock.withLock { counters.delivered += UInt64(written.records) }
@@ -1132,7 +1105,7 @@ final class PipelineQueue: @unchecked Sendable {
         var remaining = count
         var unfilledWaits = 0
         while remaining > 0 {
-            let chunkLimit = min(lock.withLock { exiting ? Self.exitBatchLimit : Self.writeLimit }, writeSizer.limit)
+            let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.writeLimit }
             let chunk = journal.read(
                 from: position,
                 before: limit,
