@@ -121,10 +121,14 @@ import Testing
         try earlierRun(in: folder, count: 3_000, written: 1_234, torn: torn)
         let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
         let pipeline = try pipeline(on: folder, [file])
-        await pipeline.shutdown()
+        // The recovery's subject is what is written, not how fast: a minute of patience (under ThreadSanitizer, beside
+        // sanitized child processes, its writes once made no progress for the default 5 s).
+        let failure = await pipeline.shutdown(timeout: 60)
+        #expect(failure == nil, "\(String(describing: failure))")
         let records = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
             .map { try FileLine(parsing: $0).record }
-        #expect(records.count == 3_001)
+        // Before indexing: a short file must fail the test, not crash the test process.
+        try #require(records.count == 3_001)
         #expect(records.prefix(3_000).map(\.message) == (0..<3_000).map { "journal event \($0) ✓" })
         #expect(records[2_999].eventID == EventIDGenerator(prefix: Self.prefix).id(for: 2_999))
         #expect(records.last?.userInfo["recovered_events"] == .int(3_000))
