@@ -58,9 +58,7 @@ func makeClient(
 }
 
 /// A client of the collectors on `first` and `second` (loopback, plain TCP) that backs off an hour: a test of
-/// failover can't pass by waiting a backoff out. Its shutdown may take a minute (unless `change` says otherwise):
-/// the hour's backoff, not the shutdown's timeout, is what a shutdown that did not move on at once would meet, and
-/// the event loops these tests share may be slow on a loaded machine.
+/// failover can't pass by waiting a backoff out.
 func clientOfTwoHosts(
     _ first: Int,
     then second: Int,
@@ -72,7 +70,6 @@ func clientOfTwoHosts(
         $0.hosts.append(.init(host: "127.0.0.1", port: second))
         $0.backoffMinimum = .seconds(3600)
         $0.backoffMaximum = .seconds(3600)
-        $0.shutdownTimeout = .seconds(60)
         change(&$0)
     }
 }

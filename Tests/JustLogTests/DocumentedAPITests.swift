@@ -59,7 +59,7 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         ])
         runDocumentedSnippet(someSessionID: "session-42", someError: error)
         // my.logstash.endpoint.com does not resolve here: the flush says so, and the events stay spooled.
-        let flushError = Logger.shared.pipeline.flush(timeout: 60).map { "\($0)" } ?? ""
+        let flushError = Logger.shared.pipeline.flush(timeout: 10).map { "\($0)" } ?? ""
         #expect(flushError.contains("my.logstash.endpoint.com") && flushError.contains("spooled"), "\(flushError)")
         #expect(FileManager.default.fileExists(atPath: folder.appending("justeat-demo.log.spool").path))
         defer {
@@ -117,7 +117,7 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         logger.info("logged after setup")
         logger.setup()
         logger.info("logged after the second setup")
-        #expect(logger.pipeline.flush(timeout: 60) == nil)
+        #expect(logger.pipeline.flush(timeout: 10) == nil)
         let messages = try String(contentsOf: folder.appending("early.log"), encoding: .utf8)
             .split(separator: "\n").map { try FileLine(parsing: $0).record.message }
         #expect(messages == ["logged before setup", "logged after setup", "logged after the second setup"])
