@@ -26,7 +26,7 @@ import Testing
                 "amount": "12.50", "items": ["a", "b"], "card": ["brand": "visa"], "count": .stringConvertible(3),
             ]
         )
-        #expect(pipeline.flush(timeout: 5) == nil)
+        #expect(pipeline.flush(timeout: 60) == nil)
         let record = try #require(capture.records.first)
         #expect(record.level == .info)
         #expect(record.message == "charged")
@@ -69,7 +69,7 @@ import Testing
         let (log, pipeline) = make(capture)
         struct Wrapped: Error { let underlyingError: any Error }
         log.error("failed", error: Wrapped(underlyingError: CocoaError(.fileNoSuchFile)))
-        #expect(pipeline.flush(timeout: 5) == nil)
+        #expect(pipeline.flush(timeout: 60) == nil)
         let record = try #require(capture.records.first)
         guard case .array(let chain)? = record.userInfo["errors"] else {
             Issue.record("no errors array")
