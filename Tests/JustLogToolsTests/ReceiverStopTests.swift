@@ -81,8 +81,10 @@ private final class HeldLoop: Sendable {
     init(_ loop: any EventLoop) {
         loop.execute { [self] in
             state.withLock { $0.held = true }
-            // Bounded, so that a failed test never leaves the loop's thread (and the group's shutdown) stuck.
-            let deadline = Date().addingTimeInterval(60)
+            // Bounded, so that a test that never released it does not leave the loop's thread (and the group's
+            // shutdown) stuck for good; long, since a test pool busy with other suites may not come back to this test
+            // for a minute (a 60 s bound ran out before the receiver stopped, in a full run).
+            let deadline = Date().addingTimeInterval(600)
             while !state.withLock({ $0.released }), Date() < deadline { usleep(1000) }
         }
     }
