@@ -129,11 +129,7 @@ package final class BeatsReceiver: Sendable {
             host: configuration.host,
             port: configuration.port,
             tls: configuration.tls
-        ) { channel in
-            let number = shared.state.withLock { state -> Int in
-                state.counters.connections += 1
-                return state.counters.connections
-            }
+        ) { channel, number in
             try channel.pipeline.syncOperations.addHandler(
                 BeatsServerHandler(connection: number, shared: shared, peer: channel.remoteAddress)
             )
@@ -145,7 +141,9 @@ package final class BeatsReceiver: Sendable {
 
     /// A snapshot of the counters.
     package var counters: Counters {
-        shared.state.withLock { $0.counters }
+        var counters = shared.state.withLock { $0.counters }
+        counters.connections = listener.connectionsSetUp
+        return counters
     }
 
     /// Stops accepting and closes every connection, also one accepted while it stops. Later calls do nothing.

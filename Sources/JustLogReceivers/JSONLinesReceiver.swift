@@ -172,11 +172,7 @@ package final class JSONLinesReceiver: Sendable {
             host: configuration.host,
             port: configuration.port,
             tls: configuration.tls
-        ) { channel in
-            let number = shared.state.withLock { state -> Int in
-                state.counters.connections += 1
-                return state.counters.connections
-            }
+        ) { channel, number in
             try channel.pipeline.syncOperations.addHandler(
                 JSONLinesHandler(connection: number, shared: shared, peer: channel.remoteAddress)
             )
@@ -188,7 +184,9 @@ package final class JSONLinesReceiver: Sendable {
 
     /// A snapshot of the counters.
     package var counters: Counters {
-        shared.state.withLock { $0.counters }
+        var counters = shared.state.withLock { $0.counters }
+        counters.connections = listener.connectionsSetUp
+        return counters
     }
 
     /// Stops accepting and closes every connection (a partial last line of each is still delivered), also one

@@ -19,6 +19,8 @@ final class ReceiverListener: Sendable {
     private struct State: Sendable {
         var phase = Phase.idle
         var connections: [ObjectIdentifier: any Channel] = [:]
+        /// Connections set up so far (refused ones not counted).
+        var accepted = 0
     }
 
     private enum Phase: Sendable {
@@ -36,7 +38,8 @@ final class ReceiverListener: Sendable {
     }
 
     /// Binds and starts accepting; returns the bound port (the kernel's choice when `port` is 0). Each connection
-    /// gets TLS's handler when `tls` is given, then `setUp` adds the receiver's own, on the connection's event loop.
+    /// gets TLS's handler when `tls` is given, then `setUp` adds the receiver's own, on the connection's event loop,
+    /// given the connection's number: 1 for the first set up, 2 for the next, …
     ///
     /// - Throws: ``LogstashError`` — ``LogstashError/Code/invalidTLSConfiguration`` for an unreadable
     ///   certificate or key, ``LogstashError/Code/invalidConfiguration`` when the port is in use, the address
@@ -46,7 +49,7 @@ final class ReceiverListener: Sendable {
         host: String,
         port: Int,
         tls: JSONLinesReceiver.TLS?,
-        setUp: @escaping @Sendable (any Channel) throws -> Void
+        setUp: @escaping @Sendable (_ channel: any Channel, _ number: Int) throws -> Void
     ) async throws -> Int {
         let canStart = state.withLock { state -> Bool in
             guard case .idle = state.phase else { return false }
@@ -64,12 +67,13 @@ final class ReceiverListener: Sendable {
                 .serverChannelOption(ChannelOptions.backlog, value: 256)
                 .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
                 .childChannelInitializer { channel in
-                    let admitted = state.withLock { state -> Bool in
-                        if case .stopped = state.phase { return false }
+                    let number = state.withLock { state -> Int? in
+                        if case .stopped = state.phase { return nil }
                         state.connections[ObjectIdentifier(channel)] = channel
-                        return true
+                        state.accepted += 1
+                        return state.accepted
                     }
-                    guard admitted else { return channel.eventLoop.makeFailedFuture(Stopped()) }
+                    guard let number else { return channel.eventLoop.makeFailedFuture(Stopped()) }
                     channel.closeFuture.whenComplete { _ in
                         _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
                     }
@@ -77,7 +81,7 @@ final class ReceiverListener: Sendable {
                         if let sslContext {
                             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                         }
-                        try setUp(channel)
+                        try setUp(channel, number)
                     }
                 }
                 .bind(host: host, port: port).get()
@@ -104,6 +108,9 @@ final class ReceiverListener: Sendable {
             return nil
         }
     }
+
+    /// How many connections were set up so far.
+    var connectionsSetUp: Int { state.withLock { $0.accepted } }
 
     /// Stops accepting and closes every connection. Later calls do nothing.
     func stop() async {
