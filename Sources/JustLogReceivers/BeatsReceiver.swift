@@ -66,6 +66,7 @@ package final class BeatsReceiver: Sendable {
 
     /// What the receiver has seen so far.
     package struct Counters: Sendable, Hashable {
+        /// Connections accepted and set up (not those refused because the receiver was stopping).
         package var connections = 0
         /// Events handed to the handler, invalid ones included.
         package var events = 0

@@ -98,7 +98,7 @@ package final class JSONLinesReceiver: Sendable {
 
     /// What the receiver has seen so far.
     package struct Counters: Sendable, Hashable {
-        /// Connections accepted.
+        /// Connections accepted and set up (not those refused because the receiver was stopping).
         package var connections: Int = 0
         /// Lines delivered to the handler, invalid ones included.
         package var lines: Int = 0
