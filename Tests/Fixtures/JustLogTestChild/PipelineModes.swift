@@ -7,27 +7,37 @@ import JustLogCore
 /// makes progress. (A write takes at most ~0.23 s, 256 records: the patience leaves ~2.7 s for the machine to hold the
 /// pipeline's thread back, where a 1 s patience with 0.3 ms left ~0.9 s.)
 func exitWithSlowDestination(folder: String, count: String) {
+    let file = childLogFile(in: folder)
+    let logger = StructuredLogger(
+        configuration: .init(
+            destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_9))],
+            pipeline: .init(exitFlushTimeout: 3)
+        )
+    )
+    logChildEvents(count, to: logger)
+    slowLogger = logger  // kept alive past main, as a logger stored in a global is
+}
+
+nonisolated(unsafe) var slowLogger: StructuredLogger?
+
+/// A file destination writing `child.log` in `folder`; exits 1, saying why, if it can't be opened.
+func childLogFile(in folder: String) -> FileDestination {
     do {
-        let file = try FileDestination(
+        return try FileDestination(
             configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log"))
         )
-        let logger = StructuredLogger(
-            configuration: .init(
-                destinations: [.init(SlowDestination(file, delayPerRecord: 0.000_9))],
-                pipeline: .init(exitFlushTimeout: 3)
-            )
-        )
-        for index in 0..<(Int(count) ?? 0) {
-            logger.info("child event \(index)", userInfo: ["index": index])
-        }
-        slowLogger = logger  // kept alive past main, as a logger stored in a global is
     } catch {
         FileHandle.standardError.write(Data("can't open the log file: \(error)\n".utf8))
         exit(1)
     }
 }
 
-nonisolated(unsafe) var slowLogger: StructuredLogger?
+/// Logs `count` (a number; none if not one) events, "child event 0" onwards, each with its index.
+func logChildEvents(_ count: String, to logger: StructuredLogger) {
+    for index in 0..<(Int(count) ?? 0) {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+}
 
 /// `exit-stopped FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes 1 ms a record, with
 /// an exit patience of 2 s, and returns from main. The first write that begins once the exit has begun stops the
@@ -37,28 +47,19 @@ nonisolated(unsafe) var slowLogger: StructuredLogger?
 /// `exit-stopped-stalled FOLDER COUNT`: the same, but once continued the destination never finishes that write: the
 /// exit flush must still give up, after its patience of running time, and say what it left.
 func exitToBeStopped(folder: String, count: String, stallingAfterTheStop: Bool = false) {
-    do {
-        let file = try FileDestination(
-            configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log"))
-        )
-        let stopping = StoppingDestination(
-            SlowDestination(file, delayPerRecord: 0.001),
-            stallingAfterTheStop: stallingAfterTheStop
-        )
-        let logger = StructuredLogger(
-            configuration: .init(destinations: [.init(stopping)], pipeline: .init(exitFlushTimeout: 2))
-        )
-        stoppingDestination = stopping
-        // Registered after the logger's exit handler, so run just before it: the exit flush begins right after.
-        atexit { stoppingDestination?.exitBegins() }
-        for index in 0..<(Int(count) ?? 0) {
-            logger.info("child event \(index)", userInfo: ["index": index])
-        }
-        slowLogger = logger
-    } catch {
-        FileHandle.standardError.write(Data("can't open the log file: \(error)\n".utf8))
-        exit(1)
-    }
+    let file = childLogFile(in: folder)
+    let stopping = StoppingDestination(
+        SlowDestination(file, delayPerRecord: 0.001),
+        stallingAfterTheStop: stallingAfterTheStop
+    )
+    let logger = StructuredLogger(
+        configuration: .init(destinations: [.init(stopping)], pipeline: .init(exitFlushTimeout: 2))
+    )
+    stoppingDestination = stopping
+    // Registered after the logger's exit handler, so run just before it: the exit flush begins right after.
+    atexit { stoppingDestination?.exitBegins() }
+    logChildEvents(count, to: logger)
+    slowLogger = logger
 }
 
 nonisolated(unsafe) var stoppingDestination: StoppingDestination?
@@ -111,28 +112,19 @@ func stopThisProcess() {
 /// the destination stops the process (see ``stopThisProcess()``). The parent continues it after longer than the
 /// wait; the waiting call must not count the time stopped, and drop nothing. Prints `dropped N` and exits 0.
 func fullQueueToBeStopped(folder: String, count: String) -> Never {
-    do {
-        let file = try FileDestination(
-            configuration: .init(url: URL(fileURLWithPath: folder).appendingPathComponent("child.log"))
+    let file = childLogFile(in: folder)
+    let stopping = StoppingWhileACallerWaits(SlowDestination(file, delayPerRecord: 0.001))
+    let logger = StructuredLogger(
+        configuration: .init(
+            destinations: [.init(stopping)],
+            pipeline: .init(capacity: 16, fullQueueWait: 1, exitFlushTimeout: 60)
         )
-        let stopping = StoppingWhileACallerWaits(SlowDestination(file, delayPerRecord: 0.001))
-        let logger = StructuredLogger(
-            configuration: .init(
-                destinations: [.init(stopping)],
-                pipeline: .init(capacity: 16, fullQueueWait: 1, exitFlushTimeout: 60)
-            )
-        )
-        stopping.watch(logger.pipeline)
-        for index in 0..<(Int(count) ?? 0) {
-            logger.info("child event \(index)", userInfo: ["index": index])
-        }
-        _ = logger.pipeline.shutdown(timeout: 60)
-        FileHandle.standardOutput.write(Data("dropped \(logger.pipeline.currentStatistics.dropped)\n".utf8))
-        exit(0)
-    } catch {
-        FileHandle.standardError.write(Data("can't open the log file: \(error)\n".utf8))
-        exit(1)
-    }
+    )
+    stopping.watch(logger.pipeline)
+    logChildEvents(count, to: logger)
+    _ = logger.pipeline.shutdown(timeout: 60)
+    FileHandle.standardOutput.write(Data("dropped \(logger.pipeline.currentStatistics.dropped)\n".utf8))
+    exit(0)
 }
 
 /// In its second write, waits (at most 60 s) until a log call waits for room in the watched pipeline's queue, then
