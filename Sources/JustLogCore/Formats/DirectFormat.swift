@@ -119,9 +119,10 @@ package final class DirectFormat: Sendable {
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
-        let template: LineTemplate
         switch templates.lookUp(layout, in: batch) {
-        case .template(let found): template = found
+        case .template(let found):
+            // `templates` holds it, and nothing changes them until the line is written.
+            found._withUnsafeGuaranteedRef { write($0, of: record, in: batch, times: &times, into: &out) }
         case .declined: return false
         case .missing:
             let built =
@@ -132,9 +133,8 @@ package final class DirectFormat: Sendable {
                 }
             templates.store(built, for: layout)
             guard let built else { return false }
-            template = built
+            write(built, of: record, in: batch, times: &times, into: &out)
         }
-        write(template, of: record, in: batch, times: &times, into: &out)
         return true
     }
 
@@ -300,28 +300,31 @@ package final class DirectFormat: Sendable {
             let firstMember = record.members.lowerBound
             template.text.withUnsafeBytes { text in
                 var start = 0
-                for piece in template.pieces {
-                    out.bytes(UnsafeRawBufferPointer(rebasing: text[start..<piece.end]))
-                    start = piece.end
-                    switch piece.hole {
-                    case .message:
-                        JSONWriter.writeString(
-                            utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]),
-                            into: &out
-                        )
-                    case .eventSequence:
-                        Self.writeEventSequence(record.sequence, into: &out)
-                    case .timestamp:
-                        times.write(record.timestamp, into: &out)
-                    case .value(let index, let quotesIntegers):
-                        Self.writeValue(
-                            at: batch.members[firstMember + index].value,
-                            in: bytes,
-                            quotingIntegers: quotesIntegers,
-                            into: &out
-                        )
-                    case .end:
-                        break
+                // Through its buffer: iterating the array itself retains and releases it.
+                template.pieces.withUnsafeBufferPointer { pieces in
+                    for piece in pieces {
+                        out.bytes(UnsafeRawBufferPointer(rebasing: text[start..<piece.end]))
+                        start = piece.end
+                        switch piece.hole {
+                        case .message:
+                            JSONWriter.writeString(
+                                utf8: UnsafeRawBufferPointer(rebasing: bytes[record.message]),
+                                into: &out
+                            )
+                        case .eventSequence:
+                            Self.writeEventSequence(record.sequence, into: &out)
+                        case .timestamp:
+                            times.write(record.timestamp, into: &out)
+                        case .value(let index, let quotesIntegers):
+                            Self.writeValue(
+                                at: batch.members[firstMember + index].value,
+                                in: bytes,
+                                quotingIntegers: quotesIntegers,
+                                into: &out
+                            )
+                        case .end:
+                            break
+                        }
                     }
                 }
             }

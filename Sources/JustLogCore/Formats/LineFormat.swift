@@ -20,9 +20,15 @@ public struct LineFormat: Sendable {
         self.colors = colors
     }
 
-    /// `  ℹ️ INFO: ` of each level (by raw value): what follows the time in a file line. (Held by each format: a
-    /// static is checked for its initialization at every use.)
-    private let fileLevelTails: [[UInt8]] = LogLevel.allCases.map { Array("  \($0.emoji) \($0.label): ".utf8) }
+    /// `  ℹ️ INFO: ` of each level, one after another, and where each level's lies (by raw value): what follows
+    /// the time in a file line. (Held by each format: a static is checked for its initialization at every use.
+    /// One array, not one per level: taking an inner array out of an outer one retains and releases it, two
+    /// atomic operations a line.)
+    private let fileLevelTails: (bytes: [UInt8], ranges: [Range<Int>]) = LogLevel.allCases.reduce(into: ([], [])) {
+        let start = $0.bytes.count
+        $0.bytes += Array("  \($1.emoji) \($1.label): ".utf8)
+        $0.ranges.append(start..<$0.bytes.count)
+    }
 
     /// Appends the file line's prefix, `2016-12-24 12:31:02.734  ℹ️ INFO: `, with the time from `times` (which
     /// must write this format's line time: ``TimeTextCache/Form/line(_:)`` in ``timeZone``).
@@ -32,10 +38,10 @@ public struct LineFormat: Sendable {
         times: inout TimeTextCache,
         into out: inout OutputBuffer
     ) {
-        let tail = fileLevelTails[level.rawValue]
+        let tail = fileLevelTails.ranges[level.rawValue]
         _ = out.write(atMost: TimeTextCache.maximumCount + tail.count) { writer in
             times.write(timestamp, into: &writer)
-            writer.bytes(tail)
+            fileLevelTails.bytes.withUnsafeBytes { writer.bytes(UnsafeRawBufferPointer(rebasing: $0[tail])) }
             return true
         }
     }

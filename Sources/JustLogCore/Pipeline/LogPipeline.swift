@@ -467,6 +467,9 @@ struct RecordDispatcher: Sendable {
     private let plainWriters: [(any PlainBatchWriting)?]
     /// Their format; `nil` when every record is built the general way (a sanitizer must see every record).
     private let directFormat: DirectFormat?
+    /// ``directFormat``'s longest message, `nil` with it: what reading a record in place asks of the format, held
+    /// here so that a record's read does not take (retain and release) the format.
+    private let plainMessageLimit: Int?
 
     init(routes: [LogPipeline.Route], builder: RecordBuilder, sanitizer: Sanitizer?, journal: EventJournal? = nil) {
         self.routes = routes
@@ -479,6 +482,7 @@ struct RecordDispatcher: Sendable {
         self.plainWriters = backgroundRoutes.map { $0.destination as? any PlainBatchWriting }
         let direct = sanitizer == nil && plainWriters.contains { $0 != nil }
         self.directFormat = direct ? DirectFormat(builder: builder) : nil
+        self.plainMessageLimit = directFormat?.limits.maximumMessageBytes
         if let journal {
             for route in backgroundRoutes {
                 // While the journal has room below its half for any record a call may bring, the calls' events wait
@@ -581,11 +585,11 @@ struct RecordDispatcher: Sendable {
         at offset: Int,
         members: inout [JournalRecordView.Member]
     ) -> JournalRecordView? {
-        guard let directFormat, offset < bytes.count,
+        guard let plainMessageLimit, offset < bytes.count,
             let view = JournalRecordView.plain(
                 in: bytes,
                 at: offset,
-                maximumMessageBytes: directFormat.limits.maximumMessageBytes,
+                maximumMessageBytes: plainMessageLimit,
                 members: &members
             )
         else { return nil }

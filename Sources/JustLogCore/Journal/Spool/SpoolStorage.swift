@@ -655,13 +655,15 @@ struct SpoolReadPlan {
         defer { storage = bytes }
         var count = 0
         var unfilled = false
+        // Taken once per segment, not once per record (a retain and a release each time).
+        var (segment, end) = segments[index]
         while count < maxRecords {
-            let (segment, end) = segments[index]
             if position.offset >= end {
                 guard index + 1 < segments.count else { break }
                 index += 1
-                let next = segments[index].segment
-                position = SpoolPosition(segment: next.sequence, offset: next.frameStart(next.firstFrameOffset))
+                (segment, end) = segments[index]
+                let first = segment.frameStart(segment.firstFrameOffset)
+                position = SpoolPosition(segment: segment.sequence, offset: first)
                 continue
             }
             if let limit, position >= limit { break }
