@@ -313,6 +313,7 @@ import Testing
         #expect(UInt64(events.count) + pipeline.currentStatistics.dropped == 3_000)
         #expect(reported == pipeline.currentStatistics.dropped, "every loss is reported")
         let sequences = events.compactMap { EventIDGenerator.components(of: $0.eventID)?.sequence }
+        #expect(sequences.count == events.count, "every kept event has the event id it was given")
         #expect(sequences == sequences.sorted(), "what is kept stays in order")
         await pipeline.shutdown()
     }
@@ -538,6 +539,8 @@ import Testing
         blocking.release()
         try await pipeline.flush()
         let messages = capture.records.map(\.message).filter { $0.hasPrefix("fast lane event") }
+        // Half of the 256 KiB journal holds ~330 such events: what is kept is there to be checked.
+        #expect(messages.count >= 300, "kept \(messages.count)")
         #expect(messages.count + Int(dropped) == count, "every loss is counted")
         #expect(
             messages.elementsEqual((0..<messages.count).lazy.map { "fast lane event \($0)" }),

@@ -22,33 +22,64 @@ import Testing
             )
         )
         let threads = 4
-        let perThread = 5_000
         let seconds = (0..<3).map { _ in CapturingDestination(delivery: delivery) }
+        // The callers log until told to stop, each at most `aheadPerStage` events past the handovers made so far:
+        // every handover happens while they log, however late this task runs (a fixed sleep before each one let
+        // a starved test pool begin them after the last call, where they prove nothing).
+        let aheadPerStage = 2_000
+        let stage = LockedValue(0)
+        let stop = LockedValue(false)
+        let logged = LockedValue([Int](repeating: 0, count: threads))
         let done = LockedValue(0)
         for thread in 0..<threads {
             Thread.detachNewThread {
-                for index in 0..<perThread { logger.info("t\(thread)-\(index)") }
+                var index = 0
+                while !stop.current {
+                    if index >= (stage.current + 1) * aheadPerStage {
+                        usleepShort()
+                        continue
+                    }
+                    logger.info("t\(thread)-\(index)")
+                    index += 1
+                }
+                logged.withLock { $0[thread] = index }
                 done.withLock { $0 += 1 }
             }
         }
-        for destination in seconds {
-            try await Task.sleep(for: .milliseconds(5))
+        // A thousand more events before each handover and after the last: each destination gets some.
+        func progress() async -> Bool {
+            let start = logger.pipeline.currentStatistics.submitted
+            return await eventually(timeout: .seconds(120)) {
+                logger.pipeline.currentStatistics.submitted >= start + 1_000
+            }
+        }
+        for (index, destination) in seconds.enumerated() {
+            #expect(await progress(), "the callers log before handover \(index)")
             let failure = await offThePool {
                 logger.pipeline.reconfigure {
                     .init(routes: [.init(destination)], builder: RecordBuilder(runtime: Fixtures.runtime))
                 }
             }
             #expect(failure == nil)
+            #expect(done.current == 0, "handover \(index) happened while the callers logged")
+            stage.withLock { $0 += 1 }
         }
+        #expect(await progress(), "the callers log after the last handover")
+        stop.withLock { $0 = true }
         #expect(await eventually(timeout: .seconds(60)) { done.current == threads })
         try await logger.flush()
 
         let all = ([first] + seconds).flatMap(\.records)
-        #expect(all.count == threads * perThread, "every event once: \(all.count)")
+        let total = logged.current.reduce(0, +)
+        #expect(all.count == total, "every event once: \(all.count) of \(total)")
         #expect(Set(all.map(\.eventID)).count == all.count, "no event twice")
+        for (index, destination) in ([first] + seconds).enumerated() {
+            #expect(!destination.records.isEmpty, "destination \(index) took some of the events")
+        }
         // Per thread, in log order across the handovers.
         var order = ThreadOrder(threads: threads)
         for record in all { order.take(record.message) }
+        #expect(order.next == logged.current, "each thread's events, all of them, in order")
         #expect(logger.pipeline.currentStatistics.dropped == 0)
         await logger.pipeline.shutdown()
     }

@@ -192,56 +192,69 @@ import Glibc
         #expect(lines.current.contains { $0.contains("1 record(s) could not be read") })
     }
 
-    /// Fills `reservation` with record `index` on a thread of its own, after `delay`; returns whether it was done.
-    private func fillLater(
-        _ reservation: consuming SpoolReservation,
-        with index: Int,
-        after delay: Duration
-    ) -> LockedValue<Bool> {
-        let filled = LockedValue(false)
-        let box = ReservationBox(reservation)
-        let bytes = record(index)
+    /// Runs `work` on a thread of its own; returns whether it has returned.
+    private func onAThread(_ work: @escaping @Sendable () throws -> Void) -> LockedValue<Bool> {
+        let returned = LockedValue(false)
         Thread.detachNewThread {
-            Thread.sleep(
-                forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds)
-            )
-            box.fill(with: bytes)
-            filled.withLock { $0 = true }
+            do { try work() } catch { Issue.record(error) }
+            returned.withLock { $0 = true }
         }
-        return filled
+        return returned
     }
 
-    @Test func droppingTheSegmentOfAPlaceBeingFilledWaitsForItsCopy() throws {
+    /// A spool configuration that says when a close or a drop begins to wait for a place being filled.
+    private func configurationSeeingWaits(
+        _ configuration: Spool.Configuration
+    ) -> (Spool.Configuration, waiting: LockedValue<Bool>) {
+        let waiting = LockedValue(false)
+        var configuration = configuration
+        configuration.onWaitingForAFill = { waiting.withLock { $0 = true } }
+        return (configuration, waiting)
+    }
+
+    @Test func droppingTheSegmentOfAPlaceBeingFilledWaitsForItsCopy() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         // Two segments of 4 KiB: appending past the second drops the first, with the place reserved in it.
-        let spool = try Spool(
-            configuration: configuration(folder, segmentBytes: 4 << 10, maxTotalBytes: 8 << 10),
-            diagnostics: DiagnosticSink { _ in }
+        let (configuration, waiting) = configurationSeeingWaits(
+            configuration(folder, segmentBytes: 4 << 10, maxTotalBytes: 8 << 10)
         )
+        let spool = try Spool(configuration: configuration, diagnostics: DiagnosticSink { _ in })
         defer { spool.close() }
-        let filled = fillLater(try reserve(0, in: spool), with: 0, after: .milliseconds(50))
+        let box = ReservationBox(try reserve(0, in: spool))
         var index = 1
-        while spool.counterSnapshot.droppedRecords == 0, index < 1_000 {
+        while spool.takesWithoutDropping(record(index).count), index < 1_000 {
             try spool.append(record(index))
             index += 1
         }
-        #expect(filled.current, "the segment was dropped (and unmapped) only once its place was filled")
+        #expect(spool.counterSnapshot.droppedRecords == 0)
+        // The next append drops the first segment: it waits for the place's copy, however long that takes.
+        let last = index
+        let bytes = record(last)
+        let appended = onAThread { try spool.append(bytes) }
+        #expect(await eventually { waiting.current }, "the drop waits for the place being filled")
+        #expect(!appended.current, "the segment was not dropped (and unmapped) before its place was filled")
+        box.fill(with: record(0))
+        #expect(await eventually { appended.current })
         #expect(spool.counterSnapshot.droppedRecords > 0)
         let records = readAll(spool).records
         #expect(!records.contains(text([0])[0]), "the dropped record is gone")
-        #expect(records.last == text([index - 1])[0])
+        #expect(records.last == text([last])[0])
     }
 
-    @Test func closingWaitsForAPlaceBeingFilledAndKeepsItsRecord() throws {
+    @Test func closingWaitsForAPlaceBeingFilledAndKeepsItsRecord() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let spool = try Spool(configuration: configuration(folder))
+        let (configuration, waiting) = configurationSeeingWaits(configuration(folder))
+        let spool = try Spool(configuration: configuration)
         try spool.append(record(0))
-        let filled = fillLater(try reserve(1, in: spool), with: 1, after: .milliseconds(50))
-        spool.close()
-        #expect(filled.current, "the spool closed (and unmapped its segments) only once the place was filled")
-        let reopened = try Spool(configuration: configuration(folder))
+        let box = ReservationBox(try reserve(1, in: spool))
+        let closed = onAThread { spool.close() }
+        #expect(await eventually { waiting.current }, "closing waits for the place being filled")
+        #expect(!closed.current, "the spool did not close (and unmap its segments) before the place was filled")
+        box.fill(with: record(1))
+        #expect(await eventually { closed.current })
+        let reopened = try Spool(configuration: self.configuration(folder))
         defer { reopened.close() }
         #expect(readAll(reopened).records == text(0..<2))
     }

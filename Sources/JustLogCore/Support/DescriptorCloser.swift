@@ -19,6 +19,14 @@ package struct DescriptorCloser: Sendable {
     /// Returns once every descriptor handed to ``close(_:)`` before is closed.
     package func drain() { waitForCloses() }
 
+    /// This closer, calling `onDrain` as a ``drain()`` begins (tests see a shutdown wait for the closes).
+    package func observingDrain(_ onDrain: @escaping @Sendable () -> Void) -> DescriptorCloser {
+        DescriptorCloser(close: closeDescriptor) { [waitForCloses] in
+            onDrain()
+            waitForCloses()
+        }
+    }
+
     /// ``background``: at most this many descriptors wait for its queue; past it the caller closes its own. A
     /// starved queue (a loaded machine, a tiny rotation size) must not hold the process's descriptors.
     static let maximumWaiting = 8

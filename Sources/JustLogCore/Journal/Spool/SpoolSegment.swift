@@ -387,12 +387,20 @@ final class SpoolSegment {
     }
 
     /// Waits until every place reserved from `offset` (a frame boundary) to ``end`` is filled — its commit mark
-    /// set, loaded with acquire ordering: the filler's last write to the segment. Yields the processor meanwhile.
-    func waitUntilFilled(from offset: Int) {
+    /// set, loaded with acquire ordering: the filler's last write to the segment. Yields the processor meanwhile;
+    /// calls `onWaiting` once, before the first wait, if there is one.
+    func waitUntilFilled(from offset: Int, onWaiting: (() -> Void)? = nil) {
         guard format.isFramed, firstReservedOffset < end else { return }
         var position = frameStart(max(offset, firstReservedOffset))
+        var waited = false
         while position < end {
-            while !isCommitted(at: position) { sched_yield() }
+            while !isCommitted(at: position) {
+                if !waited {
+                    waited = true
+                    onWaiting?()
+                }
+                sched_yield()
+            }
             position = nextFrame(after: position)
         }
     }

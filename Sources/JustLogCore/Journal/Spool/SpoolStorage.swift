@@ -410,7 +410,8 @@ final class SpoolStorage {
     private func waitForFills(in segments: some Sequence<SpoolSegment>) {
         for segment in segments where segment.sequence >= cursor.segment {
             segment.waitUntilFilled(
-                from: segment.sequence == cursor.segment ? cursor.offset : segment.firstFrameOffset
+                from: segment.sequence == cursor.segment ? cursor.offset : segment.firstFrameOffset,
+                onWaiting: configuration.onWaitingForAFill
             )
         }
     }
