@@ -3,8 +3,6 @@ import JustLogCore
 import JustLogTestSupport
 import Testing
 
-/// A log file path in `folder` that links to /dev/full, whose writes all fail with ENOSPC like a full disk; `nil`
-/// where there is no /dev/full.
 /// A log path in `folder` that is a link to `/dev/full`, where every write fails with `ENOSPC` (tests that use it
 /// are enabled only ``ifThereIsADevFull``: elsewhere they are skipped, not passed without running).
 private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL {

@@ -192,14 +192,17 @@ import Glibc
         #expect(lines.current.contains { $0.contains("1 record(s) could not be read") })
     }
 
-    /// Runs `work` on a thread of its own; returns whether it has returned.
-    private func onAThread(_ work: @escaping @Sendable () throws -> Void) -> LockedValue<Bool> {
+    /// Runs `work` on a thread of its own; says whether it has returned, and what it threw.
+    private func onAThread(
+        _ work: @escaping @Sendable () throws -> Void
+    ) -> (returned: LockedValue<Bool>, error: LockedValue<String?>) {
         let returned = LockedValue(false)
+        let thrown = LockedValue<String?>(nil)
         Thread.detachNewThread {
-            do { try work() } catch { Issue.record(error) }
+            do { try work() } catch { thrown.withLock { $0 = "\(error)" } }
             returned.withLock { $0 = true }
         }
-        return returned
+        return (returned, thrown)
     }
 
     /// A spool configuration that says when a close or a drop begins to wait for a place being filled.
@@ -222,6 +225,8 @@ import Glibc
         let spool = try Spool(configuration: configuration, diagnostics: DiagnosticSink { _ in })
         defer { spool.close() }
         let box = ReservationBox(try reserve(0, in: spool))
+        // Filled on every path (a no-op once filled): the close deferred above would wait for it forever.
+        defer { box.fill(with: record(0)) }
         var index = 1
         while spool.takesWithoutDropping(record(index).count), index < 1_000 {
             try spool.append(record(index))
@@ -231,11 +236,12 @@ import Glibc
         // The next append drops the first segment: it waits for the place's copy, however long that takes.
         let last = index
         let bytes = record(last)
-        let appended = onAThread { try spool.append(bytes) }
+        let append = onAThread { try spool.append(bytes) }
         #expect(await eventually { waiting.current }, "the drop waits for the place being filled")
-        #expect(!appended.current, "the segment was not dropped (and unmapped) before its place was filled")
+        #expect(!append.returned.current, "the segment was not dropped (and unmapped) before its place was filled")
         box.fill(with: record(0))
-        #expect(await eventually { appended.current })
+        #expect(await eventually { append.returned.current })
+        #expect(append.error.current == nil)
         #expect(spool.counterSnapshot.droppedRecords > 0)
         let records = readAll(spool).records
         #expect(!records.contains(text([0])[0]), "the dropped record is gone")
@@ -249,11 +255,11 @@ import Glibc
         let spool = try Spool(configuration: configuration)
         try spool.append(record(0))
         let box = ReservationBox(try reserve(1, in: spool))
-        let closed = onAThread { spool.close() }
+        let close = onAThread { spool.close() }
         #expect(await eventually { waiting.current }, "closing waits for the place being filled")
-        #expect(!closed.current, "the spool did not close (and unmap its segments) before the place was filled")
+        #expect(!close.returned.current, "the spool did not close (and unmap its segments) before the place was filled")
         box.fill(with: record(1))
-        #expect(await eventually { closed.current })
+        #expect(await eventually { close.returned.current })
         let reopened = try Spool(configuration: self.configuration(folder))
         defer { reopened.close() }
         #expect(readAll(reopened).records == text(0..<2))

@@ -85,7 +85,8 @@ package struct LineTemplates: Sendable {
     /// it, never a line with another format's defaults.
     private var presetsOfAnotherFormat = false
     /// The templates, which these hold; a lookup hands out an unowned reference (below), so that writing a line
-    /// does not retain and release its template (three atomic operations a line, measured under callgrind).
+    /// does not retain and release its template (BENCHMARKS.md part 29: the owned reference cost five atomic
+    /// operations a line).
     private var slots: [LineTemplate?]
     /// Each slot's template, unowned, and its layout's number (0: none): what a lookup reads.
     private var unownedSlots: [Unmanaged<LineTemplate>?]
@@ -115,8 +116,9 @@ package struct LineTemplates: Sendable {
 
     /// What the slots hold for a record's layout.
     enum Lookup {
-        /// The template, unowned: valid while these templates are neither changed nor freed (use it with
-        /// `_withUnsafeGuaranteedRef` before the next ``store(_:for:)``).
+        /// The template, unowned: valid while these templates are neither changed nor freed — use it (with
+        /// `_withUnsafeGuaranteedRef`) within the access to them that looked it up, before any ``store(_:for:)``,
+        /// and never keep it.
         case template(Unmanaged<LineTemplate>)
         /// The format declines the layout.
         case declined

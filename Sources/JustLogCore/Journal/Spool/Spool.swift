@@ -77,8 +77,8 @@ public final class Spool: @unchecked Sendable {
         public var name: String
 
         /// Called when closing the spool, or dropping its oldest segment at the cap, finds a place reserved there
-        /// still being filled, once before it waits for the fill (tests see the wait begin; it runs under the
-        /// spool's lock: it must not call the spool).
+        /// still being filled: before it waits, once for each segment it waits on (tests see the wait begin; it
+        /// runs under the spool's lock: it must not call the spool).
         package var onWaitingForAFill: (@Sendable () -> Void)?
 
         /// The most segment files the spool keeps (at least two): it drops its oldest when it needs one more.
