@@ -122,10 +122,7 @@ package final class DirectFormat: Sendable {
         switch templates.lookUp(layout, in: batch) {
         case .template(let found):
             // `templates` holds it, and nothing changes them until the line is written.
-            found._withUnsafeGuaranteedRef { template in
-                assert(template.layout == layout, "a slot's template is of its layout")
-                write(template, of: record, in: batch, times: &times, into: &out)
-            }
+            found._withUnsafeGuaranteedRef { write($0, of: record, in: batch, times: &times, into: &out) }
         case .declined: return false
         case .missing:
             let built =

@@ -88,9 +88,8 @@ package struct LineTemplates: Sendable {
     /// does not retain and release its template (BENCHMARKS.md part 29: the owned reference cost five atomic
     /// operations a line).
     private var slots: [LineTemplate?]
-    /// Each slot's template, unowned, and its layout's number (0: none): what a lookup reads.
+    /// Each slot's template, unowned: what a lookup reads.
     private var unownedSlots: [Unmanaged<LineTemplate>?]
-    private var slotLayouts: [Int]
     /// The layout each slot's format declines, if any: its records take the general path without a new attempt.
     private var declined: [Int]
 
@@ -101,7 +100,6 @@ package struct LineTemplates: Sendable {
         self.flattenedPresets = flattenedPresets
         slots = Array(repeating: nil, count: Self.slotCount)
         unownedSlots = Array(repeating: nil, count: Self.slotCount)
-        slotLayouts = Array(repeating: 0, count: Self.slotCount)
         declined = Array(repeating: 0, count: Self.slotCount)
     }
 
@@ -134,13 +132,14 @@ package struct LineTemplates: Sendable {
             for index in slots.indices {
                 slots[index] = nil
                 unownedSlots[index] = nil
-                slotLayouts[index] = 0
                 declined[index] = 0
             }
         }
         if presetsOfAnotherFormat { return .declined }
         let slot = LayoutTable.slot(ofNumber: layout)
-        if slotLayouts[slot] == layout, let template = unownedSlots[slot] { return .template(template) }
+        if let template = unownedSlots[slot], template._withUnsafeGuaranteedRef({ $0.layout }) == layout {
+            return .template(template)
+        }
         return declined[slot] == layout ? .declined : .missing
     }
 
@@ -152,7 +151,6 @@ package struct LineTemplates: Sendable {
         guard slot < LayoutTable.slotCount else { return }
         slots[slot] = template
         unownedSlots[slot] = template.map(Unmanaged.passUnretained)
-        slotLayouts[slot] = template == nil ? 0 : layout
         declined[slot] = template == nil ? layout : 0
     }
 }
