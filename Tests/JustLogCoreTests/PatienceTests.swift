@@ -45,6 +45,37 @@ import Testing
         #expect(abs(left - 0.4) < 1e-6, "\(left) s left")
     }
 
+    /// A program stopped for 3 s between two waits (the owner reading the destinations' progress, or taking a lock,
+    /// when ThreadSanitizer paused every thread) does not count that stop either: it had only measured its waits,
+    /// and the exit flush's 3 s patience ran out at once in CI while the destinations were still writing.
+    @Test func aStopBetweenWaitsIsNotCountedEither() {
+        let clock = ManualClock()
+        var patience = Patience(seconds: 1, clock: clock.read)
+        clock.advance(seconds: 0.5)
+        #expect(patience.nextWait() == Patience.poll)
+        clock.advance(seconds: Patience.poll)
+        patience.woke()
+        #expect(patience.notRunning == 0)
+        // Stopped for 3 s after the wait, before the next.
+        clock.advance(seconds: 3)
+        #expect(patience.nextWait() == Patience.poll)
+        #expect(patience.notRunning == 3_000_000_000)
+        // 0.5 s were left at the first wait; it counted its 0.1 s, and nothing of the stop.
+        let left = patience.remainingForTest(clock)
+        #expect(abs(left - 0.4) < 1e-6, "\(left) s left")
+        // The owner's own quick work between waits is counted, as a wait's small lateness is.
+        var quick = Patience(seconds: 1, clock: clock.read)
+        var waited = 0.0
+        while let wait = quick.nextWait() {
+            clock.advance(seconds: wait)
+            quick.woke()
+            clock.advance(seconds: 0.01)
+            waited += wait + 0.01
+        }
+        #expect(quick.notRunning == 0)
+        #expect(waited >= 1.0 && waited < 1.1, "gave up after \(waited) s")
+    }
+
     /// Even when every wait wakes late, the patience runs out after `seconds` of the waits' own time: a program that
     /// runs only now and then still gives up on a stalled destination — and within ~10 times its patience however
     /// late each wake (uncapped, a wake 0.95 s late on each 0.1 s wait would stretch it tenfold, and more for more).

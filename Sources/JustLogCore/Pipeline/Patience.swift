@@ -17,6 +17,11 @@ import Android
 /// destinations made no progress for `seconds` of the program's running time: an exit flush through a stalled
 /// destination gives up as before; a program stopped for longer than its patience during one loses nothing.
 ///
+/// The owner's own work between two waits (reading the destinations' progress, taking a lock) is held to the same
+/// measure: a stall there (a stop, a sanitizer's pause of every thread) is not counted either. Before, only the
+/// waits were measured: under ThreadSanitizer in CI, a pause while the exit flush read the progress used up its
+/// whole 3 s patience at once, and it gave up on destinations that were still writing.
+///
 /// Short late wakes add up to at most ``starvedLimit`` times `seconds`: a program held back on every wake (a
 /// container throttled to a sliver of a core) still gives up on a stalled destination within about ten times its
 /// patience. A single late wake longer than the patience itself (a stop) is never capped.
@@ -56,6 +61,8 @@ package struct Patience {
     private var deadline: UInt64
     /// When the wait that ``nextWait()`` allowed should end at the latest.
     private var wakeDue: UInt64?
+    /// When ``woke()`` last measured a wait: the owner's work since, up to the next ``nextWait()``, is measured too.
+    private var wokeAt: UInt64?
     /// Nanoseconds of short late wakes not counted (see ``starvedLimit``).
     private var starved: UInt64 = 0
     /// Nanoseconds the program did not run while it waited, and that were not counted.
@@ -72,11 +79,17 @@ package struct Patience {
     package mutating func restart() {
         deadline = clock() &+ patience
         wakeDue = nil
+        wokeAt = nil
     }
 
     /// How long the next wait may sleep, in seconds (at most ``poll``); `nil` once the patience ran out.
     package mutating func nextWait() -> Double? {
         let now = clock()
+        // The owner's work since the last wait took longer than a loaded machine's delay: it did not run.
+        if let since = wokeAt {
+            wokeAt = nil
+            if now > since { notCounting(now - since) }
+        }
         guard now < deadline else {
             wakeDue = nil
             return nil
@@ -92,8 +105,15 @@ package struct Patience {
         guard let due = wakeDue else { return }
         wakeDue = nil
         let now = clock()
-        guard now > due, now - due > Self.lateness else { return }
-        var late = now - due
+        wokeAt = now
+        if now > due { notCounting(now - due) }
+    }
+
+    /// `late` nanoseconds passed where the program should have run at once: beyond ``lateness``, the program did not
+    /// run, and the deadline moves on by them (short ones within ``starvedLimit``).
+    private mutating func notCounting(_ late: UInt64) {
+        guard late > Self.lateness else { return }
+        var late = late
         if late < patience {
             late = min(late, Self.starvedLimit &* patience &- starved)
             starved &+= late
