@@ -146,6 +146,36 @@ import Testing
         #expect(countOnly.capture.records.map(\.message) == [everything.records.last?.message])
     }
 
+    /// A record the codec can't read (written by a newer version) is skipped, counted and reported; the records
+    /// after it arrive. (Reads copied the records one after another, `\n` between: the codec could not tell where an
+    /// unreadable one ended, and the rest of its read — up to 256 events — was lost with it.)
+    @Test func aRecordOfANewerVersionIsSkippedAndReportedAndTheRecordsAfterItArrive() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let earlier = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        for index in 0..<50 {
+            var record = encoded(event(index), sequence: UInt64(index))
+            if index == 20 { record[0] = JournalCodec.version &+ 1 }
+            _ = earlier.append(record)
+        }
+        earlier.close()
+        let reports = LockedValue<[String]>([])
+        let capture = CapturingDestination()
+        let pipeline = LogPipeline(
+            setup: .init(
+                routes: [.init(capture)],
+                journal: try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+            ),
+            diagnostics: DiagnosticSink { line in reports.withLock { $0.append(line) } }
+        )
+        await pipeline.shutdown()
+        let messages = capture.records.map(\.message)
+        #expect(messages.dropLast() == (0..<50).filter { $0 != 20 }.map { "journal event \($0) ✓" })
+        #expect(capture.records.last?.userInfo["recovered_events"] == .uint(49))
+        let reported = reports.current
+        #expect(reported.contains { $0.hasPrefix("JustLog: 1 event(s) in the log journal") }, "\(reported)")
+    }
+
     @Test func whatWasWrittenIsNotRecoveredAgain() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

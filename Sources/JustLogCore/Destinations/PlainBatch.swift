@@ -19,8 +19,8 @@ package protocol PipelineHoldingBack: LogDestination {
 /// Plain records read from the journal, in the order they were logged, for a ``PlainBatchWriting`` destination
 /// to format with ``format`` — or, for a record the direct format declines, to write as ``record(at:)``.
 ///
-/// It points into the journal's read buffer: it is valid only during the ``PlainBatchWriting/write(_:)`` call
-/// that receives it.
+/// It points into the journal's memory, where the records lie (see ``SpoolRecords``): it is valid only during the
+/// ``PlainBatchWriting/write(_:)`` call that receives it.
 package struct PlainBatch {
     let bytes: UnsafeRawBufferPointer
     let records: [JournalRecordView]

@@ -130,55 +130,43 @@ public final class EventJournal: Sendable {
         spool.acknowledge(upTo: position)
     }
 
-    /// Every record of `batch`, read with ``read(from:before:maxRecords:reusing:)`` from the oldest not yet
-    /// acknowledged, is written by every destination (no frame is walked to count them).
-    func acknowledge(_ batch: SpoolBatch) {
-        spool.acknowledge(batch.extent)
+    /// Every one of `records`, read with ``read(from:before:maxRecords:)`` from the oldest not yet acknowledged, is
+    /// written by every destination (no frame is walked to count them). Their bytes may be reused from now on.
+    func acknowledge(_ records: SpoolRecords) {
+        spool.acknowledge(records.extent)
     }
 
-    /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later), each followed by
-    /// `\n`, with where the first one starts (later than `position` if the records there were dropped at the cap)
-    /// and the position after them. The batch's bytes share `storage`'s memory (see
-    /// ``Spool/read(from:maxBytes:maxRecords:reusing:)``).
-    func read(
-        from position: SpoolPosition,
-        before limit: SpoolPosition? = nil,
-        maxRecords: Int,
-        reusing storage: inout [UInt8]
-    ) -> SpoolBatch {
-        spool.read(from: position, before: limit, maxBytes: 1 << 20, maxRecords: maxRecords, reusing: &storage)
+    /// Reads at most `maxRecords` records from `position` (none that starts at `limit` or later) where they lie,
+    /// with where the first one starts (later than `position` if the records there were dropped at the cap) and the
+    /// position after them: see ``SpoolRecords``. Only the pipeline's thread reads, and it acknowledges records
+    /// only once it has written them.
+    func read(from position: SpoolPosition, before limit: SpoolPosition? = nil, maxRecords: Int) -> SpoolRecords {
+        spool.readInPlace(from: position, before: limit, maxRecords: maxRecords)
     }
 
-    /// The entries of `batch`. A record that can't be decoded (written by a newer version) ends the batch: it and
-    /// the rest of the batch are counted in `unreadable` (and skipped).
-    static func entries(of batch: SpoolBatch) -> (entries: [JournalEntry], unreadable: Int) {
+    /// The entries of `records`. A record that can't be decoded (written by a newer version) is counted in
+    /// `unreadable` and skipped.
+    static func entries(of records: SpoolRecords) -> (entries: [JournalEntry], unreadable: Int) {
         var entries: [JournalEntry] = []
-        entries.reserveCapacity(batch.recordCount)
+        entries.reserveCapacity(records.recordCount)
         var unreadable = 0
-        batch.bytes.withUnsafeBytes { bytes in
-            var offset = 0
-            for _ in 0..<batch.recordCount {
-                guard let (entry, next) = entry(in: bytes, at: offset) else {
-                    // The codec can't tell where an unreadable record ends: the rest of this batch is lost.
-                    unreadable = batch.recordCount - entries.count
-                    break
+        records.withPayloads { bytes, payloads in
+            while let payload = payloads.next() {
+                if let entry = entry(in: bytes, payload) {
+                    entries.append(entry)
+                } else {
+                    unreadable += 1
                 }
-                entries.append(entry)
-                offset = next
             }
         }
         return (entries, unreadable)
     }
 
-    /// The entry whose record starts at `offset` of a batch's bytes and where the next record starts, or `nil` if
-    /// it can't be decoded.
-    static func entry(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (JournalEntry, next: Int)? {
-        guard offset < bytes.count else { return nil }
-        let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-        guard let (entry, consumed) = try? JournalCodec.decode(rest), consumed < rest.count,
-            rest[consumed] == UInt8(ascii: "\n")
-        else { return nil }
-        return (entry, offset + consumed + 1)
+    /// The entry of the record whose payload is `payload` of `bytes`, or `nil` if it can't be decoded whole.
+    static func entry(in bytes: UnsafeRawBufferPointer, _ payload: Range<Int>) -> JournalEntry? {
+        let record = UnsafeRawBufferPointer(rebasing: bytes[payload])
+        guard let (entry, consumed) = try? JournalCodec.decode(record), consumed == record.count else { return nil }
+        return entry
     }
 
     /// The bytes of the records not yet acknowledged.

@@ -517,10 +517,10 @@ struct RecordDispatcher: Sendable {
 
     /// Writes records read from the journal to the background destinations, in order: plain ones straight from
     /// their bytes to the destinations that can (see ``PlainBatch``), every other one built the general way.
-    /// Returns how many were written, and how many could not be read (a record the codec can't read ends the
-    /// chunk: it can't tell where that record ends).
-    func writeBackground(journaled chunk: SpoolBatch) -> (records: Int, unreadable: Int) {
-        chunk.bytes.withUnsafeBytes { bytes in
+    /// Returns how many were written, and how many could not be read (written by a newer version, or damaged
+    /// within an intact frame): those are skipped.
+    func writeBackground(journaled chunk: SpoolRecords) -> (records: Int, unreadable: Int) {
+        chunk.withPayloads { bytes, payloads in
             var plain: [JournalRecordView] = []
             var members: [JournalRecordView.Member] = []
             // Once per chunk: growing them record by record copied them ten times over (~225 instructions/event).
@@ -557,43 +557,43 @@ struct RecordDispatcher: Sendable {
                 writeBackground(built)
                 built.removeAll(keepingCapacity: true)
             }
-            var offset = 0
             var read = 0
-            while read < chunk.recordCount {
-                if let view = plainRecord(in: bytes, at: offset, members: &members) {
+            var unreadable = 0
+            while let payload = payloads.next() {
+                if let view = plainRecord(in: bytes, payload, members: &members) {
                     writeBuilt()
                     plain.append(view)
-                    offset = view.bytes.upperBound + 1
-                } else if let (entry, next) = EventJournal.entry(in: bytes, at: offset) {
+                } else if let entry = EventJournal.entry(in: bytes, payload) {
                     writePlain()
                     built.append(record(recovered: entry))
-                    offset = next
                 } else {
-                    break
+                    unreadable += 1
+                    continue
                 }
                 read += 1
             }
             writeBuilt()
             writePlain()
-            return (read, chunk.recordCount - read)
+            return (read, unreadable)
         }
     }
 
-    /// The plain record at `offset` of a chunk's bytes, followed by its `\n`, if the direct format is on.
+    /// The plain record whose payload is `payload` of a chunk's bytes, if the direct format is on.
     private func plainRecord(
         in bytes: UnsafeRawBufferPointer,
-        at offset: Int,
+        _ payload: Range<Int>,
         members: inout [JournalRecordView.Member]
     ) -> JournalRecordView? {
-        guard let plainMessageLimit, offset < bytes.count,
+        // The reader's bytes end where the record does: it checks every length against them.
+        guard let plainMessageLimit,
             let view = JournalRecordView.plain(
-                in: bytes,
-                at: offset,
+                in: UnsafeRawBufferPointer(rebasing: bytes[..<payload.upperBound]),
+                at: payload.lowerBound,
                 maximumMessageBytes: plainMessageLimit,
                 members: &members
             )
         else { return nil }
-        guard view.bytes.upperBound < bytes.count, bytes[view.bytes.upperBound] == UInt8(ascii: "\n") else {
+        guard view.bytes.upperBound == payload.upperBound else {
             members.removeSubrange(view.members)
             return nil
         }

@@ -128,10 +128,6 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var workerFinished = false
     @exclusivity(unchecked) private var exiting = false
     @exclusivity(unchecked) private var destinationFailure: (any Error)?
-    /// The memory journal reads copy into, kept from one read to the next (a chunk may be a megabyte: a fresh
-    /// one each time would cost an allocation and the kernel's zeroing of its pages). The worker's alone, not
-    /// under the lock.
-    private var journalReadStorage: [UInt8] = []
 
     init(
         dispatcher: RecordDispatcher,
@@ -1099,19 +1095,14 @@ final class PipelineQueue: @unchecked Sendable {
         from start: SpoolPosition,
         before limit: SpoolPosition? = nil,
         count: Int,
-        _ body: (SpoolBatch) -> Void
+        _ body: (SpoolRecords) -> Void
     ) -> Int {
         var position = start
         var remaining = count
         var unfilledWaits = 0
         while remaining > 0 {
             let chunkLimit = lock.withLock { exiting ? Self.exitBatchLimit : Self.writeLimit }
-            let chunk = journal.read(
-                from: position,
-                before: limit,
-                maxRecords: min(remaining, chunkLimit),
-                reusing: &journalReadStorage
-            )
+            let chunk = journal.read(from: position, before: limit, maxRecords: min(remaining, chunkLimit))
             guard chunk.recordCount > 0 else {
                 guard chunk.endsAtUnfilledRecord else { break }
                 // A log call is copying its record in (outside every lock; see `submitJournaled`): a moment.
@@ -1122,7 +1113,7 @@ final class PipelineQueue: @unchecked Sendable {
             unfilledWaits = 0
             body(chunk)
             remaining -= chunk.recordCount
-            position = chunk.end
+            position = chunk.extent.end
             _ = showProgress()
         }
         return remaining

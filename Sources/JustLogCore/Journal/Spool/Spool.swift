@@ -105,9 +105,10 @@ public final class Spool: @unchecked Sendable {
     private let diagnostics: DiagnosticSink
     private let lock = SpoolLock()
     /// Held by the reader's calls while they work outside `lock` — ``read(from:maxBytes:maxRecords:)`` copying
-    /// records, ``acknowledge(upTo:)`` writing the cursor and deleting or zeroing the segments it retired — and by
-    /// ``close()``: a segment is never retired while a read copies from it, and nothing runs after the spool closed.
-    /// Taken before `lock`.
+    /// records, ``readInPlace(from:before:maxRecords:)`` walking their frames, ``acknowledge(upTo:)`` writing the
+    /// cursor and deleting or zeroing the segments it retired — and by ``close()``: a segment is never retired while
+    /// a read copies from it, and nothing runs after the spool closed. (Records read in place are read after the
+    /// lock is let go, until their reader acknowledges them: see ``SpoolRecords``.) Taken before `lock`.
     private let readerLock = ConditionLock()
     @exclusivity(unchecked) private var state: State = .unopened {  // under `lock`
         didSet {
@@ -406,6 +407,20 @@ public final class Spool: @unchecked Sendable {
             // Copied outside the lock appends take.
             guard let plan else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
             return plan.read(before: limit, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
+        }
+    }
+
+    /// At most `maxRecords` records from `position` (none that starts at `limit` or later), read where they lie in
+    /// one segment, nothing copied: see ``SpoolRecords``, and for the one who may read this way. The records of
+    /// the next segment come with the next read.
+    func readInPlace(from position: SpoolPosition, before limit: SpoolPosition?, maxRecords: Int) -> SpoolRecords {
+        readerLock.withLock {
+            let plan = lock.withLock { () -> SpoolReadPlan? in
+                guard case .open(let storage) = state else { return nil }
+                return storage.readPlan(from: position)
+            }
+            // The frames walked outside the lock appends take.
+            return plan?.readInPlace(before: limit, maxRecords: maxRecords) ?? SpoolRecords(none: position)
         }
     }
 

@@ -693,4 +693,58 @@ struct SpoolReadPlan {
         batch.endsAtUnfilledRecord = unfilled
         return batch
     }
+
+    /// At most `maxRecords` records from ``position`` (none that starts at `limit` or later), where they lie: those
+    /// of the first segment that has any from there — the next read takes the next segment's. Their extent is the
+    /// one ``read(before:maxBytes:maxRecords:reusing:)`` gives the same records. See ``SpoolRecords``.
+    func readInPlace(before limit: SpoolPosition?, maxRecords: Int) -> SpoolRecords {
+        var position = self.position
+        guard !segments.isEmpty else { return SpoolRecords(none: position) }
+        var index = 0
+        if segments[index].segment.sequence != position.segment {
+            position = SpoolPosition(
+                segment: segments[index].segment.sequence,
+                offset: segments[index].segment.firstFrameOffset
+            )
+        }
+        position.offset = segments[index].segment.frameStart(position.offset)
+        let start = position
+        // Past the end of a segment that was the newest when it was last read: the records start in the next.
+        while position.offset >= segments[index].end, index + 1 < segments.count {
+            index += 1
+            let segment = segments[index].segment
+            position = SpoolPosition(segment: segment.sequence, offset: segment.frameStart(segment.firstFrameOffset))
+        }
+        let (segment, end) = segments[index]
+        let first = position.offset
+        var count = 0
+        var bytes = 0
+        var unfilled = false
+        /// Where the last record's payload ends.
+        var last = first
+        while count < maxRecords, position.offset < end {
+            if let limit, position >= limit { break }
+            guard segment.isCommitted(at: position.offset) else {
+                unfilled = true
+                break
+            }
+            let length = segment.recordLength(at: position.offset)
+            bytes += length + 1
+            count += 1
+            last = position.offset + segment.format.frameHeaderSize + length
+            position.offset = segment.frameStart(last)
+        }
+        // At the end of a full segment: the start of the next one (as a copying read ends).
+        if position.offset >= end, index + 1 < segments.count {
+            let next = segments[index + 1].segment
+            position = SpoolPosition(segment: next.sequence, offset: next.firstFrameOffset)
+        }
+        return SpoolRecords(
+            segment: segment,
+            from: first,
+            to: last,
+            extent: SpoolExtent(start: start, end: position, records: count, bytes: bytes),
+            endsAtUnfilledRecord: unfilled
+        )
+    }
 }
