@@ -167,14 +167,14 @@ import Testing
             var templates = LineTemplates.aggregated()
             var out = OutputBuffer()
             for index in 0..<batch.count {
-                lineFormat.writeFilePrefix(
-                    level: batch.level(at: index),
-                    timestamp: batch.timestamp(at: index),
-                    times: &lineTimes,
+                batch.writeFileLine(
+                    at: index,
+                    lineFormat: lineFormat,
+                    lineTimes: &lineTimes,
+                    times: &timestamps,
+                    templates: &templates,
                     into: &out
                 )
-                batch.writeAggregated(at: index, times: &timestamps, templates: &templates, into: &out)
-                out.append(UInt8(ascii: "\n"))
             }
             return out.bytes
         }
@@ -250,13 +250,24 @@ import Testing
         for defaults in [Self.defaults[0], Self.defaults[1], Self.defaults[0]] {
             let builder = builder(defaults)
             let format = try #require(DirectFormat(builder: builder))
+            let lineFormat = LineFormat(timeZone: Self.zone)
             let line = try withBatch(chunk([Self.events[0]]), count: 1, format: format, builder: builder) { batch in
+                var lineTimes = TimeTextCache(.line(Self.zone))
                 var times = TimeTextCache(.rfc3339)
                 var out = OutputBuffer()
-                batch.writeAggregated(at: 0, times: &times, templates: &templates, into: &out)
+                batch.writeFileLine(
+                    at: 0,
+                    lineFormat: lineFormat,
+                    lineTimes: &lineTimes,
+                    times: &times,
+                    templates: &templates,
+                    into: &out
+                )
                 return out.bytes
             }
-            #expect(line == AggregatedFormat.encode(builder.record(for: Self.events[0], sequence: 41)))
+            var expected: [UInt8] = []
+            lineFormat.writeFileLine(for: builder.record(for: Self.events[0], sequence: 41), into: &expected)
+            #expect(line == expected)
         }
     }
 
@@ -351,13 +362,24 @@ import Testing
     /// Writes every record of `batch` in both forms through one cache of templates each, expecting the lines of
     /// `records` (the general path's record of each).
     private func expectTheGeneralPathsLines(_ batch: PlainBatch, _ records: [LogRecord]) {
+        let lineFormat = LineFormat(timeZone: Self.zone)
+        var lineTimes = TimeTextCache(.line(Self.zone))
         var times = TimeTextCache(.rfc3339)
         var aggregated = LineTemplates.aggregated()
         var flattened = LineTemplates.flattened(presets: batch.format.presets)
         for (index, record) in records.enumerated() {
             var out = OutputBuffer()
-            batch.writeAggregated(at: index, times: &times, templates: &aggregated, into: &out)
-            #expect(out.bytes == AggregatedFormat.encode(record), "record \(index)")
+            batch.writeFileLine(
+                at: index,
+                lineFormat: lineFormat,
+                lineTimes: &lineTimes,
+                times: &times,
+                templates: &aggregated,
+                into: &out
+            )
+            var line: [UInt8] = []
+            lineFormat.writeFileLine(for: record, into: &line)
+            #expect(out.bytes == line, "record \(index)")
             out.removeAll()
             #expect(batch.writeFlattened(at: index, times: &times, templates: &flattened, into: &out))
             #expect(out.bytes == FlattenedFormat.encode(record), "record \(index)")

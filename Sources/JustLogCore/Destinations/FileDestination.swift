@@ -142,19 +142,14 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         state.withLock { state in
             state.lines.removeAll()
             for index in 0..<batch.count where batch.isIncluded(index) {
-                format.writeFilePrefix(
-                    level: batch.level(at: index),
-                    timestamp: batch.timestamp(at: index),
-                    times: &state.lineTimes,
-                    into: &state.lines.bytes
-                )
-                batch.writeAggregated(
+                batch.writeFileLine(
                     at: index,
+                    lineFormat: format,
+                    lineTimes: &state.lineTimes,
                     times: &state.timestamps,
                     templates: &state.templates,
                     into: &state.lines.bytes
                 )
-                state.lines.bytes.append(UInt8(ascii: "\n"))
                 state.lines.endLine()
             }
             state.writeLines(now: now, lossLine: lossLine)

@@ -82,18 +82,40 @@ package struct PlainBatch {
         LogBatch(records: (0..<count).filter(isIncluded).map(record(at:)))
     }
 
-    /// Appends the aggregated form of the record at `index` (SPEC §2) to `out`, through `templates`
-    /// (``LineTemplates/aggregated()``, kept by the destination from batch to batch).
-    package func writeAggregated(
+    /// Appends the file line of the record at `index` — `lineFormat`'s prefix, the aggregated form (SPEC §2), `\n` —
+    /// to `out`, through `templates` (``LineTemplates/aggregated()``): a record the direct format writes takes one
+    /// reservation of `out` for the whole line.
+    package func writeFileLine(
         at index: Int,
+        lineFormat: LineFormat,
+        lineTimes: inout TimeTextCache,
         times: inout TimeTextCache,
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) {
         assert(templates.flattenedPresets == nil, "aggregated lines need LineTemplates.aggregated()")
-        if !writeDirect(at: index, times: &times, templates: &templates, into: &out) {
-            out.append(AggregatedFormat.encode(record(at: index)))
-        }
+        let record = records[index]
+        let written = format.writeLine(
+            record,
+            layout: layouts[index],
+            in: self,
+            times: &times,
+            templates: &templates,
+            prefixBound: lineFormat.filePrefixBound(record.level),
+            prefix: {
+                lineFormat.writeFilePrefix(
+                    level: record.level,
+                    timestamp: record.timestamp,
+                    times: &lineTimes,
+                    into: &$0
+                )
+            },
+            into: &out
+        )
+        guard !written else { return }
+        lineFormat.writeFilePrefix(level: record.level, timestamp: record.timestamp, times: &lineTimes, into: &out)
+        out.append(AggregatedFormat.encode(self.record(at: index)))
+        out.append(UInt8(ascii: "\n"))
     }
 
     /// Appends the flattened form of the record at `index` (SPEC §3) with the presets of `templates` (see
@@ -105,18 +127,13 @@ package struct PlainBatch {
         into out: inout OutputBuffer
     ) -> Bool {
         assert(templates.flattenedPresets != nil, "flattened lines need LineTemplates.flattened(presets:)")
-        return writeDirect(at: index, times: &times, templates: &templates, into: &out)
-    }
-
-    /// The record at `index` written by ``DirectFormat`` through `templates`, in the form they were made for;
-    /// `false`, with `out` as it was, for a record it leaves to the general path.
-    @inline(__always)
-    private func writeDirect(
-        at index: Int,
-        times: inout TimeTextCache,
-        templates: inout LineTemplates,
-        into out: inout OutputBuffer
-    ) -> Bool {
-        format.write(records[index], layout: layouts[index], in: self, times: &times, templates: &templates, into: &out)
+        return format.write(
+            records[index],
+            layout: layouts[index],
+            in: self,
+            times: &times,
+            templates: &templates,
+            into: &out
+        )
     }
 }

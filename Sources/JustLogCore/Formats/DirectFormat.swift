@@ -119,10 +119,67 @@ package final class DirectFormat: Sendable {
         templates: inout LineTemplates,
         into out: inout OutputBuffer
     ) -> Bool {
+        write(record, layout: layout, in: batch, times: &times, templates: &templates, ends: 0, into: &out) { _ in
+        } after: { _ in
+        }
+    }
+
+    /// ``write(_:layout:in:times:templates:into:)`` as a line of a file: `prefix` (at most `prefixBound` bytes)
+    /// before the form, `\n` after it, all in the form's reservation (each reservation of an ``OutputBuffer``
+    /// checks its array's uniqueness and room). Returns `false` with `out` as it was — the prefix not written
+    /// either — when the record needs the general path.
+    func writeLine(
+        _ record: JournalRecordView,
+        layout: Int,
+        in batch: PlainBatch,
+        times: inout TimeTextCache,
+        templates: inout LineTemplates,
+        prefixBound: Int,
+        prefix: (inout RawWriter) -> Void,
+        into out: inout OutputBuffer
+    ) -> Bool {
+        write(
+            record,
+            layout: layout,
+            in: batch,
+            times: &times,
+            templates: &templates,
+            ends: prefixBound + 1,
+            into: &out,
+            before: prefix
+        ) { writer in
+            writer.byte(UInt8(ascii: "\n"))
+        }
+    }
+
+    /// The form of `record` between what `before` and `after` write, at most `ends` bytes in all.
+    @inline(__always)
+    private func write(
+        _ record: JournalRecordView,
+        layout: Int,
+        in batch: PlainBatch,
+        times: inout TimeTextCache,
+        templates: inout LineTemplates,
+        ends: Int,
+        into out: inout OutputBuffer,
+        before: (inout RawWriter) -> Void,
+        after: (inout RawWriter) -> Void
+    ) -> Bool {
         switch templates.lookUp(layout, in: batch) {
         case .template(let found):
             // `templates` holds it, and nothing changes them until the line is written.
-            found._withUnsafeGuaranteedRef { write($0, of: record, in: batch, times: &times, into: &out) }
+            found._withUnsafeGuaranteedRef { template in
+                write(
+                    template,
+                    of: record,
+                    in: batch,
+                    times: &times,
+                    ends: ends,
+                    into: &out,
+                    before: before,
+                    after: after
+                )
+            }
         case .declined: return false
         case .missing:
             let built =
@@ -133,7 +190,7 @@ package final class DirectFormat: Sendable {
                 }
             templates.store(built, for: layout)
             guard let built else { return false }
-            write(built, of: record, in: batch, times: &times, into: &out)
+            write(built, of: record, in: batch, times: &times, ends: ends, into: &out, before: before, after: after)
         }
         return true
     }
@@ -284,18 +341,24 @@ package final class DirectFormat: Sendable {
     // MARK: - Writing a line
 
     /// Writes `record`'s line from the template of its layout: the template's text, and the record's values in its
-    /// holes.
+    /// holes — between what `before` and `after` write (at most `ends` bytes in all).
+    @inline(__always)
     private func write(
         _ template: LineTemplate,
         of record: JournalRecordView,
         in batch: PlainBatch,
         times: inout TimeTextCache,
-        into out: inout OutputBuffer
+        ends: Int,
+        into out: inout OutputBuffer,
+        before: (inout RawWriter) -> Void,
+        after: (inout RawWriter) -> Void
     ) {
         // Every byte of the record takes at most 6 in JSON (an escaped control character; a number's 9 bytes at
         // most 21 and its quotes, a `false`'s 1 byte 5); a time and an event id take fewer than 64 each.
-        let bound = template.text.count + 6 * record.bytes.count + 128
+        let bound = template.text.count + 6 * record.bytes.count + 128 + ends
         _ = out.write(atMost: bound) { out in
+            before(&out)
+            defer { after(&out) }
             let bytes = batch.bytes
             let firstMember = record.members.lowerBound
             template.text.withUnsafeBytes { text in

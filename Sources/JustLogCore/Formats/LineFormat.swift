@@ -38,12 +38,28 @@ public struct LineFormat: Sendable {
         times: inout TimeTextCache,
         into out: inout OutputBuffer
     ) {
-        let tail = fileLevelTails.ranges[level.rawValue]
-        _ = out.write(atMost: TimeTextCache.maximumCount + tail.count) { writer in
-            times.write(timestamp, into: &writer)
-            fileLevelTails.bytes.withUnsafeBytes { writer.bytes(UnsafeRawBufferPointer(rebasing: $0[tail])) }
+        _ = out.write(atMost: filePrefixBound(level)) { writer in
+            writeFilePrefix(level: level, timestamp: timestamp, times: &times, into: &writer)
             return true
         }
+    }
+
+    /// The most bytes ``writeFilePrefix(level:timestamp:times:into:)-(_,_,_,RawWriter)`` writes for `level`.
+    func filePrefixBound(_ level: LogLevel) -> Int {
+        TimeTextCache.maximumCount + fileLevelTails.ranges[level.rawValue].count
+    }
+
+    /// Writes the prefix of a file line into memory reserved for it (``filePrefixBound(_:)``).
+    @inline(__always)
+    func writeFilePrefix(
+        level: LogLevel,
+        timestamp: LogTimestamp,
+        times: inout TimeTextCache,
+        into out: inout RawWriter
+    ) {
+        times.write(timestamp, into: &out)
+        let tail = fileLevelTails.ranges[level.rawValue]
+        fileLevelTails.bytes.withUnsafeBytes { out.bytes(UnsafeRawBufferPointer(rebasing: $0[tail])) }
     }
 
     /// The prefix `2016-12-24 12:31:02.734  ℹ️ INFO: ` of both lines.
