@@ -176,6 +176,47 @@ import Testing
         #expect(reported.contains { $0.hasPrefix("JustLog: 1 event(s) in the log journal") }, "\(reported)")
     }
 
+    /// A record the pipeline's thread can't read among those it reads while the program runs is skipped alone: the
+    /// records after it in the same read are written, in order, plain ones straight from their bytes and the others
+    /// the general way.
+    @Test func theBackgroundSkipsAnUnreadableRecordAloneAndWritesTheRestInOrder() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        defer { journal.close() }
+        let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
+        let dispatcher = RecordDispatcher(
+            routes: [.init(file)],
+            builder: RecordBuilder(eventIDs: EventIDGenerator(prefix: Self.prefix)),
+            sanitizer: nil,
+            journal: journal
+        )
+        func plain(_ index: Int) -> LogEvent {
+            LogEvent(
+                level: .info,
+                message: "plain event \(index)",
+                userInfo: ["index": .int(Int64(index))],
+                callSite: CallSite(file: "Tests/JournalTests.swift", function: "plain(_:)", line: 7),
+                timestamp: LogTimestamp(nanosecondsSinceEpoch: 1_700_000_000_000_000_000)
+            )
+        }
+        for index in 0..<6 {
+            var record = encoded(index.isMultiple(of: 2) ? plain(index) : event(index), sequence: UInt64(index))
+            if index == 3 { record[0] = JournalCodec.version &+ 1 }
+            _ = journal.append(record)
+        }
+        let records = journal.read(from: journal.cursor, maxRecords: 10)
+        #expect(records.recordCount == 6)
+        let written = dispatcher.writeBackground(journaled: records)
+        #expect(written.records == 5 && written.unreadable == 1)
+        file.shutdown()
+        let messages = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
+            .map { try FileLine(parsing: $0).record.message }
+        #expect(
+            messages == ["plain event 0", "journal event 1 ✓", "plain event 2", "plain event 4", "journal event 5 ✓"]
+        )
+    }
+
     @Test func whatWasWrittenIsNotRecoveredAgain() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

@@ -76,6 +76,26 @@ import Testing
         #expect(waited >= 1.0 && waited < 1.1, "gave up after \(waited) s")
     }
 
+    /// Stalls between waits longer than the patience (the owner blocked on a lock another thread holds for long, as
+    /// the exit flush's read of the progress may be) are capped like short late wakes: the wait still ends.
+    @Test func longStallsBetweenWaitsStillEnd() {
+        let clock = ManualClock()
+        var patience = Patience(seconds: 1, clock: clock.read)
+        var rounds = 0
+        var waited = 0.0
+        while let wait = patience.nextWait(), rounds < 10_000 {
+            clock.advance(seconds: wait)
+            patience.woke()
+            // Blocked 5 s after each wait.
+            clock.advance(seconds: 5)
+            waited += wait + 5
+            rounds += 1
+        }
+        #expect(rounds < 10_000, "the wait never ended")
+        #expect(patience.notRunning == 9_000_000_000)
+        #expect(waited < 1 + 9 + 5 + 5, "gave up after \(waited) s, \(rounds) waits")
+    }
+
     /// Even when every wait wakes late, the patience runs out after `seconds` of the waits' own time: a program that
     /// runs only now and then still gives up on a stalled destination — and within ~10 times its patience however
     /// late each wake (uncapped, a wake 0.95 s late on each 0.1 s wait would stretch it tenfold, and more for more).

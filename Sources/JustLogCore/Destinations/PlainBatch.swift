@@ -56,10 +56,6 @@ package struct PlainBatch {
     /// Whether the record at `index` is of ``minimumLevel`` or above.
     package func isIncluded(_ index: Int) -> Bool { records[index].level >= minimumLevel }
 
-    package func level(at index: Int) -> LogLevel { records[index].level }
-
-    package func timestamp(at index: Int) -> LogTimestamp { records[index].timestamp }
-
     /// The record at `index` as the general path builds it: what a destination writes when the direct format
     /// declines it (a key to rename, a line too long for a collector).
     package func record(at index: Int) -> LogRecord {

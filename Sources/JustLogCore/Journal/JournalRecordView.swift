@@ -15,7 +15,7 @@ struct JournalRecordView: Sendable {
     var eventIDPrefix: UInt64
     var timestamp: LogTimestamp
     var line: UInt64
-    /// Where the record starts, and where it ends (its `\n` separator is not part of it).
+    /// Where the record's payload starts and ends in the bytes it was read from.
     var bytes: Range<Int>
     /// The call site's file name (the last component of its path), function and message, as UTF-8.
     var fileName: Range<Int>

@@ -139,7 +139,9 @@ public final class LogPipeline: Sendable {
         public var privacy: PrivacyPolicy
         /// Where every event goes before its log call returns, so that the background destinations lose
         /// nothing if the program is killed (see ``EventJournal``); `nil`: they lose what was queued. The
-        /// pipeline closes it when it retires this setup.
+        /// pipeline closes it when it retires this setup. A journal serves one pipeline: its thread reads the
+        /// records where they lie and acknowledges them once written, and a second pipeline acknowledging the same
+        /// journal would lose events (each takes the other's as written).
         public var journal: EventJournal?
 
         public init(

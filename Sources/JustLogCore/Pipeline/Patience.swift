@@ -18,9 +18,10 @@ import Android
 /// destination gives up as before; a program stopped for longer than its patience during one loses nothing.
 ///
 /// The owner's own work between two waits (reading the destinations' progress, taking a lock) is held to the same
-/// measure: a stall there (a stop, a sanitizer's pause of every thread) is not counted either. Before, only the
-/// waits were measured: under ThreadSanitizer in CI, a pause while the exit flush read the progress used up its
-/// whole 3 s patience at once, and it gave up on destinations that were still writing.
+/// measure: a stall there (a stop, a sanitizer's pause of every thread) is not counted either, within
+/// ``starvedLimit`` however long — a lock held for long by someone else must not make the wait endless. Before,
+/// only the waits were measured: under ThreadSanitizer in CI, a pause while the exit flush read the progress used up
+/// its whole 3 s patience at once, and it gave up on destinations that were still writing.
 ///
 /// Short late wakes add up to at most ``starvedLimit`` times `seconds`: a program held back on every wake (a
 /// container throttled to a sliver of a core) still gives up on a stalled destination within about ten times its
@@ -88,7 +89,7 @@ package struct Patience {
         // The owner's work since the last wait took longer than a loaded machine's delay: it did not run.
         if let since = wokeAt {
             wokeAt = nil
-            if now > since { notCounting(now - since) }
+            if now > since { notCounting(now - since, alwaysCapped: true) }
         }
         guard now < deadline else {
             wakeDue = nil
@@ -110,11 +111,12 @@ package struct Patience {
     }
 
     /// `late` nanoseconds passed where the program should have run at once: beyond ``lateness``, the program did not
-    /// run, and the deadline moves on by them (short ones within ``starvedLimit``).
-    private mutating func notCounting(_ late: UInt64) {
+    /// run, and the deadline moves on by them — within ``starvedLimit`` when shorter than the patience, or
+    /// `alwaysCapped` (a stall outside a wait may be a lock held by a stalled thread, not a stop).
+    private mutating func notCounting(_ late: UInt64, alwaysCapped: Bool = false) {
         guard late > Self.lateness else { return }
         var late = late
-        if late < patience {
+        if late < patience || alwaysCapped {
             late = min(late, Self.starvedLimit &* patience &- starved)
             starved &+= late
         }

@@ -411,8 +411,8 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// At most `maxRecords` records from `position` (none that starts at `limit` or later), read where they lie in
-    /// one segment, nothing copied: see ``SpoolRecords``, and for the one who may read this way. The records of
-    /// the next segment come with the next read.
+    /// one segment, nothing copied; the records of the next segment come with the next read. For a spool with one
+    /// reader, which acknowledges records only once it is done with them: see ``SpoolRecords``.
     func readInPlace(from position: SpoolPosition, before limit: SpoolPosition?, maxRecords: Int) -> SpoolRecords {
         readerLock.withLock {
             let plan = lock.withLock { () -> SpoolReadPlan? in

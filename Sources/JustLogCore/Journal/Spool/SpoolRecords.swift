@@ -41,10 +41,10 @@ struct SpoolRecords {
     /// payloads, in order, as ranges of those bytes. The bytes are valid only during `body`.
     func withPayloads<Result>(_ body: (UnsafeRawBufferPointer, inout Payloads) throws -> Result) rethrows -> Result {
         guard let segment else {
-            var none = Payloads(segment: nil, offset: 0, remaining: 0)
+            var none = Payloads(segment: nil, offset: 0, remaining: 0, last: 0)
             return try body(UnsafeRawBufferPointer(start: nil, count: 0), &none)
         }
-        var payloads = Payloads(segment: segment, offset: first, remaining: extent.records)
+        var payloads = Payloads(segment: segment, offset: first, remaining: extent.records, last: last)
         return try body(UnsafeRawBufferPointer(start: segment.base, count: last), &payloads)
     }
 
@@ -53,15 +53,23 @@ struct SpoolRecords {
         fileprivate let segment: SpoolSegment?
         fileprivate var offset: Int
         fileprivate var remaining: Int
+        /// Where the read's last record ends.
+        fileprivate let last: Int
 
-        /// The next record's payload, `nil` after the last.
+        /// The next record's payload, `nil` after the last — or at a frame that no longer ends within the read:
+        /// the segment was zeroed and reused under the read, which only a second reader acknowledging the spool can
+        /// do (a journal serves one pipeline). The bytes are then not read past the read's end.
         mutating func next() -> Range<Int>? {
             guard remaining > 0, let segment else { return nil }
             remaining -= 1
-            let start = offset + segment.format.frameHeaderSize
-            let payload = start..<start + segment.recordLength(at: offset)
-            offset = segment.frameStart(payload.upperBound)
-            return payload
+            let start = offset &+ segment.format.frameHeaderSize
+            let end = start &+ segment.recordLength(at: offset)
+            guard end <= last else {
+                remaining = 0
+                return nil
+            }
+            offset = segment.frameStart(end)
+            return Range(uncheckedBounds: (start, end))
         }
     }
 }

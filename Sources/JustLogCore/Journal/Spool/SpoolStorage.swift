@@ -619,12 +619,13 @@ final class SpoolStorage {
     }
 }
 
-/// The segments a read may copy records from — from the one it starts in to the newest, each with its end when
+/// The segments a read may take records from — from the one it starts in to the newest, each with its end when
 /// the plan was made — taken under the spool's lock and used after it is released: the records before those ends
 /// don't change until they are acknowledged (appends write after them), and the segments stay mapped while the
-/// plan holds them. Their retirement waits for the copy (``Spool``'s reader lock). An append that meets the cap
-/// meanwhile may drop the oldest of them (counted as dropped): the read still returns them, and acknowledging them
-/// does nothing.
+/// plan (or the ``SpoolRecords`` read from it) holds them. Their retirement waits for a copy (``Spool``'s reader
+/// lock); records read in place are safe from it because their one reader acknowledges them only once it is done
+/// with them. An append that meets the cap meanwhile may drop the oldest of them (counted as dropped): the read
+/// still returns them, and acknowledging them does nothing.
 struct SpoolReadPlan {
     /// Where the read starts (not before the cursor).
     var position: SpoolPosition
