@@ -1,3 +1,5 @@
+import CJustLogAtomics
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -695,6 +697,9 @@ struct SpoolReadPlan {
         return batch
     }
 
+    /// How far ahead of the frame it is at a read in place asks for the segment's cache lines, in bytes.
+    static let prefetchDistance = 2048
+
     /// At most `maxRecords` records from ``position`` (none that starts at `limit` or later), where they lie: those
     /// of the first segment that has any from there — the next read takes the next segment's. Their extent is the
     /// one ``read(before:maxBytes:maxRecords:reusing:)`` gives the same records. See ``SpoolRecords``.
@@ -723,8 +728,16 @@ struct SpoolReadPlan {
         var unfilled = false
         /// Where the last record's payload ends.
         var last = first
+        // Each step waits for the length in the frame it is at, most often a line a log call just wrote on another
+        // core: the lines up to `prefetchDistance` ahead are asked for meanwhile (the records lie one after another).
+        var prefetched = first
         while count < maxRecords, position.offset < end {
             if let limit, position >= limit { break }
+            let ahead = min(position.offset &+ Self.prefetchDistance, end)
+            while prefetched < ahead {
+                cjustlog_prefetch(segment.base + prefetched)
+                prefetched &+= 64
+            }
             guard segment.isCommitted(at: position.offset) else {
                 unfilled = true
                 break
