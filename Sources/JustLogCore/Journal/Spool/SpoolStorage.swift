@@ -633,6 +633,14 @@ struct SpoolReadPlan {
     var position: SpoolPosition
     var segments: [(segment: SpoolSegment, end: Int)]
 
+    /// Where a read starts: ``position``, or the first segment's first frame if its segment is gone (dropped at the
+    /// cap), at the frame after any damaged stretch. `segments` is not empty.
+    private var firstFrame: SpoolPosition {
+        let first = segments[0].segment
+        let offset = first.sequence == position.segment ? position.offset : first.firstFrameOffset
+        return SpoolPosition(segment: first.sequence, offset: first.frameStart(offset))
+    }
+
     /// Copies records from ``position`` into one `\n`-framed batch: see ``Spool/read(from:maxBytes:maxRecords:)``.
     /// The batch's bytes are `storage`, emptied first: a reader that keeps `storage` between reads, and lets go
     /// of the batches it read, copies into the same memory every time (no allocation, no fresh pages).
@@ -642,17 +650,10 @@ struct SpoolReadPlan {
         maxRecords: Int,
         reusing storage: inout [UInt8]
     ) -> SpoolBatch {
-        var position = self.position
         storage.removeAll(keepingCapacity: true)
         guard !segments.isEmpty else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
         var index = 0
-        if segments[index].segment.sequence != position.segment {
-            position = SpoolPosition(
-                segment: segments[index].segment.sequence,
-                offset: segments[index].segment.firstFrameOffset
-            )
-        }
-        position.offset = segments[index].segment.frameStart(position.offset)
+        var position = firstFrame
         let start = position
         var bytes: [UInt8] = []
         swap(&bytes, &storage)
@@ -704,16 +705,9 @@ struct SpoolReadPlan {
     /// of the first segment that has any from there — the next read takes the next segment's. Their extent is the
     /// one ``read(before:maxBytes:maxRecords:reusing:)`` gives the same records. See ``SpoolRecords``.
     func readInPlace(before limit: SpoolPosition?, maxRecords: Int) -> SpoolRecords {
-        var position = self.position
         guard !segments.isEmpty else { return SpoolRecords(none: position) }
         var index = 0
-        if segments[index].segment.sequence != position.segment {
-            position = SpoolPosition(
-                segment: segments[index].segment.sequence,
-                offset: segments[index].segment.firstFrameOffset
-            )
-        }
-        position.offset = segments[index].segment.frameStart(position.offset)
+        var position = firstFrame
         let start = position
         // Past the end of a segment that was the newest when it was last read: the records start in the next.
         while position.offset >= segments[index].end, index + 1 < segments.count {
