@@ -656,7 +656,10 @@ private final class SlowDestination: LogDestination {
 private final class PerRecordSlowDestination: LogDestination {
     private let secondsPerRecord: Double
     private let state = LockedValue(
-        (started: 0, finished: 0, written: 0, largest: 0, heldBack: 0.0, lastEnd: ContinuousClock.Instant?.none)
+        (
+            started: 0, finished: 0, written: 0, largest: 0, heldBack: 0.0,
+            last: (start: ContinuousClock.Instant, asked: Double)?.none
+        )
     )
 
     init(secondsPerRecord: Double) {
@@ -668,26 +671,30 @@ private final class PerRecordSlowDestination: LogDestination {
     var isIdle: Bool { state.withLock { $0.started == $0.finished } }
     var count: Int { state.current.written }
     var largestWrite: Int { state.current.largest }
-    /// The longest the machine held the pipeline's thread back, in seconds, as seen from here: how much longer
-    /// than asked a sleep took, with the time since the write before it ended (the pipeline's own few milliseconds
-    /// between two writes, unless its thread did not run).
+    /// The longest the machine held the pipeline's thread back, in seconds, as seen from here: how much longer than
+    /// the write asked for it took from one write's start to the next's — the window in which a shutdown sees no
+    /// progress (the pipeline shows it as it takes a batch, just before the write): the sleep's oversleep and the
+    /// pipeline's own few milliseconds between two writes, unless its thread did not run — or, for the last write,
+    /// its oversleep.
     var longestHoldBack: Double { state.current.heldBack }
 
     func write(_ batch: LogBatch) {
         let start = ContinuousClock.now
-        let gap = state.withLock { state in
-            state.started += 1
-            return state.lastEnd.map { (start - $0).totalSeconds } ?? 0
-        }
         let asked = secondsPerRecord * Double(batch.records.count)
+        state.withLock { state in
+            state.started += 1
+            if let last = state.last {
+                state.heldBack = max(state.heldBack, (start - last.start).totalSeconds - last.asked)
+            }
+            state.last = (start, asked)
+        }
         Thread.sleep(forTimeInterval: asked)
         let end = ContinuousClock.now
         state.withLock { state in
             state.finished += 1
             state.written += batch.records.count
             state.largest = max(state.largest, batch.records.count)
-            state.heldBack = max(state.heldBack, gap + (end - start).totalSeconds - asked)
-            state.lastEnd = end
+            state.heldBack = max(state.heldBack, (end - start).totalSeconds - asked)
         }
     }
 }

@@ -651,7 +651,9 @@ struct SpoolReadPlan {
         reusing storage: inout [UInt8]
     ) -> SpoolBatch {
         storage.removeAll(keepingCapacity: true)
-        guard !segments.isEmpty else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
+        guard !segments.isEmpty else {
+            return SpoolBatch(bytes: [], recordCount: 0, start: self.position, end: self.position)
+        }
         var index = 0
         var position = firstFrame
         let start = position
@@ -705,7 +707,7 @@ struct SpoolReadPlan {
     /// of the first segment that has any from there — the next read takes the next segment's. Their extent is the
     /// one ``read(before:maxBytes:maxRecords:reusing:)`` gives the same records. See ``SpoolRecords``.
     func readInPlace(before limit: SpoolPosition?, maxRecords: Int) -> SpoolRecords {
-        guard !segments.isEmpty else { return SpoolRecords(none: position) }
+        guard !segments.isEmpty else { return SpoolRecords(none: self.position) }
         var index = 0
         var position = firstFrame
         let start = position
@@ -724,17 +726,21 @@ struct SpoolReadPlan {
         var last = first
         // Each step waits for the length in the frame it is at, most often a line a log call just wrote on another
         // core: the lines up to `prefetchDistance` ahead are asked for meanwhile (the records lie one after another).
+        // Only past a filled frame: the lines ahead of a place still being filled are the ones log calls are
+        // writing, and asking for them while the read comes back for it would pull them from under the calls. Not
+        // across a long jump (a large record, a damaged stretch): only the lines ahead of the frame.
         var prefetched = first
         while count < maxRecords, position.offset < end {
             if let limit, position >= limit { break }
+            guard segment.isCommitted(at: position.offset) else {
+                unfilled = true
+                break
+            }
+            prefetched = max(prefetched, position.offset)
             let ahead = min(position.offset &+ Self.prefetchDistance, end)
             while prefetched < ahead {
                 cjustlog_prefetch(segment.base + prefetched)
                 prefetched &+= 64
-            }
-            guard segment.isCommitted(at: position.offset) else {
-                unfilled = true
-                break
             }
             let length = segment.recordLength(at: position.offset)
             bytes += length + 1
