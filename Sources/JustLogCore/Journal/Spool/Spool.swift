@@ -400,12 +400,10 @@ public final class Spool: @unchecked Sendable {
         -> SpoolBatch
     {
         readerLock.withLock {
-            let plan = lock.withLock { () -> SpoolReadPlan? in
-                guard case .open(let storage) = state else { return nil }
-                return storage.readPlan(from: position)
-            }
             // Copied outside the lock appends take.
-            guard let plan else { return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position) }
+            guard let plan = readPlan(from: position) else {
+                return SpoolBatch(bytes: [], recordCount: 0, start: position, end: position)
+            }
             return plan.read(before: limit, maxBytes: maxBytes, maxRecords: maxRecords, reusing: &storage)
         }
     }
@@ -415,12 +413,16 @@ public final class Spool: @unchecked Sendable {
     /// reader, which acknowledges records only once it is done with them: see ``SpoolRecords``.
     func readInPlace(from position: SpoolPosition, before limit: SpoolPosition?, maxRecords: Int) -> SpoolRecords {
         readerLock.withLock {
-            let plan = lock.withLock { () -> SpoolReadPlan? in
-                guard case .open(let storage) = state else { return nil }
-                return storage.readPlan(from: position)
-            }
             // The frames walked outside the lock appends take.
-            return plan?.readInPlace(before: limit, maxRecords: maxRecords) ?? SpoolRecords(none: position)
+            readPlan(from: position)?.readInPlace(before: limit, maxRecords: maxRecords) ?? SpoolRecords(none: position)
+        }
+    }
+
+    /// What a read from `position` may take, taken under the lock appends take; `nil` once the spool is not open.
+    private func readPlan(from position: SpoolPosition) -> SpoolReadPlan? {
+        lock.withLock {
+            guard case .open(let storage) = state else { return nil }
+            return storage.readPlan(from: position)
         }
     }
 

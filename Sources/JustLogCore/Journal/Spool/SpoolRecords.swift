@@ -19,12 +19,12 @@ struct SpoolRecords {
     let endsAtUnfilledRecord: Bool
 
     /// No records, at `position`.
-    init(none position: SpoolPosition, endsAtUnfilledRecord: Bool = false) {
+    init(none position: SpoolPosition) {
         segment = nil
         first = 0
         last = 0
         extent = SpoolExtent(start: position, end: position, records: 0, bytes: 0)
-        self.endsAtUnfilledRecord = endsAtUnfilledRecord
+        endsAtUnfilledRecord = false
     }
 
     init(segment: SpoolSegment, from first: Int, to last: Int, extent: SpoolExtent, endsAtUnfilledRecord: Bool) {
