@@ -662,6 +662,85 @@ import Testing
     }
 }
 
+/// A journal serves one pipeline, once (see ``LogPipeline/Setup/journal``).
+@Suite struct OneJournalOnePipelineTests {
+    /// Fast-lane call `index`: "fast lane event <index>", with `padding` bytes of padding in its `userInfo`.
+    private static func log(_ index: Int, padding: Int, to pipeline: LogPipeline) {
+        pipeline.submitCall(
+            .info,
+            "fast lane event \(index)",
+            error: nil,
+            userInfo: ["index": index, "padding": String(repeating: "p", count: padding)],
+            callSite: CallSite(file: #fileID, function: #function, line: #line)
+        )
+    }
+
+    /// A journal handed to a second pipeline while it serves a first: before, both wrote into it and each read the
+    /// other's records as its own — each destination got the other pipeline's events, and events neither got
+    /// (each acknowledged records the other had not written yet), with nothing said. The second now runs without it,
+    /// and says so; each destination gets its own pipeline's events, all of them, in order.
+    @Test func aJournalServesOnePipelineASecondRunsWithoutItAndSaysWhy() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let reports = LockedValue<[String]>([])
+        let journal = try EventJournal(
+            configuration: .init(directory: folder.file("app.log.journal")),
+            diagnostics: DiagnosticSink { line in reports.withLock { $0.append(line) } }
+        )
+        let first = CapturingDestination()
+        let second = CapturingDestination()
+        let one = LogPipeline(
+            setup: .init(routes: [.init(first)], journal: journal),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        let two = LogPipeline(
+            setup: .init(routes: [.init(second)], journal: journal),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        for index in 0..<300 {
+            Self.log(index, padding: 10, to: one)
+            Self.log(1_000 + index, padding: 10, to: two)
+        }
+        let failures = (await one.shutdown(timeout: 60), await two.shutdown(timeout: 60))
+        #expect(failures.0 == nil && failures.1 == nil, "\(failures)")
+        #expect(first.records.map(\.message) == (0..<300).map { "fast lane event \($0)" })
+        #expect(second.records.map(\.message) == (1_000..<1_300).map { "fast lane event \($0)" })
+        let said = reports.withLock { $0 }
+        #expect(said.count == 1, "\(said)")
+        #expect(said.first?.contains("already serves another pipeline") == true, "\(said)")
+        #expect(said.first?.contains("this pipeline runs without it") == true, "\(said)")
+    }
+
+    /// A pipeline retires its setup's journal by closing it: a reconfiguration handed the same journal again runs
+    /// without it, says so at once (not at the first event it can't journal), and loses no event.
+    @Test func aReconfigurationGivenTheJournalItRetiredRunsWithoutItAndSaysWhy() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let reports = LockedValue<[String]>([])
+        let journal = try EventJournal(
+            configuration: .init(directory: folder.file("app.log.journal")),
+            diagnostics: DiagnosticSink { line in reports.withLock { $0.append(line) } }
+        )
+        let capture = CapturingDestination()
+        let pipeline = LogPipeline(
+            setup: .init(routes: [.init(capture)], journal: journal),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        for index in 0..<100 { Self.log(index, padding: 10, to: pipeline) }
+        let failure = pipeline.reconfigure { .init(routes: [.init(capture)], journal: journal) }
+        #expect(failure == nil, "\(String(describing: failure))")
+        let said = reports.withLock { $0 }
+        #expect(said.count == 1, "\(said)")
+        #expect(said.first?.contains("is closed") == true, "\(said)")
+        #expect(said.first?.contains("this pipeline runs without it") == true, "\(said)")
+        for index in 100..<200 { Self.log(index, padding: 10, to: pipeline) }
+        let shutdown = await pipeline.shutdown(timeout: 60)
+        #expect(shutdown == nil, "\(String(describing: shutdown))")
+        #expect(capture.records.map(\.message) == (0..<200).map { "fast lane event \($0)" })
+        #expect(reports.withLock { $0 }.count == 1, "nothing more to say: no call tried the closed journal")
+    }
+}
+
 /// A background destination that, on its first write, logs `calls` events through its own pipeline.
 final class LoggingWhileWriting: LogDestination {
     let pipeline = LockedValue<LogPipeline?>(nil)

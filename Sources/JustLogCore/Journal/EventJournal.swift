@@ -52,6 +52,17 @@ public final class EventJournal: Sendable {
     let recoveryCount: Int
     private let diagnostics: DiagnosticSink
     private let recoveryTaken = LockedValue(false)
+    /// Whether a pipeline runs with the journal (see ``claim()``).
+    private let service = LockedValue(Service.free)
+
+    /// Who the journal serves.
+    private enum Service {
+        case free
+        /// A pipeline's setup runs with it.
+        case serving
+        /// ``close()`` was called: a pipeline closes its journal when it retires the setup it came with.
+        case closed
+    }
 
     /// Opens (creating if needed) the journal in `configuration.directory` and finds what an earlier run left.
     ///
@@ -71,6 +82,29 @@ public final class EventJournal: Sendable {
             diagnostics: diagnostics
         )
         self.recoveryCount = spool.counterSnapshot.queuedRecords
+    }
+
+    /// Takes the journal for the pipeline setup about to run with it; `false`, said on the diagnostics sink, when it
+    /// can't: it already serves another pipeline — each would take the other's events as written, acknowledge them
+    /// and lose them — or it is closed. That pipeline then runs without a journal, as it does without the folder.
+    func claim() -> Bool {
+        let refused: Service? = service.withLock { service in
+            guard case .free = service else { return service }
+            service = .serving
+            return nil
+        }
+        guard let refused else { return true }
+        let why =
+            switch refused {
+            case .closed:
+                "is closed (a pipeline closes its journal when it retires the setup it came with: give each setup a new EventJournal on the folder)"
+            case .free, .serving:
+                "already serves another pipeline (a journal serves one: give each pipeline a folder of its own)"
+            }
+        diagnostics.report(
+            "the log journal in \(configuration.directory) \(why); this pipeline runs without it: its console and file destinations lose what is queued if the program is killed"
+        )
+        return false
     }
 
     /// `true` the first time only: the pipeline's worker recovers a journal once, before the first batch it
@@ -198,8 +232,10 @@ public final class EventJournal: Sendable {
     /// Where the records not yet acknowledged begin.
     var cursor: SpoolPosition { spool.cursor }
 
-    /// Closes the files; what is not acknowledged stays for the next journal opened on the folder.
+    /// Closes the files; what is not acknowledged stays for the next journal opened on the folder. A pipeline given
+    /// the journal afterwards runs without it (see ``LogPipeline/Setup/journal``).
     public func close() {
+        service.withLock { $0 = .closed }
         spool.close()
     }
 }

@@ -139,9 +139,10 @@ public final class LogPipeline: Sendable {
         public var privacy: PrivacyPolicy
         /// Where every event goes before its log call returns, so that the background destinations lose
         /// nothing if the program is killed (see ``EventJournal``); `nil`: they lose what was queued. The
-        /// pipeline closes it when it retires this setup. A journal serves one pipeline: its thread reads the
+        /// pipeline closes it when it retires this setup. A journal serves one pipeline, once: its thread reads the
         /// records where they lie and acknowledges them once written, and a second pipeline acknowledging the same
-        /// journal would lose events (each takes the other's as written).
+        /// journal would lose events (each would take the other's as written). A pipeline given a journal that
+        /// already serves another, or is closed, runs without it and says so on the journal's diagnostics sink.
         public var journal: EventJournal?
 
         public init(
@@ -182,6 +183,15 @@ public final class LogPipeline: Sendable {
         var dispatcher: RecordDispatcher {
             RecordDispatcher(routes: routes, builder: builder, sanitizer: sanitizer, journal: journal)
         }
+
+        /// This setup as a pipeline runs it: its journal taken for that pipeline, or left out when it serves
+        /// another or is closed (``EventJournal/claim()`` says which).
+        func claimingItsJournal() -> Setup {
+            guard let journal, !journal.claim() else { return self }
+            var setup = self
+            setup.journal = nil
+            return setup
+        }
     }
 
     /// While ``reconfigure(_:)`` replaces the destinations, how long a log call waits for room in a full queue
@@ -216,6 +226,7 @@ public final class LogPipeline: Sendable {
         now: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
     ) {
         self.now = now
+        let setup = setup.claimingItsJournal()
         self.queue = PipelineQueue(
             dispatcher: setup.dispatcher,
             configuration: setup.configuration,
@@ -282,7 +293,7 @@ public final class LogPipeline: Sendable {
     @discardableResult
     public func reconfigure(_ build: () -> Setup) -> (any Error)? {
         queue.reconfigure {
-            let setup = build()
+            let setup = build().claimingItsJournal()
             return (setup.dispatcher, setup.configuration, setup.intake)
         }
     }
