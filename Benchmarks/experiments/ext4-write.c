@@ -46,7 +46,7 @@ static int writeLines(size_t chunk, size_t ahead) {
     double start = microseconds();
     size_t written = 0, sinceRotation = 0, allocated = 0;
     while (written < total) {
-        if (ahead && sinceRotation + chunk > allocated) {
+        while (ahead && sinceRotation + chunk > allocated) {
             if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)allocated, (off_t)ahead) != 0) { perror("fallocate"); return 1; }
             allocated += ahead;
         }

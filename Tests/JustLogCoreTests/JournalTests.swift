@@ -682,20 +682,22 @@ import Testing
     @Test func aJournalServesOnePipelineASecondRunsWithoutItAndSaysWhy() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
+        // One sink for the journal and the pipelines: one line in all.
         let reports = LockedValue<[String]>([])
+        let sink = DiagnosticSink { line in reports.withLock { $0.append(line) } }
         let journal = try EventJournal(
             configuration: .init(directory: folder.file("app.log.journal")),
-            diagnostics: DiagnosticSink { line in reports.withLock { $0.append(line) } }
+            diagnostics: sink
         )
         let first = CapturingDestination()
         let second = CapturingDestination()
         let one = LogPipeline(
             setup: .init(routes: [.init(first)], journal: journal),
-            diagnostics: DiagnosticSink { _ in }
+            diagnostics: sink
         )
         let two = LogPipeline(
             setup: .init(routes: [.init(second)], journal: journal),
-            diagnostics: DiagnosticSink { _ in }
+            diagnostics: sink
         )
         for index in 0..<300 {
             Self.log(index, padding: 10, to: one)
@@ -716,18 +718,20 @@ import Testing
     @Test func aReconfigurationGivenTheJournalItRetiredRunsWithoutItAndSaysWhy() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
+        // One sink for the journal and the pipelines: one line in all.
         let reports = LockedValue<[String]>([])
+        let sink = DiagnosticSink { line in reports.withLock { $0.append(line) } }
         let journal = try EventJournal(
             configuration: .init(directory: folder.file("app.log.journal")),
-            diagnostics: DiagnosticSink { line in reports.withLock { $0.append(line) } }
+            diagnostics: sink
         )
         let capture = CapturingDestination()
         let pipeline = LogPipeline(
             setup: .init(routes: [.init(capture)], journal: journal),
-            diagnostics: DiagnosticSink { _ in }
+            diagnostics: sink
         )
         for index in 0..<100 { Self.log(index, padding: 10, to: pipeline) }
-        let failure = pipeline.reconfigure { .init(routes: [.init(capture)], journal: journal) }
+        let failure = await offThePool { pipeline.reconfigure { .init(routes: [.init(capture)], journal: journal) } }
         #expect(failure == nil, "\(String(describing: failure))")
         let said = reports.withLock { $0 }
         #expect(said.count == 1, "\(said)")

@@ -40,7 +40,8 @@ public struct StructuredLogger: Sendable {
         public var clock: @Sendable () -> LogTimestamp
         /// Where every event goes before its log call returns, so that the background destinations (console,
         /// file) lose nothing if the program is killed; written after a restart (see ``EventJournal``).
-        /// Default `nil`: what is queued is lost on a crash.
+        /// Default `nil`: what is queued is lost on a crash. A journal serves one logger: see
+        /// ``LogPipeline/Setup/journal``.
         public var journal: EventJournal?
 
         public init(

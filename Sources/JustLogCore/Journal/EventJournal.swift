@@ -19,6 +19,10 @@
 ///   the console prints one line that says how many (see ``LogDestination/journalRecovery()``).
 /// - **Bounded.** At most ``Configuration/maxTotalBytes`` on disk; past it the oldest records are dropped and
 ///   counted (see ``Spool``). One process per folder: a second pipeline on a folder in use runs without it.
+/// - **One pipeline, once.** A journal serves the pipeline setup it is first handed to, and is closed when that
+///   setup is retired; a pipeline handed it while it serves another, or after it was closed, runs without it (and
+///   says so). For a reconfiguration, open a new journal on the folder inside its `build` closure: the old one holds
+///   the folder until then.
 ///
 /// ```swift
 /// let journal = try EventJournal(configuration: .init(directory: "/var/log/app/app.log.journal"))
@@ -84,27 +88,26 @@ public final class EventJournal: Sendable {
         self.recoveryCount = spool.counterSnapshot.queuedRecords
     }
 
-    /// Takes the journal for the pipeline setup about to run with it; `false`, said on the diagnostics sink, when it
-    /// can't: it already serves another pipeline — each would take the other's events as written, acknowledge them
-    /// and lose them — or it is closed. That pipeline then runs without a journal, as it does without the folder.
-    func claim() -> Bool {
-        let refused: Service? = service.withLock { service in
-            guard case .free = service else { return service }
-            service = .serving
-            return nil
-        }
-        guard let refused else { return true }
-        let why =
-            switch refused {
-            case .closed:
-                "is closed (a pipeline closes its journal when it retires the setup it came with: give each setup a new EventJournal on the folder)"
-            case .free, .serving:
-                "already serves another pipeline (a journal serves one: give each pipeline a folder of its own)"
+    /// Takes the journal for the pipeline setup about to run with it: `nil` when it may, otherwise why it may not —
+    /// it already serves another pipeline (each would take the other's events as written, acknowledge them and lose
+    /// them) or it is closed. That pipeline then runs without a journal, as it does without the folder.
+    func claim() -> String? {
+        let wasClosed: Bool? = service.withLock { service in
+            switch service {
+            case .free:
+                service = .serving
+                return nil
+            case .serving: return false
+            case .closed: return true
             }
-        diagnostics.report(
-            "the log journal in \(configuration.directory) \(why); this pipeline runs without it: its console and file destinations lose what is queued if the program is killed"
-        )
-        return false
+        }
+        guard let wasClosed else { return nil }
+        let why =
+            wasClosed
+            ? "is closed (a pipeline closes its journal when it retires the setup it came with: open a new EventJournal on the folder in each setup, inside reconfigure's build closure)"
+            : "already serves another pipeline (a journal serves one: give each pipeline a folder of its own)"
+        return
+            "the log journal in \(configuration.directory) \(why); this pipeline runs without it: its background destinations lose what is queued if the program is killed"
     }
 
     /// `true` the first time only: the pipeline's worker recovers a journal once, before the first batch it

@@ -142,7 +142,8 @@ public final class LogPipeline: Sendable {
         /// pipeline closes it when it retires this setup. A journal serves one pipeline, once: its thread reads the
         /// records where they lie and acknowledges them once written, and a second pipeline acknowledging the same
         /// journal would lose events (each would take the other's as written). A pipeline given a journal that
-        /// already serves another, or is closed, runs without it and says so on the journal's diagnostics sink.
+        /// already serves another, or is closed, runs without it and says so on its diagnostics sink. For a
+        /// ``LogPipeline/reconfigure(_:)``, open a new journal on the folder inside `build`.
         public var journal: EventJournal?
 
         public init(
@@ -184,10 +185,11 @@ public final class LogPipeline: Sendable {
             RecordDispatcher(routes: routes, builder: builder, sanitizer: sanitizer, journal: journal)
         }
 
-        /// This setup as a pipeline runs it: its journal taken for that pipeline, or left out when it serves
-        /// another or is closed (``EventJournal/claim()`` says which).
-        func claimingItsJournal() -> Setup {
-            guard let journal, !journal.claim() else { return self }
+        /// This setup as a pipeline runs it: its journal taken for that pipeline, or left out — said on
+        /// `diagnostics` — when it serves another or is closed (see ``EventJournal/claim()``).
+        func claimingItsJournal(reportingTo diagnostics: DiagnosticSink) -> Setup {
+            guard let refusal = journal?.claim() else { return self }
+            diagnostics.report(refusal)
             var setup = self
             setup.journal = nil
             return setup
@@ -226,7 +228,7 @@ public final class LogPipeline: Sendable {
         now: @escaping @Sendable () -> LogTimestamp = { LogTimestamp.now() }
     ) {
         self.now = now
-        let setup = setup.claimingItsJournal()
+        let setup = setup.claimingItsJournal(reportingTo: diagnostics)
         self.queue = PipelineQueue(
             dispatcher: setup.dispatcher,
             configuration: setup.configuration,
@@ -293,7 +295,7 @@ public final class LogPipeline: Sendable {
     @discardableResult
     public func reconfigure(_ build: () -> Setup) -> (any Error)? {
         queue.reconfigure {
-            let setup = build().claimingItsJournal()
+            let setup = build().claimingItsJournal(reportingTo: queue.diagnostics)
             return (setup.dispatcher, setup.configuration, setup.intake)
         }
     }
