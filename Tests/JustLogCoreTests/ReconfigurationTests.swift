@@ -194,6 +194,30 @@ import Testing
         await pipeline.shutdown()
     }
 
+    /// A pipeline still holding for its first setup, shut down while that setup's destinations were being built: its
+    /// worker had finished, and the new destinations and journal were installed with no one to write to them or shut
+    /// them down — the journal kept its folder, so that no journal could be opened there again in the process. They
+    /// are now shut down at once, and the reconfiguration says why.
+    @Test func destinationsBuiltWhileAHoldingPipelineShutsDownAreShutDownAtOnce() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let pipeline = LogPipeline(holdingUpTo: 100, diagnostics: DiagnosticSink { _ in })
+        let recorder = ShutdownRecorder()
+        let failure = await offThePool {
+            pipeline.reconfigure {
+                let stopped = pipeline.shutdown(timeout: 30)
+                let journal = try? EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+                return .init(routes: [.init(recorder)], journal: stopped == nil ? journal : nil)
+            }
+        }
+        #expect((failure as? JustLogError)?.code == .shutdown, "\(String(describing: failure))")
+        #expect(recorder.isShutDown)
+        // The folder is free again: its journal was closed.
+        #expect(throws: Never.self) {
+            try EventJournal(configuration: .init(directory: folder.file("app.log.journal"))).close()
+        }
+    }
+
     @Test func aNewMinimumLevelAppliesToCallsAfterTheReconfiguration() async throws {
         let capture = CapturingDestination()
         let logger = StructuredLogger(configuration: .init(destinations: [.init(capture)], runtime: Fixtures.runtime))

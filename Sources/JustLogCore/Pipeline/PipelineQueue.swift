@@ -126,6 +126,8 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var batchesTaken: UInt64 = 0
     @exclusivity(unchecked) private var state: State = .running
     @exclusivity(unchecked) private var workerFinished = false
+    /// The worker took the destinations it shuts down last: nothing takes a dispatcher installed after this.
+    @exclusivity(unchecked) private var workerTookItsLastDispatcher = false
     @exclusivity(unchecked) private var exiting = false
     @exclusivity(unchecked) private var destinationFailure: (any Error)?
 
@@ -839,6 +841,7 @@ final class PipelineQueue: @unchecked Sendable {
                     )
                 }
                 let current = dispatcher
+                workerTookItsLastDispatcher = true
                 lock.unlock()
                 let failure = current.shutdownDestinations()
                 lock.withLock {
@@ -1181,10 +1184,25 @@ final class PipelineQueue: @unchecked Sendable {
         // The queue's view first: the worker takes its next batch with `dispatcher`, which must not be the old,
         // shut-down destinations once it has the new ones. Callers still queue for the worker meanwhile
         // (`reconfigurationsInProgress`), and the fast lane stays closed.
-        lock.withLock {
+        let installed = lock.withLock {
+            // A pipeline still holding for its first setup that was shut down while `build` ran has no worker left
+            // to write to the new destinations or shut them down (one that is not holding waits for them).
+            guard !workerTookItsLastDispatcher else {
+                reconfigurationsInProgress -= 1
+                lock.broadcast()
+                return false
+            }
             dispatcher = replacement
             limits = configuration
             currentIntake = intake
+            return true
+        }
+        guard installed else {
+            _ = replacement.shutdownDestinations()
+            return JustLogError(
+                .shutdown,
+                "the logger was shut down while its destinations were being set up; they were closed at once"
+            )
         }
         // Then the worker, then the callers: once the reconfiguration ends for them, a caller waiting in a full
         // queue has only `fullQueueWait` of patience, and the worker must not be still waiting for this handover
