@@ -422,7 +422,7 @@ import Testing
     }
 
     /// Fast-lane call `index`: "fast lane event <index>", with `padding` bytes of padding in its `userInfo`.
-    private static func log(_ index: Int, padding: Int, to pipeline: LogPipeline) {
+    fileprivate static func log(_ index: Int, padding: Int, to pipeline: LogPipeline) {
         pipeline.submitCall(
             .info,
             "fast lane event \(index)",
@@ -664,15 +664,34 @@ import Testing
 
 /// A journal serves one pipeline, once (see ``LogPipeline/Setup/journal``).
 @Suite struct OneJournalOnePipelineTests {
-    /// Fast-lane call `index`: "fast lane event <index>", with `padding` bytes of padding in its `userInfo`.
     private static func log(_ index: Int, padding: Int, to pipeline: LogPipeline) {
-        pipeline.submitCall(
-            .info,
-            "fast lane event \(index)",
-            error: nil,
-            userInfo: ["index": index, "padding": String(repeating: "p", count: padding)],
-            callSite: CallSite(file: #fileID, function: #function, line: #line)
+        FastLaneBackPressureTests.log(index, padding: padding, to: pipeline)
+    }
+
+    /// A journal in `folder`, and one sink for it and the pipelines it is handed to (one line in all is expected).
+    private static func journal(
+        in folder: TemporaryDirectory
+    ) throws -> (EventJournal, DiagnosticSink, LockedValue<[String]>) {
+        let reports = LockedValue<[String]>([])
+        let sink = DiagnosticSink { line in reports.withLock { $0.append(line) } }
+        let journal = try EventJournal(
+            configuration: .init(directory: folder.file("app.log.journal")),
+            diagnostics: sink
         )
+        return (journal, sink, reports)
+    }
+
+    /// One line was said, the refusal: why (`reason`), and that the pipeline runs without the journal.
+    private static func expectOneRefusal(
+        _ reports: LockedValue<[String]>,
+        saying reason: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let said = reports.withLock { $0 }
+        #expect(said.count == 1, "\(said)", sourceLocation: sourceLocation)
+        #expect(said.first?.contains(reason) == true, "\(said)", sourceLocation: sourceLocation)
+        let runsWithout = said.first?.contains("this pipeline runs without it") == true
+        #expect(runsWithout, "\(said)", sourceLocation: sourceLocation)
     }
 
     /// A journal handed to a second pipeline while it serves a first: before, both wrote into it and each read the
@@ -682,13 +701,7 @@ import Testing
     @Test func aJournalServesOnePipelineASecondRunsWithoutItAndSaysWhy() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        // One sink for the journal and the pipelines: one line in all.
-        let reports = LockedValue<[String]>([])
-        let sink = DiagnosticSink { line in reports.withLock { $0.append(line) } }
-        let journal = try EventJournal(
-            configuration: .init(directory: folder.file("app.log.journal")),
-            diagnostics: sink
-        )
+        let (journal, sink, reports) = try Self.journal(in: folder)
         let first = CapturingDestination()
         let second = CapturingDestination()
         let one = LogPipeline(
@@ -707,10 +720,7 @@ import Testing
         #expect(failures.0 == nil && failures.1 == nil, "\(failures)")
         #expect(first.records.map(\.message) == (0..<300).map { "fast lane event \($0)" })
         #expect(second.records.map(\.message) == (1_000..<1_300).map { "fast lane event \($0)" })
-        let said = reports.withLock { $0 }
-        #expect(said.count == 1, "\(said)")
-        #expect(said.first?.contains("already serves another pipeline") == true, "\(said)")
-        #expect(said.first?.contains("this pipeline runs without it") == true, "\(said)")
+        Self.expectOneRefusal(reports, saying: "already serves another pipeline")
     }
 
     /// A pipeline retires its setup's journal by closing it: a reconfiguration handed the same journal again runs
@@ -718,13 +728,7 @@ import Testing
     @Test func aReconfigurationGivenTheJournalItRetiredRunsWithoutItAndSaysWhy() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        // One sink for the journal and the pipelines: one line in all.
-        let reports = LockedValue<[String]>([])
-        let sink = DiagnosticSink { line in reports.withLock { $0.append(line) } }
-        let journal = try EventJournal(
-            configuration: .init(directory: folder.file("app.log.journal")),
-            diagnostics: sink
-        )
+        let (journal, sink, reports) = try Self.journal(in: folder)
         let capture = CapturingDestination()
         let pipeline = LogPipeline(
             setup: .init(routes: [.init(capture)], journal: journal),
@@ -733,10 +737,7 @@ import Testing
         for index in 0..<100 { Self.log(index, padding: 10, to: pipeline) }
         let failure = await offThePool { pipeline.reconfigure { .init(routes: [.init(capture)], journal: journal) } }
         #expect(failure == nil, "\(String(describing: failure))")
-        let said = reports.withLock { $0 }
-        #expect(said.count == 1, "\(said)")
-        #expect(said.first?.contains("is closed") == true, "\(said)")
-        #expect(said.first?.contains("this pipeline runs without it") == true, "\(said)")
+        Self.expectOneRefusal(reports, saying: "is closed")
         for index in 100..<200 { Self.log(index, padding: 10, to: pipeline) }
         let shutdown = await pipeline.shutdown(timeout: 60)
         #expect(shutdown == nil, "\(String(describing: shutdown))")
