@@ -128,6 +128,20 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
 @Suite struct DestinationExitTests {
     /// `exit()` called by a destination runs the exit flush on that pipeline's own thread, which can't write while it
     /// waits: with an exit patience of an hour it waited the hour. It says what it left instead, and the program exits.
+    /// A program that logs and exits without ever calling `setup()`: the events held for the first setup have nowhere
+    /// to go. The exit says how many; it said nothing before (the exit flush took the "not set up" answer for done).
+    @Test func exitBeforeSetupSaysHowManyEventsWereNeverDelivered() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["exit-before-setup", folder.path, "7"])
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        #expect(
+            child.errorOutput.contains("at exit, 7 event(s) logged before the logger was set up were never delivered"),
+            "stderr: \(child.errorOutput)"
+        )
+    }
+
     @Test func exitCalledByADestinationDoesNotWaitForItsOwnPipeline() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

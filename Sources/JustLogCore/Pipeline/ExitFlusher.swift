@@ -63,6 +63,17 @@ final class ExitFlusher: @unchecked Sendable {
                 continue
             }
             var error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
+            // Never set up (`Logger.shared` before `setup()`): what it holds has nowhere to go — said, as a shutdown
+            // says it.
+            if error?.code == .invalidConfiguration, queue.isHolding {
+                let held = queue.waitingEvents
+                if held > 0 {
+                    queue.diagnostics.report(
+                        "at exit, \(held) event(s) logged before the logger was set up were never delivered (it was never set up: call setup() first)"
+                    )
+                }
+                continue
+            }
             // Stopped on its own thread (a destination's shutdown), its worker still writing what was queued: wait for
             // it as for a flush.
             if error?.code == .shutdown {

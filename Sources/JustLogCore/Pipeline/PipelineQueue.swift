@@ -1186,18 +1186,21 @@ final class PipelineQueue: @unchecked Sendable {
         // The queue's view first: the worker takes its next batch with `dispatcher`, which must not be the old,
         // shut-down destinations once it has the new ones. Callers still queue for the worker meanwhile
         // (`reconfigurationsInProgress`), and the fast lane stays closed.
-        let installed = lock.withLock {
+        let (installed, heldCapacity) = lock.withLock { () -> (Bool, Int?) in
             // A pipeline still holding for its first setup that was shut down while `build` ran has no worker left
             // to write to the new destinations or shut them down (one that is not holding waits for them).
             guard !workerTookItsLastDispatcher else {
                 reconfigurationsInProgress -= 1
                 lock.broadcast()
-                return false
+                return (false, nil)
             }
             dispatcher = replacement
             limits = configuration
             currentIntake = intake
-            return true
+            // In the same step, a holding pipeline stops holding: a worker stopped between the two would take the
+            // new destinations for none, drop the held events and close them, and the setup would still succeed.
+            defer { holdCapacity = nil }
+            return (true, holdCapacity)
         }
         guard installed else {
             _ = replacement.shutdownDestinations()
@@ -1210,11 +1213,10 @@ final class PipelineQueue: @unchecked Sendable {
         // queue has only `fullQueueWait` of patience, and the worker must not be still waiting for this handover
         // (a caller's thread descheduled between the two, on a loaded machine, cost that long).
         if !holding { reconfiguration.provide(replacement) }
-        let (heldDrops, heldCapacity): (UInt64, Int) = lock.withLock {
+        let heldDrops: UInt64 = lock.withLock {
             reconfigurationsInProgress -= 1
             defer { self.heldDrops = 0 }
-            guard let capacity = holdCapacity else { return (0, 0) }
-            holdCapacity = nil
+            guard heldCapacity != nil else { return 0 }
             // The worker recovers what an earlier run left in the journal when it takes a batch: one now, not at the
             // first event — a journal left with no room below its half would hold that event's call waiting (the
             // fast lane) for progress only the recovery makes.
@@ -1222,10 +1224,10 @@ final class PipelineQueue: @unchecked Sendable {
                 enqueue(.action({}))
                 controlPending = true
             }
-            return (self.heldDrops, capacity)
+            return self.heldDrops
         }
         lock.broadcast()
-        if heldDrops > 0 {
+        if heldDrops > 0, let heldCapacity {
             submit(
                 .report(
                     "JustLog dropped \(heldDrops) event(s) logged before setup() (more than the \(heldCapacity) it keeps)",

@@ -45,6 +45,11 @@ case "exit-without-flush", "exit-call":
     }
     if mode == "exit-call" { exit(0) }
 
+case "exit-before-setup":
+    for index in 0..<(Int(arguments[3]) ?? 0) {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+
 case "logstash-loop", "logstash-drain":
     setUpLogstashOnly(logger, port: arguments[3])
     if mode == "logstash-loop" {
