@@ -546,6 +546,50 @@ private func spoolWithDeletedNewestSegment(
         )
     }
 
+    /// A newest segment emptied after it was made (a power loss that kept nothing of the file, not even its size):
+    /// how many records it held is unknown, and that it may have held some is said.
+    @Test func aNewestSegmentEmptiedAfterItWasMadeIsReportedAsAnUncountedLoss() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-emptied")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let lost = files.records(in: newest, of: 0..<total)
+        try #require(!lost.isEmpty)
+        files.truncate(newest, to: 0)
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<total).filter { !lost.contains($0) }.map(text))
+        #expect(
+            capture.writes.contains { $0.contains("the newest segment \(files.name(newest)) was empty and was removed") },
+            "\(capture.writes)"
+        )
+        spool.close()
+    }
+
+    /// A process killed while it created a segment file (made empty, then given its size and header) leaves an
+    /// empty file that never held a record: the cursor file still names the segment before it as the newest made.
+    /// Nothing is lost and nothing is said; before, an uncounted loss was reported.
+    @Test func aSegmentFileLeftEmptyByAKillDuringItsCreationIsNoLoss() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-creating")
+        let total = 3000
+        try writeSpool(directory, 0..<total)
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let number = try #require(UInt64(files.name(newest).dropLast(".seg".count)))
+        let digits = String(number + 1)
+        let created = directory.file(String(repeating: "0", count: 20 - digits.count) + digits + ".seg")
+        try #require(FileManager.default.createFile(atPath: created, contents: Data()))
+
+        let capture = LineCapture()
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics)
+        #expect(readAll(spool) == (0..<total).map(text))
+        #expect(spool.takeLossesToReport() == 0)
+        #expect(capture.writes.isEmpty, "\(capture.writes)")
+        spool.close()
+    }
+
     @Test func aZeroByteFirstSegmentIsCountedAsLostAndTheRestKept() throws {
         let directory = try TemporaryDirectory(prefix: "recovery-zero")
         let total = 2000

@@ -196,7 +196,11 @@ struct SpoolRecovery {
                 "the newest segment \(SpoolSegment.fileName(entry.segment.sequence)) was found zeroed, its header too (a power loss?); if it held records, how many is unknown"
             )
         }
-        if let newestEmptied = emptied.max(), newestEmptied > (segments.last?.segment.sequence ?? 0) {
+        // Not one the cursor file says was never made: a process killed while it created the file (empty until its
+        // size and header are written), before any record could go there.
+        if let newestEmptied = emptied.max(), newestEmptied > (segments.last?.segment.sequence ?? 0),
+            newestMade.map({ $0.segment >= newestEmptied }) ?? true
+        {
             uncounted.append(
                 "the newest segment \(SpoolSegment.fileName(newestEmptied)) was empty and was removed; if it held records, how many is unknown"
             )
