@@ -136,6 +136,39 @@ import Glibc
         #expect(readAll(reopened).records == text([0, 2, 4, 6, 7]))
     }
 
+    /// A place never filled at the end of the records is where the next run appends: its stub, and with it the only
+    /// sign that its serial was a call that never returned, is written over. Killed again before anything is
+    /// acknowledged, the run after that still counts no loss (before, it reported the serial as one record lost).
+    @Test func aPlaceNeverFilledAndThenWrittenOverIsNoLossAfterAnotherKill() throws {
+        let folder = try TemporaryDirectory()
+        let killed = try TemporaryDirectory()
+        let killedAgain = try TemporaryDirectory()
+        defer {
+            folder.remove()
+            killed.remove()
+            killedAgain.remove()
+        }
+        let lines = LockedValue<[String]>([])
+        let diagnostics = DiagnosticSink { line in lines.withLock { $0.append(line) } }
+        let spool = try Spool(configuration: configuration(folder), diagnostics: diagnostics)
+        for index in 0..<3 { try spool.append(record(index)) }
+        let dying = try reserve(3, in: spool)
+        try filesLeftByAKill(of: folder, in: killed)
+        fill(dying, with: 3)
+        spool.close()
+
+        let reopened = try Spool(configuration: configuration(killed), diagnostics: diagnostics)
+        try reopened.append(record(4))
+        try filesLeftByAKill(of: killed, in: killedAgain)
+        reopened.close()
+
+        let again = try Spool(configuration: configuration(killedAgain), diagnostics: diagnostics)
+        defer { again.close() }
+        #expect(readAll(again).records == text([0, 1, 2, 4]))
+        #expect(again.takeLossesToReport() == 0, "a call that never returned lost nothing")
+        #expect(lines.current.isEmpty, "no damage reported: \(lines.current)")
+    }
+
     /// Writes records 0, 1 and 2 to a spool in `folder` and closes it, then changes its segment file's bytes with
     /// `change` (given where record 1's frame and payload start).
     private func threeRecords(

@@ -7,7 +7,8 @@ import Darwin
 #endif
 
 /// The serials of records already reported lost, kept in the spool's `losses` file so that a damaged record
-/// is reported once — not again each time the program starts before the collector got past it.
+/// is reported once — not again each time the program starts before the collector got past it — and of reserved
+/// places never filled (calls that never returned), so that one written over later is never taken for a loss.
 ///
 /// Layout: `JLLOSS01`, a count `UInt32`, the CRC-32 of the ranges `UInt32`, then each range as two
 /// little-endian `UInt64` (first serial, serial after the last). Written to a temporary file and renamed, and

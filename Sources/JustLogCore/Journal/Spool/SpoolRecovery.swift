@@ -14,7 +14,8 @@
 ///   ``SpoolCursorFile/Newest``); if the folder has no segment that new, the newest ones were deleted: their records
 ///   before the serial it remembers are counted, and the newest one's are reported as of unknown number — as an
 ///   emptied newest segment's are. An earlier cursor file names only the segment it points into.
-/// - **Reported once.** Serials already in the ``SpoolLossLedger`` were reported by an earlier open.
+/// - **Reported once.** Serials already in the ``SpoolLossLedger`` were reported by an earlier open, or were found
+///   to be calls that never returned.
 struct SpoolRecovery {
     /// One lost stretch of serials and where it was.
     struct Loss: Equatable {
@@ -53,6 +54,10 @@ struct SpoolRecovery {
     var cursorProblem: String?
     /// The newest segment the cursor file says was made (0: it does not say): a new segment gets a later number.
     var newestMadeSegment: UInt64 = 0
+    /// The serials of reserved frames never filled (calls that never returned), kept in the ledger: the next record
+    /// appended may be written over such a frame at the end of the records, and its serial then lies in a gap
+    /// that would otherwise be taken for a loss.
+    var unfinishedSerials: [UInt64] = []
 
     /// - Parameters:
     ///   - segments: the segments opened and scanned, oldest first, with their scans.
@@ -161,6 +166,7 @@ struct SpoolRecovery {
         // Reserved frames never filled were calls that never returned: not lost.
         let unfinished = segments.flatMap(\.scan.unfinishedSerials).sorted()
         if !unfinished.isEmpty { losses = losses.flatMap { $0.excluding(unfinished) } }
+        unfinishedSerials = unfinished
         newlyLost = ledger.unreported(in: losses.map(\.serials))
         newLosses = losses.filter { ledger.unreported(in: [$0.serials]) > 0 }
 
@@ -223,9 +229,10 @@ struct SpoolRecovery {
         }
     }
 
-    /// The ledger to keep after this recovery: every loss known from the cursor on.
+    /// The ledger to keep after this recovery: every loss known from the cursor on, and every serial of a call that
+    /// never returned (neither is to be reported again).
     var ledger: SpoolLossLedger {
-        SpoolLossLedger(ranges: losses.map(\.serials))
+        SpoolLossLedger(ranges: losses.map(\.serials) + unfinishedSerials.map { $0..<$0 + 1 })
     }
 
     // MARK: - Helpers
