@@ -185,6 +185,9 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Your own destinations, beside the console, file and Logstash ones, each with its minimum level. Default `[]`.
+    /// Each ``setup()`` shuts the previous destinations down, these included, before it installs the new ones: give
+    /// new instances before calling ``setup()`` again (a destination used after its `shutdown()`, such as a
+    /// `LogstashDestination` whose spool is closed, loses what it is given).
     public var additionalDestinations: [LogPipeline.Route] {
         get { read(\.extraDestinations) }
         set { write(\.extraDestinations, newValue) }
