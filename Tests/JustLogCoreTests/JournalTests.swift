@@ -87,19 +87,10 @@ import Testing
     }
 
     /// What an earlier run left: `count` journaled events, of which the file holds the first `written` (the last
-    /// of them torn by the crash when `torn`); the event numbered `unjournaled`, if any, is in the file alone (the
-    /// journal could not take it).
-    private func earlierRun(
-        in folder: TemporaryDirectory,
-        count: Int,
-        written: Int,
-        torn: Bool,
-        unjournaled: Int? = nil
-    ) throws {
+    /// of them torn by the crash when `torn`).
+    private func earlierRun(in folder: TemporaryDirectory, count: Int, written: Int, torn: Bool) throws {
         let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
-        for index in 0..<count where index != unjournaled {
-            _ = journal.append(encoded(event(index), sequence: UInt64(index)))
-        }
+        for index in 0..<count { _ = journal.append(encoded(event(index), sequence: UInt64(index))) }
         journal.close()
         let builder = RecordBuilder(eventIDs: EventIDGenerator(prefix: Self.prefix))
         var bytes: [UInt8] = []
@@ -141,25 +132,6 @@ import Testing
         #expect(records.prefix(3_000).map(\.message) == (0..<3_000).map { "journal event \($0) ✓" })
         #expect(records[2_999].eventID == EventIDGenerator(prefix: Self.prefix).id(for: 2_999))
         #expect(records.last?.userInfo["recovered_events"] == .int(3_000))
-    }
-
-    /// The file's newest line may be an event the journal never held (too large for it, or a new segment a full disk
-    /// refused), written after journaled ones in the batch the program was killed after: the file resumes after it.
-    /// Before, only a record of that very event marked where the file stood: none matched, and every recovered event
-    /// was written to the file a second time.
-    @Test func theFileResumesAfterItsNewestLineThoughTheJournalNeverHeldThatEvent() async throws {
-        let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        try earlierRun(in: folder, count: 3_000, written: 1_235, torn: false, unjournaled: 1_234)
-        let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
-        let pipeline = try pipeline(on: folder, [file])
-        let failure = await pipeline.shutdown(timeout: 60)
-        #expect(failure == nil, "\(String(describing: failure))")
-        let records = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
-            .map { try FileLine(parsing: $0).record }
-        try #require(records.count == 3_001)
-        #expect(records.prefix(3_000).map(\.message) == (0..<3_000).map { "journal event \($0) ✓" })
-        #expect(records.last?.userInfo["recovered_events"] == .int(2_999))
     }
 
     @Test func aDestinationThatCountsOnlyGetsTheLineThatSaysHowManyAndOthersGetEverything() async throws {

@@ -1041,10 +1041,8 @@ final class PipelineQueue: @unchecked Sendable {
         let routes = dispatcher.backgroundRoutes
         let plans = routes.map { $0.destination.journalRecovery() }
         let start = journal.cursor
-        // A destination that holds some of the events already resumes after the newest it holds: a first pass finds
-        // where — after the last recovered event of that run numbered no later than it. (That event itself may not
-        // be in the journal: one the journal could not take is written with the others, in order, and may be the
-        // file's last line.)
+        // A destination that holds some of the events already resumes after the newest it holds — if that one is
+        // among the recovered: a first pass finds where.
         let newestHeld: [(prefix: UInt64, sequence: UInt64)?] = plans.map { plan in
             guard case .replay(let after?) = plan else { return nil }
             return EventIDGenerator.components(of: after)
@@ -1056,7 +1054,7 @@ final class PipelineQueue: @unchecked Sendable {
                 for entry in EventJournal.entries(of: chunk).entries {
                     index += 1
                     for (route, held) in newestHeld.enumerated()
-                    where held.map({ $0.prefix == entry.eventIDPrefix && entry.sequence <= $0.sequence }) == true {
+                    where held?.prefix == entry.eventIDPrefix && held?.sequence == entry.sequence {
                         skipped[route] = index
                     }
                 }
