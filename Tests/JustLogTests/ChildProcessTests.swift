@@ -126,8 +126,6 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
 /// thread, with its main thread still running, kept both cores busy for ~25 s (the sanitizer at exit), and the
 /// parent's other tests stalled meanwhile.
 @Suite struct DestinationExitTests {
-    /// `exit()` called by a destination runs the exit flush on that pipeline's own thread, which can't write while it
-    /// waits: with an exit patience of an hour it waited the hour. It says what it left instead, and the program exits.
     /// A program that logs and exits without ever calling `setup()`: the events held for the first setup have nowhere
     /// to go. The exit says how many; it said nothing before (the exit flush took the "not set up" answer for done).
     @Test func exitBeforeSetupSaysHowManyEventsWereNeverDelivered() async throws {
@@ -142,6 +140,8 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
         )
     }
 
+    /// `exit()` called by a destination runs the exit flush on that pipeline's own thread, which can't write while it
+    /// waits: with an exit patience of an hour it waited the hour. It says what it left instead, and the program exits.
     @Test func exitCalledByADestinationDoesNotWaitForItsOwnPipeline() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
