@@ -185,9 +185,9 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Your own destinations, beside the console, file and Logstash ones, each with its minimum level. Default `[]`.
-    /// Each ``setup()`` shuts the previous destinations down, these included, before it installs the new ones: give
-    /// new instances before calling ``setup()`` again (a destination used after its `shutdown()`, such as a
-    /// `LogstashDestination` whose spool is closed, loses what it is given).
+    /// They are yours, given once: a ``setup()`` flushes those it installs again and leaves them open, shuts down
+    /// (before it builds the new destinations) those no longer in this list, and ``shutdown(timeout:)`` shuts down
+    /// the rest.
     public var additionalDestinations: [LogPipeline.Route] {
         get { read(\.extraDestinations) }
         set { write(\.extraDestinations, newValue) }
@@ -257,13 +257,17 @@ public final class Logger: @unchecked Sendable {
 
     /// Builds the destinations from the current settings and delivers what was logged before. Calling it
     /// again applies changed settings **in place, in log order**: events logged before the call reach the
-    /// previous destinations, which are then flushed and closed (releasing the file and the spool folder);
+    /// previous destinations, which are then flushed and closed (releasing the file and the spool folder; your
+    /// ``additionalDestinations`` still in the settings are flushed and stay open);
     /// events logged after it reach the new ones; nothing is lost or written twice, and front ends attached to
     /// ``pipeline`` (the swift-log handler) keep working. Problems (a file that cannot be opened) are reported on
     /// standard error, never thrown.
     public func setup() {
         let configuration = settings.withLock { $0.configuration(switches: switches) }
-        let failure = pipeline.reconfigure { Self.setup(configuration, switches: switches) }
+        // Your own destinations stay open while they stay in the settings (they are given once, not made anew).
+        let failure = pipeline.reconfigure(keepingOpen: configuration.extraDestinations.map(\.destination)) {
+            Self.setup(configuration, switches: switches)
+        }
         if let failure = failure as? JustLogError, failure.code == .pipelineThread {
             configuration.diagnostics.report("setup(): nothing changed: \(failure.message)")
         } else if let failure {

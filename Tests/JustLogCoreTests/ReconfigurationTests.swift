@@ -168,6 +168,31 @@ import Testing
         await logger.pipeline.shutdown()
     }
 
+    /// What `Logger.setup()` does with the destinations the program lent it (`additionalDestinations`): those the
+    /// new setup installs again are flushed and stay open; one it turns out not to install is shut down after all.
+    @Test func destinationsKeptOpenAreShutDownOnlyIfTheNewSetupLeavesThemOut() async throws {
+        let lent = ShutdownRecorder()
+        let dropped = ShutdownRecorder()
+        let logger = StructuredLogger(
+            configuration: .init(destinations: [.init(lent), .init(dropped)], runtime: Fixtures.runtime)
+        )
+        logger.info("before")
+        let openDuringBuild = await offThePool {
+            var seen = (lent: false, dropped: false)
+            logger.pipeline.reconfigure(keepingOpen: [lent, dropped]) {
+                seen = (!lent.isShutDown, !dropped.isShutDown)
+                return .init(routes: [.init(lent)])
+            }
+            return seen
+        }
+        #expect(openDuringBuild == (true, true))
+        #expect(!lent.isShutDown && lent.written == ["before"])
+        #expect(dropped.isShutDown && dropped.written == ["before"], "not installed again: shut down after the build")
+        logger.info("after")
+        await logger.pipeline.shutdown()
+        #expect(lent.isShutDown && lent.written == ["before", "after"])
+    }
+
     @Test func aHoldingPipelineKeepsEventsUntilItsFirstSetupAndCountsWhatItDropped() async throws {
         let pipeline = LogPipeline(holdingUpTo: 100)
         let logger = StructuredLogger(pipeline: pipeline)

@@ -4,6 +4,7 @@ import JustLogCore
 import JustLogLogging
 import JustLogTestSupport
 import Logging
+import Synchronization
 import Testing
 
 /// One front door: `Logger` is a thin shell over one `StructuredLogger` whose pipeline keeps its identity across
@@ -171,5 +172,81 @@ struct PrivateValueDeliveryTests {
         #expect(!current.contains("debug "), "the file takes info and above")
         #expect(capture.messages == ["last"], "the own destination takes warning and above")
         await logger.shutdown()
+    }
+}
+
+/// Review (helper-33): `Logger.additionalDestinations` were shut down by every `setup()` and then installed again by
+/// it, so that a destination given once (a `LogstashDestination`, whose spool its shutdown closes) lost everything
+/// it was sent after the second `setup()`.
+@Suite struct AdditionalDestinationsTests {
+    /// Counts its shutdowns, and what it is given after one (which a destination that owns a file or a socket loses).
+    final class ShutdownCountingDestination: LogDestination {
+        struct State {
+            var shutdowns = 0
+            var messages: [String] = []
+            var writtenAfterShutdown: [String] = []
+        }
+        private let state = Mutex(State())
+        var delivery: DestinationDelivery { .background }
+        func write(_ batch: LogBatch) {
+            state.withLock { state in
+                if state.shutdowns > 0 {
+                    state.writtenAfterShutdown += batch.records.map(\.message)
+                } else {
+                    state.messages += batch.records.map(\.message)
+                }
+            }
+        }
+        func shutdown() { state.withLock { $0.shutdowns += 1 } }
+        var current: State { state.withLock { $0 } }
+    }
+
+    private func quietLogger(in folder: TemporaryDirectory) -> JustLog.Logger {
+        let logger = JustLog.Logger()
+        logger.baseUrlForFileLogging = folder.url
+        logger.logFilename = "app.log"
+        logger.enableConsoleLogging = false
+        logger.enableLogstashLogging = false
+        return logger
+    }
+
+    @Test func anOwnDestinationStaysOpenAcrossRepeatedSetup() async throws {
+        let folder = try TemporaryDirectory(prefix: "own-destinations")
+        defer { folder.remove() }
+        let own = ShutdownCountingDestination()
+        let logger = quietLogger(in: folder)
+        logger.additionalDestinations = [.init(own)]
+        logger.setup()
+        logger.info("first")
+        logger.setup()
+        logger.info("second")
+        logger.fileMinimumLevel = .warning
+        logger.setup()
+        logger.info("third")
+        #expect(await logger.pipeline.flush(timeout: 30) == nil)
+        #expect(own.current.shutdowns == 0, "setup() shut down a destination it then installed again")
+        #expect(own.current.messages == ["first", "second", "third"])
+        #expect(own.current.writtenAfterShutdown.isEmpty)
+        await logger.shutdown()
+        #expect(own.current.shutdowns == 1, "the logger's shutdown shuts it down, once")
+    }
+
+    @Test func anOwnDestinationRemovedFromTheSettingsIsShutDownByTheNextSetup() async throws {
+        let folder = try TemporaryDirectory(prefix: "own-destinations")
+        defer { folder.remove() }
+        let kept = ShutdownCountingDestination()
+        let removed = ShutdownCountingDestination()
+        let logger = quietLogger(in: folder)
+        logger.additionalDestinations = [.init(kept), .init(removed)]
+        logger.setup()
+        logger.info("first")
+        logger.additionalDestinations = [.init(kept)]
+        logger.setup()
+        logger.info("second")
+        #expect(await logger.pipeline.flush(timeout: 30) == nil)
+        #expect(removed.current.shutdowns == 1 && removed.current.messages == ["first"])
+        #expect(kept.current.shutdowns == 0 && kept.current.messages == ["first", "second"])
+        await logger.shutdown()
+        #expect(removed.current.shutdowns == 1 && kept.current.shutdowns == 1)
     }
 }

@@ -294,7 +294,15 @@ public final class LogPipeline: Sendable {
     /// nothing.
     @discardableResult
     public func reconfigure(_ build: () -> Setup) -> (any Error)? {
-        queue.reconfigure {
+        reconfigure(keepingOpen: [], build)
+    }
+
+    /// ``reconfigure(_:)``, but the old destinations in `kept` (by identity), which `build` installs again, are
+    /// flushed and not shut down: destinations lent by the program for every setup (`Logger`'s
+    /// `additionalDestinations`). One that `build` does not install after all is shut down once it has run.
+    @discardableResult
+    package func reconfigure(keepingOpen kept: [any LogDestination], _ build: () -> Setup) -> (any Error)? {
+        queue.reconfigure(keepingOpen: Set(kept.map(ObjectIdentifier.init))) {
             let setup = build().claimingItsJournal(reportingTo: queue.diagnostics)
             return (setup.dispatcher, setup.configuration, setup.intake)
         }
@@ -632,9 +640,26 @@ struct RecordDispatcher: Sendable {
     /// Shuts every destination down and closes the journal; returns the first destination's
     /// ``LogDestination/shutdownFailure``.
     func shutdownDestinations() -> (any Error)? {
-        for route in routes { route.destination.shutdown() }
+        shutdownDestinations(keepingOpen: []).failure
+    }
+
+    /// Shuts every destination down but those in `kept` (by identity), and closes the journal; returns the first
+    /// ``LogDestination/shutdownFailure`` of those shut down, and those kept open.
+    func shutdownDestinations(
+        keepingOpen kept: Set<ObjectIdentifier>
+    ) -> (failure: (any Error)?, keptOpen: [any LogDestination]) {
+        var keptOpen: [any LogDestination] = []
+        var closed: [any LogDestination] = []
+        for route in routes {
+            if kept.contains(ObjectIdentifier(route.destination)) {
+                keptOpen.append(route.destination)
+            } else {
+                route.destination.shutdown()
+                closed.append(route.destination)
+            }
+        }
         journal?.close()
-        return routes.lazy.compactMap { $0.destination.shutdownFailure }.first
+        return (closed.lazy.compactMap(\.shutdownFailure).first, keptOpen)
     }
 }
 

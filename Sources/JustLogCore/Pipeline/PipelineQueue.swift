@@ -996,8 +996,8 @@ final class PipelineQueue: @unchecked Sendable {
         let flushed = PendingFlush(queue: self)
         background.flush(FlushBarrier { error in flushed.finish(error) })
         let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
-        let failure = old.shutdownDestinations() ?? flushError
-        return reconfiguration.oldDestinationsClosed(failure: failure)
+        let (failure, keptOpen) = old.shutdownDestinations(keepingOpen: reconfiguration.keepingOpen)
+        return reconfiguration.oldDestinationsClosed(failure: failure ?? flushError, keptOpen: keptOpen)
     }
 
     /// Writes to the background destinations the `count` events queued by their place in the journal alone (the
@@ -1163,11 +1163,14 @@ final class PipelineQueue: @unchecked Sendable {
     /// is full, for up to ``LogPipeline/reconfigurationPatience``). The first configuration of a holding pipeline also
     /// delivers what it held. Returns the old destinations' ``LogDestination/shutdownFailure``, or their final
     /// flush's error.
-    func reconfigure(_ build: () -> (RecordDispatcher, LogPipeline.Configuration, LogPipeline.Intake)) -> (any Error)? {
+    func reconfigure(
+        keepingOpen kept: Set<ObjectIdentifier> = [],
+        _ build: () -> (RecordDispatcher, LogPipeline.Configuration, LogPipeline.Intake)
+    ) -> (any Error)? {
         if let error = waitsForItself("reconfigure") { return error }
         reconfiguring.lock()
         defer { reconfiguring.unlock() }
-        let reconfiguration = Reconfiguration()
+        let reconfiguration = Reconfiguration(keepingOpen: kept)
         let holding: Bool? = lock.withLock {
             guard state == .running else { return nil }
             reconfigurationsInProgress += 1
@@ -1179,8 +1182,14 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }
-        let failure = holding ? nil : reconfiguration.waitForOldDestinations()
+        let (failure, keptOpen) = holding ? (nil, []) : reconfiguration.waitForOldDestinations()
         let (replacement, configuration, intake) = build()
+        // A destination kept open for the new setup that is not in it after all (the settings changed meanwhile)
+        // is not left open for ever.
+        let installedNow = Set(replacement.routes.map { ObjectIdentifier($0.destination) })
+        for destination in keptOpen where !installedNow.contains(ObjectIdentifier(destination)) {
+            destination.shutdown()
+        }
         // The queue's view first: the worker takes its next batch with `dispatcher`, which must not be the old,
         // shut-down destinations once it has the new ones. Callers still queue for the worker meanwhile
         // (`reconfigurationsInProgress`), and the fast lane stays closed.
@@ -1246,26 +1255,36 @@ final class PipelineQueue: @unchecked Sendable {
 /// waits for that, builds the new destinations, and hands them over).
 final class Reconfiguration: @unchecked Sendable {
     private let lock = ConditionLock()
+    /// The old destinations the new setup installs again: flushed, not shut down (see
+    /// ``LogPipeline/reconfigure(keepingOpen:_:)``).
+    let keepingOpen: Set<ObjectIdentifier>
     private var closed = false
     private var failure: (any Error)?
+    private var keptOpen: [any LogDestination] = []
     private var replacement: RecordDispatcher?
 
-    /// The worker: the old destinations are closed; waits for and returns the new ones.
-    func oldDestinationsClosed(failure: (any Error)?) -> RecordDispatcher {
+    init(keepingOpen: Set<ObjectIdentifier>) {
+        self.keepingOpen = keepingOpen
+    }
+
+    /// The worker: the old destinations are closed (but those it kept open); waits for and returns the new ones.
+    func oldDestinationsClosed(failure: (any Error)?, keptOpen: [any LogDestination]) -> RecordDispatcher {
         lock.withLock {
             closed = true
             self.failure = failure
+            self.keptOpen = keptOpen
             lock.broadcast()
             while replacement == nil { lock.wait() }
             return replacement!
         }
     }
 
-    /// The caller: waits until the old destinations are closed; returns why they did not close cleanly.
-    func waitForOldDestinations() -> (any Error)? {
+    /// The caller: waits until the old destinations are closed; returns why they did not close cleanly, and those
+    /// kept open.
+    func waitForOldDestinations() -> (failure: (any Error)?, keptOpen: [any LogDestination]) {
         lock.withLock {
             while !closed { lock.wait() }
-            return failure
+            return (failure, keptOpen)
         }
     }
 
