@@ -170,10 +170,64 @@ import Testing
         )
         await pipeline.shutdown()
         let messages = capture.records.map(\.message)
-        #expect(messages.dropLast() == (0..<50).filter { $0 != 20 }.map { "journal event \($0) ✓" })
-        #expect(capture.records.last?.userInfo["recovered_events"] == .uint(49))
+        #expect(messages.dropLast(2) == (0..<50).filter { $0 != 20 }.map { "journal event \($0) ✓" })
+        #expect(capture.records.dropLast().last?.userInfo["recovered_events"] == .uint(49))
+        // Counted and said in the log too, not only on the diagnostics sink.
+        #expect(capture.records.last?.userInfo["lost_events"] == .uint(1))
+        #expect(pipeline.currentStatistics.dropped == 1)
         let reported = reports.current
-        #expect(reported.contains { $0.hasPrefix("JustLog: 1 event(s) in the log journal") }, "\(reported)")
+        #expect(
+            reported.contains { $0.hasPrefix("JustLog: lost 1 event(s)") && $0.contains("1 could not be read") },
+            "\(reported)"
+        )
+    }
+
+    /// Review (helper-34): what the journal found lost when it was opened (a segment deleted, damaged records) was
+    /// said on the diagnostics sink only: not in the pipeline's statistics, and no line in the log said so.
+    @Test(arguments: ["middle", "newest"])
+    func eventsTheJournalFoundLostAtOpenAreCountedAndReportedInTheLog(deleted segment: String) async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let directory = folder.file("app.log.journal")
+        let total = 3_000
+        let earlier = try EventJournal(configuration: .init(directory: directory, segmentBytes: 64 << 10))
+        for index in 0..<total { _ = earlier.append(encoded(event(index), sequence: UInt64(index))) }
+        earlier.close()
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }
+            .sorted()
+        try #require(segments.count >= 3, "\(segments)")
+        let newest = segment == "newest"
+        #expect(unlink(folder.file("app.log.journal/\(newest ? segments.last! : segments[1])")) == 0)
+
+        let reports = LockedValue<[String]>([])
+        let capture = CapturingDestination()
+        let pipeline = LogPipeline(
+            setup: .init(
+                routes: [.init(capture)],
+                journal: try EventJournal(
+                    configuration: .init(directory: directory, segmentBytes: 64 << 10),
+                    diagnostics: DiagnosticSink { line in reports.withLock { $0.append(line) } }
+                )
+            ),
+            diagnostics: DiagnosticSink { line in reports.withLock { $0.append(line) } }
+        )
+        await pipeline.shutdown()
+        let events = capture.records.filter { $0.message.hasPrefix("journal event") }
+        let lost = total - events.count
+        try #require(lost > 0 && lost < total, "the deleted segment held some of the events: \(lost)")
+        if newest {
+            // No segment left says how many the deleted one held: the loss is said, not counted.
+            let lossReports = capture.records.filter { $0.userInfo["lost_events_unknown"] != nil }
+            #expect(lossReports.map { $0.userInfo["lost_events_unknown"] } == [.bool(true)], "\(lossReports)")
+            #expect(lossReports.first?.message.contains("how many is unknown") == true)
+            #expect(capture.records.first?.message == lossReports.first?.message, "said before the events recovered")
+        } else {
+            let lossReports = capture.records.filter { $0.userInfo["lost_events"] != nil }
+            #expect(lossReports.map { $0.userInfo["lost_events"] } == [.uint(UInt64(lost))], "\(lossReports)")
+            #expect(lossReports.first?.level == .warning)
+            #expect(pipeline.currentStatistics.dropped == UInt64(lost))
+            #expect(reports.current.contains { $0.contains("\(lost)") }, "\(reports.current)")
+        }
     }
 
     /// A record the pipeline's thread can't read among those it reads while the program runs is skipped alone: the

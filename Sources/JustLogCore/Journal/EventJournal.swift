@@ -55,7 +55,7 @@ public final class EventJournal: Sendable {
     /// How many records an earlier run left (from the cursor on, before this journal's own).
     let recoveryCount: Int
     private let diagnostics: DiagnosticSink
-    private let recoveryTaken = LockedValue(false)
+    private let openingTaken = LockedValue(false)
     /// Whether a pipeline runs with the journal (see ``claim()``).
     private let service = LockedValue(Service.free)
 
@@ -110,13 +110,18 @@ public final class EventJournal: Sendable {
             "the log journal in \(configuration.directory) \(why); this pipeline runs without it: its background destinations lose what is queued if the program is killed"
     }
 
-    /// `true` the first time only: the pipeline's worker recovers a journal once, before the first batch it
-    /// writes with it.
-    func takeRecovery() -> Bool {
-        recoveryTaken.withLock { taken in
+    /// What the pipeline's worker does once with the journal, before the first batch it writes with it; `nil` after
+    /// the first call. `recover`: an earlier run left records (``recoveryCount``) to write. `lost`, `lostUncounted`:
+    /// what the journal found lost when it was opened and no earlier open reported — how many records (damaged, in
+    /// a deleted segment), and one line for each loss whose count is unknown — said on the diagnostics sink then, to
+    /// be reported once in the log.
+    func takeOpening() -> (recover: Bool, lost: UInt64, lostUncounted: [String])? {
+        let first = openingTaken.withLock { taken in
             defer { taken = true }
-            return !taken && recoveryCount > 0
+            return !taken
         }
+        guard first else { return nil }
+        return (recoveryCount > 0, spool.takeLossesToReport(), spool.takeUncountedLossesToReport())
     }
 
     /// Appends an encoded record; returns where it starts and the position just after it (to acknowledge it),

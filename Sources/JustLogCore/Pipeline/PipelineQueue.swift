@@ -1034,10 +1034,13 @@ final class PipelineQueue: @unchecked Sendable {
     /// Before anything logged with `dispatcher`: writes to its background destinations what an earlier run
     /// journaled and did not acknowledge, rebuilt with the `event_id`s it had, as each destination asks (see
     /// ``LogDestination/journalRecovery()``); acknowledges it; then sends every background destination one
-    /// warning record that says how many events were recovered.
+    /// warning record that says how many events were recovered. Before them, a record for what the journal found
+    /// lost when it opened; after them, one for those it held and could not give back (unreadable, dropped at its
+    /// cap meanwhile). Once a journal: the first call with it does this, the next ones nothing.
     private func recoverJournal(with dispatcher: RecordDispatcher) {
-        guard let journal = dispatcher.journal, !dispatcher.backgroundRoutes.isEmpty, journal.takeRecovery()
-        else { return }
+        guard let journal = dispatcher.journal, let opening = journal.takeOpening() else { return }
+        reportLossesFoundAtOpen(of: journal, counted: opening.lost, uncounted: opening.lostUncounted, with: dispatcher)
+        guard opening.recover, !dispatcher.backgroundRoutes.isEmpty else { return }
         let routes = dispatcher.backgroundRoutes
         let plans = routes.map { $0.destination.journalRecovery() }
         let start = journal.cursor
@@ -1062,7 +1065,7 @@ final class PipelineQueue: @unchecked Sendable {
         }
         var recovered = 0
         var unreadable = 0
-        forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { chunk in
+        let missing = forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { chunk in
             let (entries, chunkUnreadable) = EventJournal.entries(of: chunk)
             let records = entries.map(dispatcher.record(recovered:))
             for (index, route) in routes.enumerated() {
@@ -1075,17 +1078,67 @@ final class PipelineQueue: @unchecked Sendable {
             recovered += records.count
             unreadable += chunkUnreadable
         }
-        if unreadable > 0 {
-            diagnostics.report(
-                "\(unreadable) event(s) in the log journal \(journal.configuration.directory) could not be read (written by a newer version of JustLog?) and are lost"
+        if recovered > 0 {
+            let report = reportRecord(
+                "JustLog recovered \(recovered) event(s) that an earlier run logged but had not written to every destination when it stopped",
+                userInfo: ["recovered_events": .uint(UInt64(recovered))],
+                dispatcher: dispatcher
+            )
+            dispatcher.writeBackground([report])
+        }
+        if unreadable + missing > 0 {
+            let why = [
+                unreadable > 0 ? "\(unreadable) could not be read (written by a newer version of JustLog?)" : nil,
+                missing > 0 ? "\(missing) were dropped at the journal's size cap before they could be" : nil,
+            ]
+            reportLoss(
+                of: UInt64(unreadable + missing),
+                "lost \(unreadable + missing) event(s) that an earlier run logged and the log journal \(journal.configuration.directory) held: \(why.compactMap { $0 }.joined(separator: "; "))",
+                with: dispatcher
             )
         }
-        guard recovered > 0 else { return }
-        let report = reportRecord(
-            "JustLog recovered \(recovered) event(s) that an earlier run logged but had not written to every destination when it stopped",
-            userInfo: ["recovered_events": .uint(UInt64(recovered))],
-            dispatcher: dispatcher
-        )
+    }
+
+    /// What the journal found lost when it was opened (a damaged record, a deleted segment) and no earlier run
+    /// reported: said on the diagnostics sink when it opened, and now counted as dropped and reported in one record
+    /// to the background destinations — a line in the log where the events are missing.
+    private func reportLossesFoundAtOpen(
+        of journal: EventJournal,
+        counted: UInt64,
+        uncounted: [String],
+        with dispatcher: RecordDispatcher
+    ) {
+        let place = "the log journal \(journal.configuration.directory) was damaged"
+        if counted > 0 {
+            reportLoss(
+                of: counted,
+                "lost \(counted) event(s) that an earlier run logged: \(place) and they could not be read",
+                with: dispatcher,
+                alreadySaid: true
+            )
+        }
+        // (Not `lost_events` with another type: a collector's index maps each field to one type.)
+        for damage in uncounted {
+            let report = reportRecord(
+                "JustLog lost event(s) that an earlier run logged, how many is unknown: \(place): \(damage)",
+                userInfo: ["lost_events_unknown": .bool(true)],
+                dispatcher: dispatcher
+            )
+            dispatcher.writeBackground([report])
+        }
+    }
+
+    /// Counts `count` events as dropped, says that JustLog `lost …` on the diagnostics sink (unless the journal did
+    /// already) and in a record to the background destinations.
+    private func reportLoss(
+        of count: UInt64,
+        _ message: String,
+        with dispatcher: RecordDispatcher,
+        alreadySaid: Bool = false
+    ) {
+        lock.withLock { counters.dropped += count }
+        if !alreadySaid { diagnostics.report(message) }
+        let report = reportRecord("JustLog " + message, userInfo: ["lost_events": .uint(count)], dispatcher: dispatcher)
         dispatcher.writeBackground([report])
     }
 
