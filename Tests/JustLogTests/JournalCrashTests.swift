@@ -130,6 +130,30 @@ import Testing
         )
     }
 
+    /// Killed after the file got a batch whose last event the journal never held (larger than a segment; or a full
+    /// disk refused the journal a segment) and before the journal was acknowledged: the restart finds no record of
+    /// the file's newest line, so it cannot tell where the file stands among what it recovers. Before, it wrote every
+    /// event of that batch a second time (review, helper-34); now an event the journal never held is written only
+    /// once those before it are acknowledged.
+    @Test func anEventTheJournalNeverHeldLastInTheFileCostsNoDuplicatesAfterSIGKILL() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["journal-kill-unjournaled", folder.path, "-"])
+        #expect(
+            await eventually(timeout: .seconds(120)) { child.outputLines.contains("stalled") },
+            "\(child.errorOutput)"
+        )
+        await child.kill()
+        let logFile = folder.appending("child.log")
+        let large = { (text: String) in text.split(separator: "\n").filter { $0.utf8.count > 5 << 20 }.count }
+        try #require(large(try String(contentsOf: logFile, encoding: .utf8)) == 1, "the file got the large event")
+
+        let restart = try ChildProcess(arguments: ["journal-recover", folder.path, "-"])
+        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "\(restart.errorOutput)")
+        #expect(try indexes(in: logFile) == Array(0..<100), "each event once, in order")
+        #expect(large(try String(contentsOf: logFile, encoding: .utf8)) == 1)
+    }
+
     @Test func whatAStalledDestinationKeptFromTheFileAtExitIsWrittenAtTheNextStart() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

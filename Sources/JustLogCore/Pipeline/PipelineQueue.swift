@@ -28,6 +28,14 @@ final class PipelineQueue: @unchecked Sendable {
             }
         }
 
+        /// An event or record the journal does not hold (with a journal: one it could not take).
+        var isUnjournaledRecord: Bool {
+            switch self {
+            case .event(_, _, _, _, nil), .record(_, _, nil): true
+            case .event, .record, .journaled, .flush, .action, .reconfigure: false
+            }
+        }
+
         var eventCount: Int {
             switch self {
             case .event, .record: 1
@@ -940,6 +948,11 @@ final class PipelineQueue: @unchecked Sendable {
                     if showProgress() || records.count >= Self.writeLimit { deliver() }
                 }
             }
+            // An event the journal never held (too large for it, or a segment a full disk refused) goes out in a
+            // write after those before it are acknowledged: killed after that write, the next start sees in the
+            // file's newest line no record it holds, and writes everything it recovers — which is right only if
+            // nothing it recovers is in the file already.
+            if item.isUnjournaledRecord, journaledUpTo != nil { deliver() }
             switch item {
             case .event(let event, let sequence, _, let inline, let journaled):
                 if let journaled { journaledUpTo = journaled }

@@ -47,6 +47,45 @@ func journalKillThreads(_ logger: Logger, threads: Int) {
     while true { Thread.sleep(forTimeInterval: 3_600) }
 }
 
+/// `journal-kill-unjournaled FOLDER -`: `Logger.shared` with its file (journaled by default), messages up to 8 MiB
+/// (more than a journal segment takes), and a destination after the file that holds its first write until the
+/// calls below have returned. Logs "hold", then "journal event <i>" 100 times, each with an error (so that the call
+/// takes the full path, not the fast lane, and waits in the queue with its journal place), then one 5 MiB message the
+/// journal can't take. The worker writes them in one batch; the destination prints "stalled" once it is given the
+/// 5 MiB event — the file has it, the journal is not acknowledged yet — and waits to be killed.
+func journalKillUnjournaled(_ logger: Logger) {
+    let gate = DispatchSemaphore(value: 0)
+    logger.captureLimits = CaptureLimits(maximumMessageBytes: 8 << 20)
+    logger.additionalDestinations = [.init(StallingAtLargeEventDestination(gate: gate))]
+    logger.setup()
+    logger.info("hold")
+    struct Failure: Error {}
+    for index in 0..<100 {
+        logger.error("journal event \(index)", error: Failure(), userInfo: ["index": index])
+    }
+    logger.info("big " + String(repeating: "x", count: 5 << 20))
+    gate.signal()
+    while true { Thread.sleep(forTimeInterval: 3_600) }
+}
+
+/// Holds its first write until `gate` is signalled; prints "stalled" and blocks forever once given an event larger
+/// than 4 MiB.
+final class StallingAtLargeEventDestination: LogDestination {
+    private let gate: DispatchSemaphore
+    private let first = LockedValue(true)
+
+    init(gate: DispatchSemaphore) {
+        self.gate = gate
+    }
+
+    func write(_ batch: LogBatch) {
+        if first.withLock({ first in defer { first = false }; return first }) { gate.wait() }
+        guard batch.records.contains(where: { $0.message.utf8.count > 4 << 20 }) else { return }
+        FileHandle.standardOutput.write(Data("stalled\n".utf8))
+        while true { Thread.sleep(forTimeInterval: 3_600) }
+    }
+}
+
 /// `journal-recover FOLDER`: sets up `Logger.shared` on the same file (and so the same journal), waits until
 /// what the journal recovered is written, and exits 0 (or 1 with the error).
 func journalRecover(_ logger: Logger) {

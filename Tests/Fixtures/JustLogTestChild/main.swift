@@ -20,7 +20,8 @@
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit,       see SpoolModes.swift
 //   spool-reuse-kill, spool-append
-//   journal-kill, journal-kill-threads, journal-recover, journal-exit-stalled  see JournalModes.swift
+//   journal-kill, journal-kill-threads, journal-kill-unjournaled,  see JournalModes.swift
+//   journal-recover, journal-exit-stalled
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
 import JustLog
@@ -67,6 +68,9 @@ case "journal-kill":
 
 case "journal-kill-threads":
     journalKillThreads(logger, threads: Int(arguments[3]) ?? 2)
+
+case "journal-kill-unjournaled":
+    journalKillUnjournaled(logger)
 
 case "journal-recover":
     journalRecover(logger)
