@@ -79,7 +79,11 @@ final class StallingAtLargeEventDestination: LogDestination {
     }
 
     func write(_ batch: LogBatch) {
-        if first.withLock({ first in defer { first = false }; return first }) { gate.wait() }
+        let isFirst = first.withLock { first in
+            defer { first = false }
+            return first
+        }
+        if isFirst { gate.wait() }
         guard batch.records.contains(where: { $0.message.utf8.count > 4 << 20 }) else { return }
         FileHandle.standardOutput.write(Data("stalled\n".utf8))
         while true { Thread.sleep(forTimeInterval: 3_600) }
