@@ -263,11 +263,19 @@ public final class Logger: @unchecked Sendable {
     /// ``pipeline`` (the swift-log handler) keep working. Problems (a file that cannot be opened) are reported on
     /// standard error, never thrown.
     public func setup() {
-        let configuration = settings.withLock { $0.configuration(switches: switches) }
-        // Your own destinations stay open while they stay in the settings (they are given once, not made anew).
-        let failure = pipeline.reconfigure(keepingOpen: configuration.extraDestinations.map(\.destination)) {
-            Self.setup(configuration, switches: switches)
-        }
+        // The settings are read once this setup's turn has come: of two `setup()` calls at once, the later to run
+        // reads (and installs) the newer settings.
+        var read: Configuration?
+        let failure = pipeline.reconfigure(
+            keepingOpen: {
+                let configuration = settings.withLock { $0.configuration(switches: switches) }
+                read = configuration
+                // Your own destinations stay open while they stay in the settings (given once, not made anew).
+                return configuration.extraDestinations.map(\.destination)
+            },
+            { Self.setup(read ?? settings.withLock { $0.configuration(switches: switches) }, switches: switches) }
+        )
+        let configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
         if let failure = failure as? JustLogError, failure.code == .pipelineThread {
             configuration.diagnostics.report("setup(): nothing changed: \(failure.message)")
         } else if let failure {

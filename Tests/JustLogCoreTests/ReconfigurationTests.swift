@@ -179,7 +179,7 @@ import Testing
         logger.info("before")
         let openDuringBuild = await offThePool {
             var seen = (lent: false, dropped: false)
-            logger.pipeline.reconfigure(keepingOpen: [lent, dropped]) {
+            logger.pipeline.reconfigure(keepingOpen: { [lent, dropped] }) {
                 seen = (!lent.isShutDown, !dropped.isShutDown)
                 return .init(routes: [.init(lent)])
             }
@@ -191,6 +191,29 @@ import Testing
         logger.info("after")
         await logger.pipeline.shutdown()
         #expect(lent.isShutDown && lent.written == ["before", "after"])
+    }
+
+    /// Review (helper-33): a reconfiguration begun inside another one's `build` closure, on the same thread, waited
+    /// for itself for ever (the second waited for the first to end, the first for its `build` to return).
+    @Test(.timeLimit(.minutes(1)))
+    func aReconfigurationInsideAnotherOnesBuildSaysItWouldWaitForItselfInsteadOfHanging() async throws {
+        let capture = CapturingDestination()
+        let logger = StructuredLogger(
+            configuration: .init(destinations: [.init(CapturingDestination())], runtime: Fixtures.runtime)
+        )
+        let (outer, nested) = await offThePool {
+            var nested: (any Error)?
+            let outer = logger.pipeline.reconfigure {
+                nested = logger.pipeline.reconfigure { .init(routes: [.init(CapturingDestination())]) }
+                return .init(routes: [.init(capture)])
+            }
+            return (outer.map { "\($0)" }, nested as? JustLogError)
+        }
+        #expect(nested?.code == .pipelineThread, "\(String(describing: nested))")
+        #expect(outer == nil, "the outer reconfiguration goes on")
+        logger.info("after")
+        await logger.pipeline.shutdown()
+        #expect(capture.messages == ["after"])
     }
 
     @Test func aHoldingPipelineKeepsEventsUntilItsFirstSetupAndCountsWhatItDropped() async throws {

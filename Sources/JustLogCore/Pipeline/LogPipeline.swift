@@ -294,15 +294,20 @@ public final class LogPipeline: Sendable {
     /// nothing.
     @discardableResult
     public func reconfigure(_ build: () -> Setup) -> (any Error)? {
-        reconfigure(keepingOpen: [], build)
+        reconfigure(keepingOpen: { [] }, build)
     }
 
-    /// ``reconfigure(_:)``, but the old destinations in `kept` (by identity), which `build` installs again, are
-    /// flushed and not shut down: destinations lent by the program for every setup (`Logger`'s
+    /// ``reconfigure(_:)``, but the old destinations that `kept` returns (by identity), which `build` installs
+    /// again, are flushed and not shut down: destinations lent by the program for every setup (`Logger`'s
     /// `additionalDestinations`). One that `build` does not install after all is shut down once it has run.
+    /// `kept` runs first, once this reconfiguration's turn has come (one runs at a time): settings read there are
+    /// the newest when two reconfigurations begin at once.
     @discardableResult
-    package func reconfigure(keepingOpen kept: [any LogDestination], _ build: () -> Setup) -> (any Error)? {
-        queue.reconfigure(keepingOpen: Set(kept.map(ObjectIdentifier.init))) {
+    package func reconfigure(
+        keepingOpen kept: () -> [any LogDestination],
+        _ build: () -> Setup
+    ) -> (any Error)? {
+        queue.reconfigure(keepingOpen: { Set(kept().map(ObjectIdentifier.init)) }) {
             let setup = build().claimingItsJournal(reportingTo: queue.diagnostics)
             return (setup.dispatcher, setup.configuration, setup.intake)
         }

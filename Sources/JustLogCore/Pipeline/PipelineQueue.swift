@@ -1230,13 +1230,24 @@ final class PipelineQueue: @unchecked Sendable {
     /// delivers what it held. Returns the old destinations' ``LogDestination/shutdownFailure``, or their final
     /// flush's error.
     func reconfigure(
-        keepingOpen kept: Set<ObjectIdentifier> = [],
+        keepingOpen kept: () -> Set<ObjectIdentifier> = { [] },
         _ build: () -> (RecordDispatcher, LogPipeline.Configuration, LogPipeline.Intake)
     ) -> (any Error)? {
         if let error = waitsForItself("reconfigure") { return error }
+        if lock.withLock({ reconfiguringThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) {
+            return JustLogError(
+                .pipelineThread,
+                "reconfigure was called inside the build closure of another reconfiguration of the same pipeline, where it would wait for itself"
+            )
+        }
         reconfiguring.lock()
-        defer { reconfiguring.unlock() }
-        let reconfiguration = Reconfiguration(keepingOpen: kept)
+        lock.withLock { reconfiguringThread = pthread_self() }
+        defer {
+            lock.withLock { reconfiguringThread = nil }
+            reconfiguring.unlock()
+        }
+        // Read now, one reconfiguration at a time: two at once install the settings read last.
+        let reconfiguration = Reconfiguration(keepingOpen: kept())
         let holding: Bool? = lock.withLock {
             guard state == .running else { return nil }
             reconfigurationsInProgress += 1
@@ -1314,6 +1325,9 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// One reconfiguration at a time.
     private let reconfiguring = ConditionLock()
+    /// The thread that runs the reconfiguration under way, if any (`lock` held): one nested in its `build` would
+    /// wait for itself.
+    private var reconfiguringThread: pthread_t?
 }
 
 /// A replacement of a pipeline's destinations at one point in log order, between the worker (which reaches
