@@ -167,6 +167,32 @@ private func spoolWithDeletedNewestSegment(
         #expect(files.segments.map(files.contents) == before, "recovery changed (zeroed) segment data")
     }
 
+    /// After a downgrade, a segment a newer version wrote (its header `JLSPOOL4` or later) was taken for a damaged
+    /// current one: its records counted as damage, its header written again, and appended over (review, helper-34).
+    /// Now the spool does not open, says why, and changes nothing; the newer version finds its records intact.
+    @Test(arguments: [0, 1])
+    func aSegmentANewerVersionWroteKeepsTheSpoolClosedAndUntouched(newer segment: Int) throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-newer")
+        try writeSpool(directory, 0..<3000)
+        let files = SpoolFiles(directory: directory)
+        let path = try #require(files.segments.count > 1 ? files.segments[segment] : nil)
+        let fd = open(path, O_RDWR)
+        _ = pwrite(fd, Array("JLSPOOL4".utf8), 8, 0)
+        close(fd)
+        let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+            .map { ($0, files.contents(directory.file($0))) }
+
+        let capture = LineCapture()
+        let error = #expect(throws: JustLogError.self) {
+            try LogstashSpool(configuration: configuration(directory), diagnostics: capture.diagnostics).close()
+        }
+        #expect(error?.code == .spoolUnavailable)
+        #expect(error?.message.contains("newer version of JustLog") == true, "\(String(describing: error))")
+        let after = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+            .map { ($0, files.contents(directory.file($0))) }
+        #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1), "the folder was changed")
+    }
+
     @Test func aRecordWhoseFrameHeaderIsDamagedIsSkippedAndEveryRecordAfterItKept() throws {
         let directory = try TemporaryDirectory(prefix: "recovery-header")
         let total = 3000

@@ -74,6 +74,15 @@ final class SpoolSegment {
             }
         }
 
+        /// The format `header` names when it is a later one than this version knows (`JLSPOOL4` to `JLSPOOL9`).
+        static func newerVersion(magic header: [UInt8]) -> String? {
+            let known = Format.current.magic
+            guard header.count == known.count, header.dropLast() == known.dropLast(), let version = header.last,
+                version > known.last!, version <= UInt8(ascii: "9")
+            else { return nil }
+            return String(decoding: header, as: UTF8.self)
+        }
+
         /// The format whose magic `header` is, if any.
         init?(magic header: [UInt8]) {
             guard let format = [Format.legacy, .framed(.crc32), .framed(.crc32c)].first(where: { $0.magic == header })
@@ -278,6 +287,19 @@ final class SpoolSegment {
         var header = [UInt8](repeating: 0, count: magic.count)
         if size >= header.count {
             _ = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, magic.count, 0) }
+        }
+        // A newer version's segment (after a downgrade) is not this version's to read, nor to write over: the spool
+        // does not open (as on a full disk, its records wait whole), and the newer version finds them intact.
+        if let newer = Format.newerVersion(magic: header) {
+            close(fd)
+            throw SpoolOpenFailure(
+                JustLogError(
+                    code: .spoolUnavailable,
+                    message:
+                        "spool segment \(path) was written by a newer version of JustLog (format \(newer)), which this version can't read; it is left as it is: run the newer version, or move its folder aside"
+                ),
+                lasts: false
+            )
         }
         // An unknown magic (a damaged header, or one never written): framed; ``scan()`` tells which checksum.
         let format = Format(magic: header) ?? .current
