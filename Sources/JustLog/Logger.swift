@@ -185,9 +185,10 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// Your own destinations, beside the console, file and Logstash ones, each with its minimum level. Default `[]`.
-    /// They are yours, given once: a ``setup()`` flushes those it installs again and leaves them open, shuts down
-    /// (before it builds the new destinations) those no longer in this list, and ``shutdown(timeout:)`` shuts down
-    /// the rest.
+    /// They are yours, given once: a ``setup()`` leaves open those it installs again, shuts down (before it builds the
+    /// new destinations) those no longer in this list, and ``shutdown(timeout:)`` shuts down the rest. One shut down
+    /// that way can't be given again (a `LogstashDestination` whose spool is closed loses what it is given): give a
+    /// new instance.
     public var additionalDestinations: [LogPipeline.Route] {
         get { read(\.extraDestinations) }
         set { write(\.extraDestinations, newValue) }
@@ -258,7 +259,7 @@ public final class Logger: @unchecked Sendable {
     /// Builds the destinations from the current settings and delivers what was logged before. Calling it
     /// again applies changed settings **in place, in log order**: events logged before the call reach the
     /// previous destinations, which are then flushed and closed (releasing the file and the spool folder; your
-    /// ``additionalDestinations`` still in the settings are flushed and stay open);
+    /// ``additionalDestinations`` still in the settings stay open);
     /// events logged after it reach the new ones; nothing is lost or written twice, and front ends attached to
     /// ``pipeline`` (the swift-log handler) keep working. Problems (a file that cannot be opened) are reported on
     /// standard error, never thrown.

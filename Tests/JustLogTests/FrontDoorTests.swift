@@ -231,6 +231,21 @@ struct PrivateValueDeliveryTests {
         #expect(own.current.shutdowns == 1, "the logger's shutdown shuts it down, once")
     }
 
+    /// `LogDestination.shutdown()` is called once; an instance routed twice was shut down twice (review, helper-36).
+    @Test func anOwnDestinationGivenTwiceIsShutDownOnce() async throws {
+        let folder = try TemporaryDirectory(prefix: "own-destinations")
+        defer { folder.remove() }
+        let own = ShutdownCountingDestination()
+        let logger = quietLogger(in: folder)
+        logger.additionalDestinations = [.init(own), .init(own, minimumLevel: .error)]
+        logger.setup()
+        logger.additionalDestinations = []
+        logger.setup()
+        #expect(own.current.shutdowns == 1, "removed: shut down once by the setup")
+        await logger.shutdown()
+        #expect(own.current.shutdowns == 1)
+    }
+
     @Test func anOwnDestinationRemovedFromTheSettingsIsShutDownByTheNextSetup() async throws {
         let folder = try TemporaryDirectory(prefix: "own-destinations")
         defer { folder.remove() }

@@ -54,6 +54,8 @@ public final class EventJournal: Sendable {
     let spool: Spool
     /// How many records an earlier run left (from the cursor on, before this journal's own).
     let recoveryCount: Int
+    /// Where the earlier run's records end: this run's own begin there.
+    let recoveryEnd: SpoolPosition
     private let diagnostics: DiagnosticSink
     private let openingTaken = LockedValue(false)
     /// Whether a pipeline runs with the journal (see ``claim()``).
@@ -86,6 +88,7 @@ public final class EventJournal: Sendable {
             diagnostics: diagnostics
         )
         self.recoveryCount = spool.counterSnapshot.queuedRecords
+        self.recoveryEnd = spool.endPosition
     }
 
     /// Takes the journal for the pipeline setup about to run with it: `nil` when it may, otherwise why it may not —

@@ -89,7 +89,9 @@ public final class LogPipeline: Sendable {
         public var submitted: UInt64 = 0
         /// Events that missed destinations: the queue made no progress, or they were logged on the pipeline's own
         /// thread into a full queue (either way they still reached the inline destinations, such as the Logstash
-        /// spool), or the pipeline was shut down (they reached none).
+        /// spool), or the pipeline was shut down (they reached none). With a journal, also an earlier run's events
+        /// it could not give back: found damaged when it opened (a destination that had written them before that
+        /// run stopped has them), unreadable, or dropped at its cap. Those were never ``submitted`` in this run.
         public var dropped: UInt64 = 0
         /// Records handed to the background destinations (including JustLog's own drop reports).
         public var delivered: UInt64 = 0
@@ -648,14 +650,16 @@ struct RecordDispatcher: Sendable {
         shutdownDestinations(keepingOpen: []).failure
     }
 
-    /// Shuts every destination down but those in `kept` (by identity), and closes the journal; returns the first
-    /// ``LogDestination/shutdownFailure`` of those shut down, and those kept open.
+    /// Shuts every destination down (each instance once, though routed twice) but those in `kept` (by identity), and
+    /// closes the journal; returns the first ``LogDestination/shutdownFailure`` of those shut down, and those kept
+    /// open.
     func shutdownDestinations(
         keepingOpen kept: Set<ObjectIdentifier>
     ) -> (failure: (any Error)?, keptOpen: [any LogDestination]) {
         var keptOpen: [any LogDestination] = []
         var closed: [any LogDestination] = []
-        for route in routes {
+        var seen = Set<ObjectIdentifier>()
+        for route in routes where seen.insert(ObjectIdentifier(route.destination)).inserted {
             if kept.contains(ObjectIdentifier(route.destination)) {
                 keptOpen.append(route.destination)
             } else {

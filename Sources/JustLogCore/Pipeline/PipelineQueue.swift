@@ -948,8 +948,9 @@ final class PipelineQueue: @unchecked Sendable {
                     if showProgress() || records.count >= Self.writeLimit { deliver() }
                 }
             }
-            // An event the journal never held (too large for it, or a segment a full disk refused) goes out in a
-            // write after those before it are acknowledged: killed after that write, the next start sees in the
+            // An event the journal never held (too large for it, a segment a full disk refused; or queued while the
+            // destinations were replaced, or held before the first setup) goes out in a write after those before it
+            // are acknowledged: killed after that write, the next start sees in the
             // file's newest line no record it holds, and writes everything it recovers — which is right only if
             // nothing it recovers is in the file already.
             if item.isUnjournaledRecord, journaledUpTo != nil { deliver() }
@@ -1047,13 +1048,19 @@ final class PipelineQueue: @unchecked Sendable {
     /// Before anything logged with `dispatcher`: writes to its background destinations what an earlier run
     /// journaled and did not acknowledge, rebuilt with the `event_id`s it had, as each destination asks (see
     /// ``LogDestination/journalRecovery()``); acknowledges it; then sends every background destination one
-    /// warning record that says how many events were recovered. Before them, a record for what the journal found
-    /// lost when it opened; after them, one for those it held and could not give back (unreadable, dropped at its
-    /// cap meanwhile). Once a journal: the first call with it does this, the next ones nothing.
+    /// warning record that says how many events were recovered, and one for those it held and could not give back
+    /// (unreadable, dropped at its cap meanwhile). Then a record for what the journal found lost when it opened:
+    /// last, once every recovered event is acknowledged — a destination resumes after its newest event, and a report
+    /// of this run, newest in a file that holds some of the recovered events, would hide where it stands. Once a
+    /// journal: the first call with it does this, the next ones nothing.
     private func recoverJournal(with dispatcher: RecordDispatcher) {
         guard let journal = dispatcher.journal, let opening = journal.takeOpening() else { return }
+        if opening.recover, !dispatcher.backgroundRoutes.isEmpty { replayEarlierRun(of: journal, with: dispatcher) }
         reportLossesFoundAtOpen(of: journal, counted: opening.lost, uncounted: opening.lostUncounted, with: dispatcher)
-        guard opening.recover, !dispatcher.backgroundRoutes.isEmpty else { return }
+    }
+
+    /// See ``recoverJournal(with:)``.
+    private func replayEarlierRun(of journal: EventJournal, with dispatcher: RecordDispatcher) {
         let routes = dispatcher.backgroundRoutes
         let plans = routes.map { $0.destination.journalRecovery() }
         let start = journal.cursor
@@ -1066,7 +1073,8 @@ final class PipelineQueue: @unchecked Sendable {
         var skipped = [Int](repeating: 0, count: routes.count)
         if newestHeld.contains(where: { $0 != nil }) {
             var index = 0
-            forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { chunk in
+            forEachJournalChunk(of: journal, from: start, before: journal.recoveryEnd, count: journal.recoveryCount) {
+                chunk in
                 for entry in EventJournal.entries(of: chunk).entries {
                     index += 1
                     for (route, held) in newestHeld.enumerated()
@@ -1078,7 +1086,14 @@ final class PipelineQueue: @unchecked Sendable {
         }
         var recovered = 0
         var unreadable = 0
-        let missing = forEachJournalChunk(of: journal, from: start, count: journal.recoveryCount) { chunk in
+        // Not past where the earlier run ended: had the cap dropped some of its records, a read from the cursor would
+        // go on into this run's own, which are queued already.
+        let missing = forEachJournalChunk(
+            of: journal,
+            from: start,
+            before: journal.recoveryEnd,
+            count: journal.recoveryCount
+        ) { chunk in
             let (entries, chunkUnreadable) = EventJournal.entries(of: chunk)
             let records = entries.map(dispatcher.record(recovered:))
             for (index, route) in routes.enumerated() {
@@ -1125,7 +1140,7 @@ final class PipelineQueue: @unchecked Sendable {
         if counted > 0 {
             reportLoss(
                 of: counted,
-                "lost \(counted) event(s) that an earlier run logged: \(place) and they could not be read",
+                "lost \(counted) event(s) that an earlier run logged: \(place) and they could not be read (a destination that had written them before the run stopped has them)",
                 with: dispatcher,
                 alreadySaid: true
             )
