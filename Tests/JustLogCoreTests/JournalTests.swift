@@ -87,18 +87,22 @@ import Testing
     }
 
     /// What an earlier run left: `count` journaled events, of which the file holds the first `written` (the last
-    /// of them torn by the crash when `torn`).
+    /// of them torn by the crash when `torn`). After them, when `tail` says so, the file's newest line is JustLog's own
+    /// report (`report`), or the journal never held the last of them (`unjournaled`: too large for it).
     private func earlierRun(
         in folder: TemporaryDirectory,
         count: Int,
         written: Int,
         torn: Bool,
+        tail: String = "",
         journal configuration: EventJournal.Configuration? = nil
     ) throws {
         let journal = try EventJournal(
             configuration: configuration ?? .init(directory: folder.file("app.log.journal"))
         )
-        for index in 0..<count { _ = journal.append(encoded(event(index), sequence: UInt64(index))) }
+        for index in 0..<count where !(tail == "unjournaled" && index == written - 1) {
+            _ = journal.append(encoded(event(index), sequence: UInt64(index)))
+        }
         journal.close()
         let builder = RecordBuilder(eventIDs: EventIDGenerator(prefix: Self.prefix))
         var bytes: [UInt8] = []
@@ -111,6 +115,10 @@ import Testing
             format.writeFileLine(for: builder.record(for: event(written), sequence: UInt64(written)), into: &line)
             bytes += line.prefix(line.count / 2)
         }
+        if tail == "report" {
+            let report = LogEvent.report("JustLog dropped 3 event(s)", userInfo: ["dropped_events": .uint(3)])
+            format.writeFileLine(for: RecordBuilder().record(for: report, sequence: UInt64(count + 7)), into: &bytes)
+        }
         try Data(bytes).write(to: folder.appending("app.log"))
     }
 
@@ -122,11 +130,15 @@ import Testing
         )
     }
 
-    @Test(arguments: [false, true])
-    func theFileGetsWhatAnEarlierRunJournaledAfterItsLastWholeLineEachOnce(torn: Bool) async throws {
+    /// The file resumes after the newest recovered event it holds: its last whole line; or, when no recovered event
+    /// matches that line — JustLog's own report, or an event the journal never held — the newest line before it that
+    /// one matches. (Before, only the last line was read: a file whose last line matched nothing got every recovered
+    /// event a second time.)
+    @Test(arguments: ["whole", "torn", "report", "unjournaled"])
+    func theFileGetsWhatAnEarlierRunJournaledAfterItsNewestEventEachOnce(tail: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        try earlierRun(in: folder, count: 3_000, written: 1_234, torn: torn)
+        try earlierRun(in: folder, count: 3_000, written: 1_234, torn: tail == "torn", tail: tail)
         let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
         let pipeline = try pipeline(on: folder, [file])
         // The recovery's subject is what is written, not how fast: a minute of patience (under ThreadSanitizer, beside
@@ -134,12 +146,36 @@ import Testing
         let failure = await pipeline.shutdown(timeout: 60)
         #expect(failure == nil, "\(String(describing: failure))")
         let records = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
-            .map { try FileLine(parsing: $0).record }
+            .map { try FileLine(parsing: $0).record }.filter { !$0.message.hasPrefix("JustLog dropped") }
         // Before indexing: a short file must fail the test, not crash the test process.
-        try #require(records.count == 3_001)
+        try #require(records.count == 3_001, "\(records.count) lines")
         #expect(records.prefix(3_000).map(\.message) == (0..<3_000).map { "journal event \($0) ✓" })
         #expect(records[2_999].eventID == EventIDGenerator(prefix: Self.prefix).id(for: 2_999))
-        #expect(records.last?.userInfo["recovered_events"] == .int(3_000))
+        #expect(records.last?.userInfo["recovered_events"] == .int(tail == "unjournaled" ? 2_999 : 3_000))
+    }
+
+    /// Rotated just before the kill: the file holds only JustLog's report, its predecessor the events. The file reads
+    /// on into its predecessor for the newest event it holds.
+    @Test func aFileRotatedJustBeforeTheKillResumesAfterTheNewestEventOfItsPredecessor() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        try earlierRun(in: folder, count: 3_000, written: 1_234, torn: false, tail: "report")
+        let text = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        try (lines.dropLast().joined(separator: "\n") + "\n").write(
+            to: folder.appending("app.log.1"),
+            atomically: false,
+            encoding: .utf8
+        )
+        try (lines.last! + "\n").write(to: folder.appending("app.log"), atomically: false, encoding: .utf8)
+        let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
+        let pipeline = try pipeline(on: folder, [file])
+        #expect(await pipeline.shutdown(timeout: 60) == nil)
+        let messages = try ["app.log.1", "app.log"].flatMap { name in
+            try String(contentsOf: folder.appending(name), encoding: .utf8).split(separator: "\n")
+                .map { try FileLine(parsing: $0).record.message }
+        }
+        #expect(messages.filter { $0.hasPrefix("journal event") } == (0..<3_000).map { "journal event \($0) ✓" })
     }
 
     @Test func aDestinationThatCountsOnlyGetsTheLineThatSaysHowManyAndOthersGetEverything() async throws {
@@ -196,7 +232,8 @@ import Testing
     ///   journal was acknowledged). The report comes after the recovery, so that the file still resumes after its
     ///   newest event (review, helper-36: written first, the report was the file's newest line, and every
     ///   recovered event was written a second time).
-    /// - `newest`: the file holds nothing yet; no segment left says how many the deleted one held.
+    /// - `newest`: no segment left says how many the deleted one held; it held the file's newest event, and the file
+    ///   resumes after the newest one the journal still has.
     @Test(arguments: ["middle", "newest"])
     func eventsTheJournalFoundLostAtOpenAreCountedAndReportedInTheLog(deleted segment: String) async throws {
         let folder = try TemporaryDirectory()
@@ -204,7 +241,7 @@ import Testing
         let journal = EventJournal.Configuration(directory: folder.file("app.log.journal"), segmentBytes: 64 << 10)
         let total = 3_000
         let newest = segment == "newest"
-        try earlierRun(in: folder, count: total, written: newest ? 0 : 2_990, torn: false, journal: journal)
+        try earlierRun(in: folder, count: total, written: 2_990, torn: false, journal: journal)
         let segments = try FileManager.default.contentsOfDirectory(atPath: journal.directory)
             .filter { $0.hasSuffix(".seg") }.sorted()
         try #require(segments.count >= 3, "\(segments)")
@@ -228,7 +265,7 @@ import Testing
         let written = Set(events)
         let missing = (0..<total).filter { !written.contains("journal event \($0) ✓") }
         if newest {
-            try #require(!missing.isEmpty && missing.last == total - 1, "the newest segment's events are lost")
+            #expect(missing == Array(2_990..<total), "only the newest segment's events that the file had not are lost")
             #expect(records.last?.userInfo["lost_events_unknown"] == .bool(true), "\(String(describing: records.last))")
             #expect(records.last?.message.contains("how many is unknown") == true)
             #expect(pipeline.currentStatistics.dropped == 0)

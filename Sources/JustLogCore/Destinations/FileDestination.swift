@@ -171,11 +171,14 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         state.withLock { $0.writer.finish() }
     }
 
-    /// Writes what the journal recovered after the event this file holds last (a torn last line is cut away
-    /// first and written again whole): every event once, in order.
+    /// Writes what the journal recovered after the newest of them this file holds (its last lines are read; a torn
+    /// last line is cut away first and written again whole): every event once, in order.
     public func journalRecovery() -> JournalRecovery {
-        .replay(after: state.withLock { $0.writer.newestEventID() })
+        .replay(afterNewestOf: state.withLock { $0.writer.newestEventIDs(upTo: Self.recoveryLines) })
     }
+
+    /// How many of its last lines the file reads for ``journalRecovery()``.
+    static let recoveryLines = 1_024
 
     private func lossLine(_ lost: UInt64, _ error: String) -> [UInt8] {
         let event = LogEvent.report(

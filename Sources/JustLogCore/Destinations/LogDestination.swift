@@ -40,9 +40,12 @@ public protocol LogDestination: AnyObject, Sendable {
 /// How a destination takes the events recovered from an ``EventJournal`` after the program was stopped (killed,
 /// crashed, or out of time at exit) before every destination had written them.
 public enum JournalRecovery: Hashable, Sendable {
-    /// Write them again, except those up to and including the one with this `event_id` — the newest event the
-    /// destination holds (a file reads its own last line) — if it is among them.
-    case replay(after: String?)
+    /// Write them again, except those up to and including the newest of them whose `event_id` is in this list —
+    /// the `event_id`s of the newest events the destination holds, such as a file's last lines. More than the newest
+    /// one: a destination's newest line may be one no recovered event matches (JustLog's own report, an event the
+    /// journal could not take, one whose record a damaged journal lost), and the lines before it still say where the
+    /// destination stands. Empty: write them all again.
+    case replay(afterNewestOf: [String])
     /// Don't write them: the pipeline's line that says how many were recovered is enough (the console).
     case countOnly
 }
@@ -52,7 +55,7 @@ extension LogDestination {
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) { completion(nil) }
     public func shutdown() {}
     public var shutdownFailure: (any Error)? { nil }
-    public func journalRecovery() -> JournalRecovery { .replay(after: nil) }
+    public func journalRecovery() -> JournalRecovery { .replay(afterNewestOf: []) }
 }
 
 /// Where a destination receives its records.

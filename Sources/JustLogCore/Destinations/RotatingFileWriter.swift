@@ -121,21 +121,30 @@ struct RotatingFileWriter: Sendable {
 
     // MARK: - Recovering
 
-    /// The `event_id` of the newest event in the file — of the newest rotated file if the file holds no whole
-    /// line — after cutting away a torn last line (left by a program killed mid-write; its event is in the
-    /// journal and is written again whole). `nil` if there is none or it can't be read.
-    mutating func newestEventID() -> String? {
+    /// The `event_id`s of the file's last `limit` whole lines that have one, newest first — going on into the newest
+    /// rotated file when the file holds fewer — after cutting away a torn last line (left by a program killed
+    /// mid-write; its event is in the journal and is written again whole). Empty if there is none or it can't be
+    /// read.
+    mutating func newestEventIDs(upTo limit: Int) -> [String] {
         if descriptor >= 0, endsMidLine, let whole = Self.lastNewline(in: path, size: size) {
             if ftruncate(descriptor, off_t(whole)) == 0 {
                 size = whole
                 endsMidLine = false
             }
         }
+        var ids: [String] = []
         for candidate in [path, "\(path).1"] {
-            if let id = Self.newestEventID(in: candidate) { return id }
-            if candidate == path, size > 0 { return nil }
+            guard let tail = Self.readTail(of: candidate, maximum: 8 << 20), tail.bytes.last == UInt8(ascii: "\n")
+            else {
+                if candidate == path, size > 0 { return [] }
+                continue
+            }
+            let whole = tail.bytes.count == tail.size
+            ids += Self.eventIDs(inLastLinesOf: tail.bytes.dropLast(), wholeFile: whole, upTo: limit - ids.count)
+            // The rotated file's newest lines come before the file's first: read on only if this was all of it.
+            guard whole, ids.count < limit else { break }
         }
-        return nil
+        return ids
     }
 
     /// How many bytes of the file come before and with its last newline, or `nil` if unreadable.
@@ -147,19 +156,34 @@ struct RotatingFileWriter: Sendable {
         return tail.size - tail.bytes.count + last + 1
     }
 
-    /// The `metadata.event_id` of the last whole line of the file at `path`.
-    private static func newestEventID(in path: String) -> String? {
-        guard let tail = readTail(of: path, maximum: 8 << 20), tail.bytes.last == UInt8(ascii: "\n") else {
-            return nil
+    /// The `metadata.event_id`s of the last `limit` lines of `text` (whole lines, the last newline cut away) that
+    /// have one, newest first. Unless `text` is the `wholeFile`, its first line may be cut (a tail): it is not read.
+    private static func eventIDs(
+        inLastLinesOf text: ArraySlice<UInt8>,
+        wholeFile: Bool,
+        upTo limit: Int
+    ) -> [String] {
+        var ids: [String] = []
+        var end = text.endIndex
+        var lines = 0
+        while lines < limit, end > text.startIndex {
+            let newline = text[..<end].lastIndex(of: UInt8(ascii: "\n"))
+            // Without a newline before it, the line starts the text: whole only if the text is the whole file.
+            if newline == nil, !wholeFile { break }
+            let start = newline.map { $0 + 1 } ?? text.startIndex
+            let line = text[start..<end]
+            lines += 1
+            if let brace = line.firstIndex(of: UInt8(ascii: "{")),
+                case .object(let fields)? = try? JSONReader.parse(bytes: Array(line[brace...])),
+                case .object(let metadata)? = fields[AggregatedFormat.metadataKey],
+                case .string(let id)? = metadata[MetadataKey.eventID]
+            {
+                ids.append(id)
+            }
+            guard let newline else { break }
+            end = newline
         }
-        let body = tail.bytes.dropLast()
-        let start = body.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? body.startIndex
-        guard let brace = body[start...].firstIndex(of: UInt8(ascii: "{")),
-            case .object(let line)? = try? JSONReader.parse(bytes: Array(body[brace...])),
-            case .object(let metadata)? = line[AggregatedFormat.metadataKey],
-            case .string(let id)? = metadata[MetadataKey.eventID]
-        else { return nil }
-        return id
+        return ids
     }
 
     /// The last `maximum` bytes of a file, and its size.

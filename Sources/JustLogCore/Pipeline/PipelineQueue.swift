@@ -1064,21 +1064,25 @@ final class PipelineQueue: @unchecked Sendable {
         let routes = dispatcher.backgroundRoutes
         let plans = routes.map { $0.destination.journalRecovery() }
         let start = journal.cursor
-        // A destination that holds some of the events already resumes after the newest it holds — if that one is
-        // among the recovered: a first pass finds where.
-        let newestHeld: [(prefix: UInt64, sequence: UInt64)?] = plans.map { plan in
-            guard case .replay(let after?) = plan else { return nil }
-            return EventIDGenerator.components(of: after)
+        // A destination that holds some of the events already resumes after the newest of them it holds (its
+        // writes are in journal order): a first pass finds where.
+        let newestHeld: [Set<RecoveredEventID>] = plans.map { plan in
+            guard case .replay(let held) = plan else { return [] }
+            return Set(
+                held.lazy.compactMap(EventIDGenerator.components(of:)).map {
+                    RecoveredEventID(prefix: $0.prefix, sequence: $0.sequence)
+                }
+            )
         }
         var skipped = [Int](repeating: 0, count: routes.count)
-        if newestHeld.contains(where: { $0 != nil }) {
+        if newestHeld.contains(where: { !$0.isEmpty }) {
             var index = 0
             forEachJournalChunk(of: journal, from: start, before: journal.recoveryEnd, count: journal.recoveryCount) {
                 chunk in
                 for entry in EventJournal.entries(of: chunk).entries {
                     index += 1
-                    for (route, held) in newestHeld.enumerated()
-                    where held?.prefix == entry.eventIDPrefix && held?.sequence == entry.sequence {
+                    let id = RecoveredEventID(prefix: entry.eventIDPrefix, sequence: entry.sequence)
+                    for (route, held) in newestHeld.enumerated() where held.contains(id) {
                         skipped[route] = index
                     }
                 }
@@ -1340,6 +1344,12 @@ final class PipelineQueue: @unchecked Sendable {
 
     /// One reconfiguration at a time.
     private let reconfiguring = ConditionLock()
+
+    /// An `event_id`, as a recovery compares them (see ``LogDestination/journalRecovery()``).
+    private struct RecoveredEventID: Hashable {
+        var prefix: UInt64
+        var sequence: UInt64
+    }
     /// The thread that runs the reconfiguration under way, if any (`lock` held): one nested in its `build` would
     /// wait for itself.
     private var reconfiguringThread: pthread_t?
