@@ -277,7 +277,7 @@ public final class Logger: @unchecked Sendable {
             { Self.setup(read ?? settings.withLock { $0.configuration(switches: switches) }, switches: switches) }
         )
         let configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
-        if let failure = failure as? JustLogError, failure.code == .pipelineThread {
+        if let failure = failure as? JustLogError, failure.code == .pipelineThread || failure.code == .shutdown {
             configuration.diagnostics.report("setup(): nothing changed: \(failure.message)")
         } else if let failure {
             configuration.diagnostics.report("setup(): the previous destinations did not close cleanly: \(failure)")

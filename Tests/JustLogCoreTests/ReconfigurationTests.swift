@@ -195,7 +195,7 @@ import Testing
 
     /// Review (helper-33): a reconfiguration begun inside another one's `build` closure, on the same thread, waited
     /// for itself for ever (the second waited for the first to end, the first for its `build` to return).
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func aReconfigurationInsideAnotherOnesBuildSaysItWouldWaitForItselfInsteadOfHanging() async throws {
         let capture = CapturingDestination()
         let logger = StructuredLogger(

@@ -169,9 +169,11 @@ private func spoolWithDeletedNewestSegment(
 
     /// After a downgrade, a segment a newer version wrote (its header `JLSPOOL4` or later) was taken for a damaged
     /// current one: its records counted as damage, its header written again, and appended over (review, helper-34).
-    /// Now the spool does not open, says why, and changes nothing; the newer version finds its records intact.
-    @Test(arguments: [0, 1])
-    func aSegmentANewerVersionWroteKeepsTheSpoolClosedAndUntouched(newer segment: Int) throws {
+    /// Now the spool does not open, says why, and changes nothing; the newer version finds its records intact — not
+    /// even an older segment's damaged header is repaired (review, helper-37: the older segments were opened and
+    /// scanned before the newer one was found). `-1`: none damaged.
+    @Test(arguments: [(0, -1), (1, -1), (1, 0)])
+    func aSegmentANewerVersionWroteKeepsTheSpoolClosedAndUntouched(newer segment: Int, damaged: Int) throws {
         let directory = try TemporaryDirectory(prefix: "recovery-newer")
         try writeSpool(directory, 0..<3000)
         let files = SpoolFiles(directory: directory)
@@ -179,6 +181,7 @@ private func spoolWithDeletedNewestSegment(
         let fd = open(path, O_RDWR)
         _ = pwrite(fd, Array("JLSPOOL4".utf8), 8, 0)
         close(fd)
+        if damaged >= 0 { files.flip(files.segments[damaged], at: 0, count: 8) }
         let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
             .map { ($0, files.contents(directory.file($0))) }
 

@@ -73,7 +73,7 @@ public final class EventJournal: Sendable {
     /// Opens (creating if needed) the journal in `configuration.directory` and finds what an earlier run left.
     ///
     /// - Throws: ``JustLogError`` with code ``JustLogError/Code/spoolUnavailable`` if the folder can't be created,
-    ///   locked (another process uses it) or read.
+    ///   locked (another process uses it) or read, or a newer version of JustLog wrote it (it is left as it is).
     public init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         self.configuration = configuration
         self.diagnostics = diagnostics

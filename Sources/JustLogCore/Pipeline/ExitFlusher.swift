@@ -65,14 +65,19 @@ final class ExitFlusher: @unchecked Sendable {
             var error = flush.wait(timeout: patience, restartingOnProgress: true) as? JustLogError
             // Never set up (`Logger.shared` before `setup()`): what it holds has nowhere to go — said, as a shutdown
             // says it.
-            if error?.code == .invalidConfiguration, queue.isHolding {
-                let held = queue.waitingEvents
-                if held > 0 {
-                    queue.diagnostics.report(
-                        "at exit, \(held) event(s) logged before the logger was set up were never delivered (it was never set up: call setup() first)"
-                    )
+            if error?.code == .invalidConfiguration {
+                guard !queue.isHolding else {
+                    let held = queue.waitingEvents
+                    if held > 0 {
+                        queue.diagnostics.report(
+                            "at exit, \(held) event(s) logged before the logger was set up were never delivered (it was never set up: call setup() first)"
+                        )
+                    }
+                    continue
                 }
-                continue
+                // Set up since it answered (`setup()` on another thread as the program exits): its destinations now
+                // take what it held — wait for them too.
+                error = queue.requestFlush().wait(timeout: patience, restartingOnProgress: true) as? JustLogError
             }
             // Stopped on its own thread (a destination's shutdown), its worker still writing what was queued: wait for
             // it as for a flush.

@@ -293,7 +293,8 @@ public final class LogPipeline: Sendable {
     /// spool folder. Log calls made meanwhile wait in the queue. Returns when the new destinations are in place,
     /// with the old ones' shutdown failure, if any. Called from a background destination (on the pipeline's own
     /// thread), it would wait for itself: it returns ``JustLogError/Code/pipelineThread`` at once and changes
-    /// nothing.
+    /// nothing — as it does called inside another reconfiguration's `build` on the same thread. `build` must not wait
+    /// for another thread that reconfigures this pipeline: both would wait for ever.
     @discardableResult
     public func reconfigure(_ build: () -> Setup) -> (any Error)? {
         reconfigure(keepingOpen: { [] }, build)

@@ -173,7 +173,9 @@ package struct ShipTool: Sendable {
             spool = try LogstashSpool(configuration: .init(directory: spoolDirectory))
         } catch let error as LogstashError {
             throw ToolError(
-                "can't use the spool folder \(spoolDirectory): \(error.message); pass --spool with a writable folder"
+                error.message.contains("newer version of JustLog")
+                    ? "can't use the spool folder \(spoolDirectory): \(error.message)"
+                    : "can't use the spool folder \(spoolDirectory): \(error.message); pass --spool with a writable folder"
             )
         }
         defer { spool.close() }

@@ -166,8 +166,8 @@ public final class Spool: @unchecked Sendable {
     /// a lock holder that is letting go; does nothing if the spool is open already. May be called again
     /// after it failed.
     ///
-    /// - Throws: ``JustLogError``: ``JustLogError/Code/spoolUnavailable`` with the reason, or
-    ///   ``JustLogError/Code/spoolClosed`` after ``close()``.
+    /// - Throws: ``JustLogError``: ``JustLogError/Code/spoolUnavailable`` with the reason (among them a folder a
+    ///   newer version of JustLog wrote, left as it is), or ``JustLogError/Code/spoolClosed`` after ``close()``.
     public func open(waitingForLock wait: Duration = .seconds(1)) throws {
         try lock.withLock {
             switch state {

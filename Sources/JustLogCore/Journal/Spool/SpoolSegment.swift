@@ -288,18 +288,10 @@ final class SpoolSegment {
         if size >= header.count {
             _ = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, magic.count, 0) }
         }
-        // A newer version's segment (after a downgrade) is not this version's to read, nor to write over: the spool
-        // does not open (as on a full disk, its records wait whole), and the newer version finds them intact.
-        if let newer = Format.newerVersion(magic: header) {
+        // A newer version's segment (after a downgrade): see ``newerVersionFailure(path:)``.
+        if Format.newerVersion(magic: header) != nil {
             close(fd)
-            throw SpoolOpenFailure(
-                JustLogError(
-                    code: .spoolUnavailable,
-                    message:
-                        "spool segment \(path) was written by a newer version of JustLog (format \(newer)), which this version can't read; it is left as it is: run the newer version, or move its folder aside"
-                ),
-                lasts: false
-            )
+            throw newerVersionFailure(path: path) ?? SpoolOpenFailure("spool segment \(path) changed while opened")
         }
         // An unknown magic (a damaged header, or one never written): framed; ``scan()`` tells which checksum.
         let format = Format(magic: header) ?? .current
@@ -312,6 +304,28 @@ final class SpoolSegment {
         } catch {
             throw SpoolOpenFailure(error, lasts: SpoolOpenFailure.lasts(errno))
         }
+    }
+
+    /// Why the segment at `path` may not be opened, if a newer version of JustLog wrote it (after a downgrade): not
+    /// this version's to read, nor to write over. The spool does not open (as on a full disk, its records wait
+    /// whole), and the newer version finds them intact. (A header damaged into exactly a newer magic, one byte's
+    /// bit, is taken for one too: the spool stays closed, and the message says that case.)
+    static func newerVersionFailure(path: String) -> SpoolOpenFailure? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: magic.count)
+        guard header.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, magic.count, 0) }) == magic.count,
+            let newer = Format.newerVersion(magic: header)
+        else { return nil }
+        return SpoolOpenFailure(
+            JustLogError(
+                code: .spoolUnavailable,
+                message:
+                    "spool segment \(path) was written by a newer version of JustLog (format \(newer)), which this version can't read; the folder is left as it is: run the newer version, or move the folder aside (if no newer version ever used it, the segment's header is damaged: move that file aside)"
+            ),
+            lasts: false
+        )
     }
 
     private init(path: String, sequence: UInt64, fd: CInt, capacity: Int, format: Format) throws(JustLogError) {

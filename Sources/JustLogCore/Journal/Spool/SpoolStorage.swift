@@ -73,6 +73,13 @@ final class SpoolStorage {
         self.lockFD = lockFD
         var opened = false
         defer { if !opened { closeDescriptor(lockFD) } }
+        // Before anything is opened, moved aside or repaired: a folder a newer version of JustLog wrote (after a
+        // downgrade) is not this version's to read, nor to change.
+        for sequence in try Self.segmentSequences(in: directory) {
+            if let failure = SpoolSegment.newerVersionFailure(path: directory + "/" + SpoolSegment.fileName(sequence)) {
+                throw failure.error
+            }
+        }
 
         // A file that can't be opened (made unreadable, a folder in its place, an I/O error) is moved aside rather
         // than keeping the whole spool closed for good: its records count as lost, as a missing segment's do, and a
