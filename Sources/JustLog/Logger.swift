@@ -186,7 +186,7 @@ public final class Logger: @unchecked Sendable {
 
     /// Your own destinations, beside the console, file and Logstash ones, each with its minimum level. Default `[]`.
     /// They are yours, given once: a ``setup()`` leaves open those it installs again, shuts down (before it builds the
-    /// new destinations) those no longer in this list, and ``shutdown(timeout:)`` shuts down the rest. One shut down
+    /// new destinations) those no longer in this list, and `shutdown(timeout:)` shuts down the rest. One shut down
     /// that way can't be given again (a `LogstashDestination` whose spool is closed loses what it is given): give a
     /// new instance.
     public var additionalDestinations: [LogPipeline.Route] {
