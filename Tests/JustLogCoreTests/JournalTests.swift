@@ -178,6 +178,74 @@ import Testing
         #expect(messages.filter { $0.hasPrefix("journal event") } == (0..<3_000).map { "journal event \($0) ✓" })
     }
 
+    /// Journals events 0..<`count` (none acknowledged) and writes `lines` to the file, as `(message, sequence, level)`.
+    private func journalAndFile(
+        in folder: TemporaryDirectory,
+        count: Int,
+        lines: [(message: String, sequence: Int, level: LogLevel)]
+    ) throws {
+        let journal = try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+        for index in 0..<count { _ = journal.append(encoded(event(index), sequence: UInt64(index))) }
+        journal.close()
+        let builder = RecordBuilder(eventIDs: EventIDGenerator(prefix: Self.prefix))
+        var bytes: [UInt8] = []
+        let format = LineFormat(timeZone: .current, colors: false)
+        for line in lines {
+            var event = event(line.sequence)
+            event.message = line.message
+            event.level = line.level
+            format.writeFileLine(for: builder.record(for: event, sequence: UInt64(line.sequence)), into: &bytes)
+        }
+        try Data(bytes).write(to: folder.appending("app.log"))
+    }
+
+    /// An earlier run whose pipeline used the same `event_id` prefix (one setup's builder given to a second pipeline):
+    /// its lines, older in the file, carry ids the journal holds again. The file resumes after the newest line that
+    /// matches, not after the one latest in the journal (review, helper-38: that one skipped 500 events).
+    @Test func aFileResumesAfterItsNewestMatchingLineThoughOlderLinesReuseTheIDs() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        try journalAndFile(
+            in: folder,
+            count: 1_000,
+            lines: (0..<600).map { ("older run \($0)", $0, .info) }
+                + (0..<100).map { ("journal event \($0) ✓", $0, .info) }
+        )
+        let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
+        let pipeline = try pipeline(on: folder, [file])
+        #expect(await pipeline.shutdown(timeout: 60) == nil)
+        let messages = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
+            .map { try FileLine(parsing: $0).record.message }.filter { $0.hasPrefix("journal event") }
+        #expect(messages == (0..<1_000).map { "journal event \($0) ✓" })
+    }
+
+    /// One file routed twice, at `warning` and at every level: the pipeline writes a batch route by route, so the file
+    /// is not in journal order — killed between the two routes' writes, its newest line (a warning) comes after an
+    /// event it does not hold (review, helper-38). Such a destination is given everything again: duplicates, not a
+    /// loss.
+    @Test func aDestinationRoutedTwiceIsGivenEveryRecoveredEvent() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        // Batch 0..<4: the warning route wrote 0, the other 0…3; batch 4..<10: the warning route wrote 5, then the kill.
+        try journalAndFile(
+            in: folder,
+            count: 10,
+            lines: [0, 0, 1, 2, 3, 5].map { ("journal event \($0) ✓", $0, $0 % 5 == 0 ? .warning : .info) }
+        )
+        let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
+        let pipeline = LogPipeline(
+            setup: .init(
+                routes: [.init(file, minimumLevel: .warning), .init(file)],
+                journal: try EventJournal(configuration: .init(directory: folder.file("app.log.journal")))
+            ),
+            diagnostics: DiagnosticSink { _ in }
+        )
+        #expect(await pipeline.shutdown(timeout: 60) == nil)
+        let messages = try String(contentsOf: folder.appending("app.log"), encoding: .utf8).split(separator: "\n")
+            .map { try FileLine(parsing: $0).record.message }
+        #expect(Set(messages.filter { $0.hasPrefix("journal event") }) == Set((0..<10).map { "journal event \($0) ✓" }))
+    }
+
     @Test func aDestinationThatCountsOnlyGetsTheLineThatSaysHowManyAndOthersGetEverything() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

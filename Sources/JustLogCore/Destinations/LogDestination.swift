@@ -32,8 +32,8 @@ public protocol LogDestination: AnyObject, Sendable {
 
     /// How this destination takes what an earlier run journaled and had not finished writing when it stopped
     /// (see ``EventJournal``). Asked once, on the pipeline's thread, when the pipeline starts with a journal that
-    /// holds such events, before anything is written. Default ``JournalRecovery/replay(after:)`` with `nil`:
-    /// every such event is written again (at least once).
+    /// holds such events, before anything is written. Default ``JournalRecovery/replay(afterNewestOf:)`` with
+    /// `[]`: every such event is written again (at least once).
     func journalRecovery() -> JournalRecovery
 }
 
@@ -45,6 +45,11 @@ public enum JournalRecovery: Hashable, Sendable {
     /// one: a destination's newest line may be one no recovered event matches (JustLog's own report, an event the
     /// journal could not take, one whose record a damaged journal lost), and the lines before it still say where the
     /// destination stands. Empty: write them all again.
+    ///
+    /// The contract: a destination that lists an event holds every recovered event before it that its level takes
+    /// (it wrote them in the order it was given them, and none it failed to write was given again later). One
+    /// that cannot promise that (it retries failed batches later, or keeps events unordered) lists nothing. The
+    /// first listed that the journal holds is where it resumes: list them newest first.
     case replay(afterNewestOf: [String])
     /// Don't write them: the pipeline's line that says how many were recovered is enough (the console).
     case countOnly

@@ -140,9 +140,14 @@ struct RotatingFileWriter: Sendable {
                 continue
             }
             let whole = tail.bytes.count == tail.size
-            ids += Self.eventIDs(inLastLinesOf: tail.bytes.dropLast(), wholeFile: whole, upTo: limit - ids.count)
-            // The rotated file's newest lines come before the file's first: read on only if this was all of it.
-            guard whole, ids.count < limit else { break }
+            let (found, readAll) = Self.eventIDs(
+                inLastLinesOf: tail.bytes.dropLast(),
+                wholeFile: whole,
+                upTo: limit - ids.count
+            )
+            ids += found
+            // The rotated file's newest lines come before the file's first: read on only past every line of this.
+            guard readAll, ids.count < limit else { break }
         }
         return ids
     }
@@ -157,15 +162,18 @@ struct RotatingFileWriter: Sendable {
     }
 
     /// The `metadata.event_id`s of the last `limit` lines of `text` (whole lines, the last newline cut away) that
-    /// have one, newest first. Unless `text` is the `wholeFile`, its first line may be cut (a tail): it is not read.
+    /// have one, newest first, and whether every line of the `wholeFile` was read. Unless `text` is the `wholeFile`,
+    /// its first line may be cut (a tail): it is not read.
     private static func eventIDs(
         inLastLinesOf text: ArraySlice<UInt8>,
         wholeFile: Bool,
         upTo limit: Int
-    ) -> [String] {
+    ) -> (ids: [String], readAll: Bool) {
         var ids: [String] = []
         var end = text.endIndex
         var lines = 0
+        /// The walk read the text's first line (or found nothing before the last newline it passed).
+        var reachedStart = end == text.startIndex
         while lines < limit, end > text.startIndex {
             let newline = text[..<end].lastIndex(of: UInt8(ascii: "\n"))
             // Without a newline before it, the line starts the text: whole only if the text is the whole file.
@@ -180,10 +188,14 @@ struct RotatingFileWriter: Sendable {
             {
                 ids.append(id)
             }
-            guard let newline else { break }
+            guard let newline else {
+                reachedStart = true
+                break
+            }
             end = newline
+            reachedStart = end == text.startIndex
         }
-        return ids
+        return (ids, wholeFile && reachedStart)
     }
 
     /// The last `maximum` bytes of a file, and its size.

@@ -1064,28 +1064,34 @@ final class PipelineQueue: @unchecked Sendable {
         let routes = dispatcher.backgroundRoutes
         let plans = routes.map { $0.destination.journalRecovery() }
         let start = journal.cursor
-        // A destination that holds some of the events already resumes after the newest of them it holds (its
-        // writes are in journal order): a first pass finds where.
-        let newestHeld: [Set<RecoveredEventID>] = plans.map { plan in
-            guard case .replay(let held) = plan else { return [] }
-            return Set(
-                held.lazy.compactMap(EventIDGenerator.components(of:)).map {
-                    RecoveredEventID(prefix: $0.prefix, sequence: $0.sequence)
-                }
-            )
+        // A destination that holds some of the events already resumes after the newest it holds that is among
+        // them: the first of its list (newest first) that a first pass finds. (Its writes are in journal order, so
+        // it holds every one before that. Not the latest in journal order among all it lists: an id an earlier run
+        // used again — a builder's prefix reused by another pipeline — may match an older line.) A destination
+        // routed twice gets each batch once a route, so its writes are not in journal order: it is given everything.
+        var routings: [ObjectIdentifier: Int] = [:]
+        for route in routes { routings[ObjectIdentifier(route.destination), default: 0] += 1 }
+        let newestHeld: [[RecoveredEventID]] = zip(routes, plans).map { route, plan in
+            guard case .replay(let held) = plan, routings[ObjectIdentifier(route.destination)] == 1 else { return [] }
+            return held.compactMap(EventIDGenerator.components(of:)).map {
+                RecoveredEventID(prefix: $0.prefix, sequence: $0.sequence)
+            }
         }
         var skipped = [Int](repeating: 0, count: routes.count)
-        if newestHeld.contains(where: { !$0.isEmpty }) {
+        let wanted = Set(newestHeld.joined())
+        if !wanted.isEmpty {
+            var indexes: [RecoveredEventID: Int] = [:]
             var index = 0
             forEachJournalChunk(of: journal, from: start, before: journal.recoveryEnd, count: journal.recoveryCount) {
                 chunk in
                 for entry in EventJournal.entries(of: chunk).entries {
                     index += 1
                     let id = RecoveredEventID(prefix: entry.eventIDPrefix, sequence: entry.sequence)
-                    for (route, held) in newestHeld.enumerated() where held.contains(id) {
-                        skipped[route] = index
-                    }
+                    if wanted.contains(id) { indexes[id] = index }
                 }
+            }
+            for (route, held) in newestHeld.enumerated() {
+                skipped[route] = held.lazy.compactMap { indexes[$0] }.first ?? 0
             }
         }
         var recovered = 0
