@@ -138,7 +138,7 @@ import Testing
     func theFileGetsWhatAnEarlierRunJournaledAfterItsNewestEventEachOnce(tail: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        try earlierRun(in: folder, count: 3_000, written: 1_234, torn: tail == "torn", tail: tail)
+        try await offPool { try earlierRun(in: folder, count: 3_000, written: 1_234, torn: tail == "torn", tail: tail) }
         let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
         let pipeline = try pipeline(on: folder, [file])
         // The recovery's subject is what is written, not how fast: a minute of patience (under ThreadSanitizer, beside
@@ -159,7 +159,7 @@ import Testing
     @Test func aFileRotatedJustBeforeTheKillResumesAfterTheNewestEventOfItsPredecessor() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        try earlierRun(in: folder, count: 3_000, written: 1_234, torn: false, tail: "report")
+        try await offPool { try earlierRun(in: folder, count: 3_000, written: 1_234, torn: false, tail: "report") }
         let text = try String(contentsOf: folder.appending("app.log"), encoding: .utf8)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         try (lines.dropLast().joined(separator: "\n") + "\n").write(
@@ -176,6 +176,12 @@ import Testing
                 .map { try FileLine(parsing: $0).record.message }
         }
         #expect(messages.filter { $0.hasPrefix("journal event") } == (0..<3_000).map { "journal event \($0) ✓" })
+    }
+
+    /// Runs a test's heavy synchronous set-up off Swift Testing's two-thread pool: under ThreadSanitizer it takes
+    /// seconds, and a pool thread held that long starves other tests' waits (one's caller then ran out of patience).
+    private func offPool(_ work: @escaping @Sendable () throws -> Void) async throws {
+        try await offThePool { Result { try work() } }.get()
     }
 
     /// Journals events 0..<`count` (none acknowledged) and writes `lines` to the file, as `(message, sequence, level)`.
@@ -205,12 +211,14 @@ import Testing
     @Test func aFileResumesAfterItsNewestMatchingLineThoughOlderLinesReuseTheIDs() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        try journalAndFile(
-            in: folder,
-            count: 1_000,
-            lines: (0..<600).map { ("older run \($0)", $0, .info) }
-                + (0..<100).map { ("journal event \($0) ✓", $0, .info) }
-        )
+        try await offPool {
+            try journalAndFile(
+                in: folder,
+                count: 1_000,
+                lines: (0..<600).map { ("older run \($0)", $0, .info) }
+                    + (0..<100).map { ("journal event \($0) ✓", $0, .info) }
+            )
+        }
         let file = try FileDestination(configuration: .init(url: folder.appending("app.log")))
         let pipeline = try pipeline(on: folder, [file])
         #expect(await pipeline.shutdown(timeout: 60) == nil)
@@ -309,7 +317,7 @@ import Testing
         let journal = EventJournal.Configuration(directory: folder.file("app.log.journal"), segmentBytes: 64 << 10)
         let total = 3_000
         let newest = segment == "newest"
-        try earlierRun(in: folder, count: total, written: 2_990, torn: false, journal: journal)
+        try await offPool { try earlierRun(in: folder, count: total, written: 2_990, torn: false, journal: journal) }
         let segments = try FileManager.default.contentsOfDirectory(atPath: journal.directory)
             .filter { $0.hasSuffix(".seg") }.sorted()
         try #require(segments.count >= 3, "\(segments)")
