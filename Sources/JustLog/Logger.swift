@@ -36,7 +36,8 @@ public final class Logger: @unchecked Sendable {
 
     /// While ``setup()`` replaces running destinations, events logged meanwhile wait in the queue; when it is
     /// full, a caller waits (back-pressure) for the new destinations, at most this many seconds before its event
-    /// is dropped and counted.
+    /// is dropped and counted. Also how long ``setup()`` waits, without progress, for the previous destinations to
+    /// close.
     public static let reconfigurationWait = LogPipeline.reconfigurationPatience
 
     /// The one front end every call of this logger goes through; its pipeline keeps its identity across
@@ -262,7 +263,10 @@ public final class Logger: @unchecked Sendable {
     /// ``additionalDestinations`` still in the settings stay open);
     /// events logged after it reach the new ones; nothing is lost or written twice, and front ends attached to
     /// ``pipeline`` (the swift-log handler) keep working. Problems (a file that cannot be opened) are reported on
-    /// standard error, never thrown.
+    /// standard error, never thrown. A previous destination that blocks in its final flush or its `shutdown` (one
+    /// of your own) is waited for ``reconfigurationWait`` without progress, not for ever: the new destinations are
+    /// then set up all the same and take over, in log order, once it lets go; a further `setup()` meanwhile waits
+    /// as long and then changes nothing. Both are said on standard error.
     public func setup() {
         // The settings are read once this setup's turn has come: of two `setup()` calls at once, the later to run
         // reads (and installs) the newer settings.
@@ -277,7 +281,9 @@ public final class Logger: @unchecked Sendable {
             { Self.setup(read ?? settings.withLock { $0.configuration(switches: switches) }, switches: switches) }
         )
         let configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
-        if let failure = failure as? JustLogError, failure.code == .pipelineThread || failure.code == .shutdown {
+        if let failure = failure as? JustLogError,
+            [.pipelineThread, .shutdown, .reconfigurationPending].contains(failure.code)
+        {
             configuration.diagnostics.report("setup(): nothing changed: \(failure.message)")
         } else if let failure {
             configuration.diagnostics.report("setup(): the previous destinations did not close cleanly: \(failure)")

@@ -216,6 +216,53 @@ import Testing
         #expect(capture.messages == ["after"])
     }
 
+    /// Review (helper-33): an old destination that blocks in its `shutdown` held `reconfigure` — and so
+    /// `Logger.setup()` — for ever. The caller now waits for it as long as the worker makes progress and its
+    /// patience without, then sets the new destinations up all the same: they take over in log order once the old
+    /// one lets go, and nothing is lost. A further reconfiguration meanwhile changes nothing and says so.
+    @Test func anOldDestinationThatBlocksInItsShutdownCostsTheReconfigurationItsPatienceNotForever() async throws {
+        let stuck = StuckInShutdown()
+        defer { stuck.release() }
+        // Kept open for the new setup, which leaves it out after all: shut down once the old ones have closed.
+        let keptButLeftOut = ShutdownRecorder()
+        let logger = StructuredLogger(
+            configuration: .init(destinations: [.init(stuck), .init(keptButLeftOut)], runtime: Fixtures.runtime)
+        )
+        logger.info("before")
+        let first = CapturingDestination()
+        let returned = LockedValue<JustLogError??>(nil)
+        Thread.detachNewThread {
+            let failure = logger.pipeline.reconfigure(keepingOpen: { [keptButLeftOut] }, patience: 1) {
+                .init(routes: [.init(first)])
+            }
+            returned.withLock { $0 = .some(failure as? JustLogError) }
+        }
+        try #require(
+            await eventually(timeout: .seconds(120)) { returned.current != nil },
+            "reconfigure returned while the old destination still blocks in its shutdown"
+        )
+        #expect(stuck.isShuttingDown)
+        #expect(returned.current??.code == .timeout, "\(String(describing: returned.current))")
+        #expect(returned.current??.message.contains("the new destinations are set up") == true)
+        logger.info("after")
+
+        let second = CapturingDestination()
+        let secondFailure = await offThePool {
+            logger.pipeline.reconfigure(keepingOpen: { [] }, patience: 1) { .init(routes: [.init(second)]) }
+                as? JustLogError
+        }
+        #expect(secondFailure?.code == .reconfigurationPending, "\(String(describing: secondFailure))")
+
+        stuck.release()
+        try await logger.flush()
+        #expect(stuck.written == ["before"])
+        #expect(keptButLeftOut.written == ["before"] && keptButLeftOut.isShutDown)
+        #expect(first.messages == ["after"], "the new destination took over in log order")
+        #expect(second.messages.isEmpty, "the second reconfiguration changed nothing")
+        #expect(logger.pipeline.currentStatistics.dropped == 0)
+        await logger.pipeline.shutdown()
+    }
+
     @Test func aHoldingPipelineKeepsEventsUntilItsFirstSetupAndCountsWhatItDropped() async throws {
         let pipeline = LogPipeline(holdingUpTo: 100)
         let logger = StructuredLogger(pipeline: pipeline)
@@ -305,4 +352,17 @@ private final class GatedDestination: LogDestination {
     }
 
     func release() { gate.withLock { $0 = true } }
+}
+
+/// Keeps what it is given, and blocks in its `shutdown` until released.
+private final class StuckInShutdown: LogDestination {
+    private let state = LockedValue((messages: [String](), shuttingDown: false, released: false))
+    func write(_ batch: LogBatch) { state.withLock { $0.messages += batch.records.map(\.message) } }
+    func shutdown() {
+        state.withLock { $0.shuttingDown = true }
+        while !state.current.released { usleep(1_000) }
+    }
+    func release() { state.withLock { $0.released = true } }
+    var isShuttingDown: Bool { state.current.shuttingDown }
+    var written: [String] { state.current.messages }
 }

@@ -200,7 +200,8 @@ public final class LogPipeline: Sendable {
 
     /// While ``reconfigure(_:)`` replaces the destinations, how long a log call waits for room in a full queue
     /// (closing a Logstash connection and opening files can take seconds under load) before its event is
-    /// dropped and counted. 30 s.
+    /// dropped and counted; and how long ``reconfigure(_:)`` waits without progress for the old destinations to
+    /// close (one that blocks in its final flush or its `shutdown`). 30 s.
     public static let reconfigurationPatience = 30.0
 
     /// The clock of log calls (injected so that tests can pin it).
@@ -291,7 +292,11 @@ public final class LogPipeline: Sendable {
     /// ``Configuration/exitFlushTimeout``); then every old destination is shut down, and only then is `build`
     /// called (on this thread): new destinations can take over what the old ones held — the same file, the same
     /// spool folder. Log calls made meanwhile wait in the queue. Returns when the new destinations are in place,
-    /// with the old ones' shutdown failure, if any. Called from a background destination (on the pipeline's own
+    /// with the old ones' shutdown failure, if any. An old destination that blocks in its final flush or its
+    /// `shutdown` is waited for ``reconfigurationPatience`` (without progress), not for ever: `build` is then
+    /// called all the same, the new destinations take over in log order once the old ones have closed, and a
+    /// ``JustLogError/Code/timeout`` error says so; until then, a further reconfiguration waits as long, and then
+    /// changes nothing (``JustLogError/Code/reconfigurationPending``). Called from a background destination (on the pipeline's own
     /// thread), it would wait for itself: it returns ``JustLogError/Code/pipelineThread`` at once and changes
     /// nothing — as it does called inside another reconfiguration's `build` on the same thread. `build` must not wait
     /// for another thread that reconfigures this pipeline: both would wait for ever.
@@ -304,13 +309,16 @@ public final class LogPipeline: Sendable {
     /// again, are flushed and not shut down: destinations lent by the program for every setup (`Logger`'s
     /// `additionalDestinations`). One that `build` does not install after all is shut down once it has run.
     /// `kept` runs first, once this reconfiguration's turn has come (one runs at a time): settings read there are
-    /// the newest when two reconfigurations begin at once.
+    /// the newest when two reconfigurations begin at once. `patience`: how long the caller waits for the old
+    /// destinations to close without progress before it builds the new ones all the same (see
+    /// ``reconfigure(_:)``).
     @discardableResult
     package func reconfigure(
         keepingOpen kept: () -> [any LogDestination],
+        patience: Double = LogPipeline.reconfigurationPatience,
         _ build: () -> Setup
     ) -> (any Error)? {
-        queue.reconfigure(keepingOpen: { Set(kept().map(ObjectIdentifier.init)) }) {
+        queue.reconfigure(keepingOpen: { Set(kept().map(ObjectIdentifier.init)) }, patience: patience) {
             let setup = build().claimingItsJournal(reportingTo: queue.diagnostics)
             return (setup.dispatcher, setup.configuration, setup.intake)
         }

@@ -1011,7 +1011,21 @@ final class PipelineQueue: @unchecked Sendable {
         background.flush(FlushBarrier { error in flushed.finish(error) })
         let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
         let (failure, keptOpen) = old.shutdownDestinations(keepingOpen: reconfiguration.keepingOpen)
-        return reconfiguration.oldDestinationsClosed(failure: failure ?? flushError, keptOpen: keptOpen)
+        let (replacement, abandoned) = reconfiguration.oldDestinationsClosed(
+            failure: failure ?? flushError,
+            keptOpen: keptOpen
+        )
+        guard abandoned else { return replacement }
+        // The caller gave up waiting and built the new destinations meanwhile: what it would have done with the
+        // old ones is done here, once they have closed.
+        let installed = Set(replacement.routes.map { ObjectIdentifier($0.destination) })
+        for destination in keptOpen where !installed.contains(ObjectIdentifier(destination)) {
+            destination.shutdown()
+        }
+        if let failure = failure ?? flushError {
+            diagnostics.report("the destinations a setup replaced closed late, and not cleanly: \(failure)")
+        }
+        return replacement
     }
 
     /// Writes to the background destinations the `count` events queued by their place in the journal alone (the
@@ -1254,8 +1268,15 @@ final class PipelineQueue: @unchecked Sendable {
     /// is full, for up to ``LogPipeline/reconfigurationPatience``). The first configuration of a holding pipeline also
     /// delivers what it held. Returns the old destinations' ``LogDestination/shutdownFailure``, or their final
     /// flush's error.
+    ///
+    /// The caller waits for the old destinations to close while the worker makes progress, and at most `patience`
+    /// seconds without it (a destination that blocks in its final flush or its `shutdown`): then it builds the new
+    /// destinations all the same, hands them over — the worker installs them, in log order, once the old ones
+    /// have closed — and returns a ``JustLogError/Code/timeout`` error. Until the worker has them, a later
+    /// reconfiguration waits for it as long, and then changes nothing (``JustLogError/Code/reconfigurationPending``).
     func reconfigure(
         keepingOpen kept: () -> Set<ObjectIdentifier> = { [] },
+        patience: Double = LogPipeline.reconfigurationPatience,
         _ build: () -> (RecordDispatcher, LogPipeline.Configuration, LogPipeline.Intake)
     ) -> (any Error)? {
         if let error = waitsForItself("reconfigure") { return error }
@@ -1271,6 +1292,17 @@ final class PipelineQueue: @unchecked Sendable {
             lock.withLock { reconfiguringThread = nil }
             reconfiguring.unlock()
         }
+        // One the caller gave up on, whose worker still closes the old destinations: its new ones are not in place
+        // yet, and this one would replace them before the worker has them.
+        if let previous = lock.withLock({ abandonedReconfiguration }) {
+            guard previous.waitUntilTaken(patience: patience, progress: { self.progress }) else {
+                return JustLogError(
+                    .reconfigurationPending,
+                    "the destinations an earlier reconfiguration replaced have still not closed (one of them blocks in its final flush or shutdown; waited \(patience) s without progress)"
+                )
+            }
+            lock.withLock { abandonedReconfiguration = nil }
+        }
         // Read now, one reconfiguration at a time: two at once install the settings read last.
         let reconfiguration = Reconfiguration(keepingOpen: kept())
         let holding: Bool? = lock.withLock {
@@ -1284,12 +1316,16 @@ final class PipelineQueue: @unchecked Sendable {
             return false
         }
         guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }
-        let (failure, keptOpen) = holding ? (nil, []) : reconfiguration.waitForOldDestinations()
+        let closed =
+            holding
+            ? (failure: nil, keptOpen: [])
+            : reconfiguration.waitForOldDestinations(patience: patience, progress: { self.progress })
+        if closed == nil { lock.withLock { abandonedReconfiguration = reconfiguration } }
         let (replacement, configuration, intake) = build()
         // A destination kept open for the new setup that is not in it after all (the settings changed meanwhile)
-        // is not left open for ever.
+        // is not left open for ever (the worker sees to it when the caller gave up waiting).
         let installedNow = Set(replacement.routes.map { ObjectIdentifier($0.destination) })
-        for destination in keptOpen where !installedNow.contains(ObjectIdentifier(destination)) {
+        for destination in closed?.keptOpen ?? [] where !installedNow.contains(ObjectIdentifier(destination)) {
             destination.shutdown()
         }
         // The queue's view first: the worker takes its next batch with `dispatcher`, which must not be the old,
@@ -1345,11 +1381,21 @@ final class PipelineQueue: @unchecked Sendable {
                 )
             )
         }
-        return failure
+        guard let closed else {
+            return JustLogError(
+                .timeout,
+                "they did not close within \(patience) s without progress (one of them blocks in its final flush or shutdown); the new destinations are set up and take over in log order once they have, and events logged meanwhile wait in the queue"
+            )
+        }
+        return closed.failure
     }
 
     /// One reconfiguration at a time.
     private let reconfiguring = ConditionLock()
+
+    /// The last reconfiguration whose caller gave up waiting for the old destinations (`lock` held): the next one
+    /// waits until the worker has taken its new destinations.
+    private var abandonedReconfiguration: Reconfiguration?
 
     /// An `event_id`, as a recovery compares them (see ``LogDestination/journalRecovery()``).
     private struct RecoveredEventID: Hashable {
@@ -1373,29 +1419,73 @@ final class Reconfiguration: @unchecked Sendable {
     private var failure: (any Error)?
     private var keptOpen: [any LogDestination] = []
     private var replacement: RecordDispatcher?
+    /// The caller gave up waiting for the old destinations to close (see ``waitForOldDestinations(patience:progress:)``).
+    private var abandoned = false
+    /// The worker has the new destinations.
+    private var taken = false
 
     init(keepingOpen: Set<ObjectIdentifier>) {
         self.keepingOpen = keepingOpen
     }
 
-    /// The worker: the old destinations are closed (but those it kept open); waits for and returns the new ones.
-    func oldDestinationsClosed(failure: (any Error)?, keptOpen: [any LogDestination]) -> RecordDispatcher {
+    /// The worker: the old destinations are closed (but those it kept open); waits for and returns the new ones,
+    /// and whether the caller gave up waiting (then nobody else shuts down a kept one they leave out, or hears
+    /// why the old ones did not close cleanly).
+    func oldDestinationsClosed(
+        failure: (any Error)?,
+        keptOpen: [any LogDestination]
+    ) -> (replacement: RecordDispatcher, abandoned: Bool) {
         lock.withLock {
             closed = true
             self.failure = failure
             self.keptOpen = keptOpen
             lock.broadcast()
             while replacement == nil { lock.wait() }
-            return replacement!
+            taken = true
+            lock.broadcast()
+            return (replacement!, abandoned)
         }
     }
 
-    /// The caller: waits until the old destinations are closed; returns why they did not close cleanly, and those
-    /// kept open.
-    func waitForOldDestinations() -> (failure: (any Error)?, keptOpen: [any LogDestination]) {
-        lock.withLock {
-            while !closed { lock.wait() }
-            return (failure, keptOpen)
+    /// The caller: waits until the old destinations are closed, while the worker makes `progress` and at most
+    /// `patience` seconds without it; returns why they did not close cleanly, and those kept open — or `nil`
+    /// once it gave up (the worker is told, and sees to what the caller would have done with them).
+    func waitForOldDestinations(
+        patience: Double,
+        progress: () -> UInt64
+    ) -> (failure: (any Error)?, keptOpen: [any LogDestination])? {
+        guard waitFor(patience: patience, progress: progress, { closed }) else { return nil }
+        return lock.withLock { (failure, keptOpen) }
+    }
+
+    /// A later reconfiguration's caller: waits until the worker has the new destinations, as
+    /// ``waitForOldDestinations(patience:progress:)`` waits; whether it has.
+    func waitUntilTaken(patience: Double, progress: () -> UInt64) -> Bool {
+        waitFor(patience: patience, progress: progress) { taken }
+    }
+
+    /// Waits until `done` (read under the lock) while `progress` moves, at most `patience` seconds without it
+    /// (see ``Patience``). Giving up marks the reconfiguration abandoned, in the same look as the last `done`.
+    private func waitFor(patience seconds: Double, progress: () -> UInt64, _ done: () -> Bool) -> Bool {
+        var patience = Patience(seconds: seconds)
+        var seen = progress()
+        while true {
+            // `progress` takes the queue's lock: read outside this one.
+            let wait = patience.nextWait()
+            let finished: Bool = lock.withLock {
+                if !done(), let wait { _ = lock.wait(seconds: wait) }
+                if done() { return true }
+                if wait == nil { abandoned = true }
+                return false
+            }
+            if finished { return true }
+            if wait == nil { return false }
+            patience.woke()
+            let now = progress()
+            if now != seen {
+                seen = now
+                patience.restart()
+            }
         }
     }
 

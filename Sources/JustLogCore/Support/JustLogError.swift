@@ -24,6 +24,9 @@ public struct JustLogError: Error, Hashable, CustomStringConvertible {
         /// A call that waits for the pipeline's thread — a flush with a timeout, a shutdown, a reconfiguration — was
         /// made on that thread (by a destination, or an action run in log order): it would wait for itself.
         public static let pipelineThread = Code("pipelineThread")
+        /// A reconfiguration changed nothing: an earlier one still waits for the destinations it replaced to close
+        /// (one of them blocks in its final flush or its `shutdown`).
+        public static let reconfigurationPending = Code("reconfigurationPending")
         /// A configuration value can't be used (the message says which).
         public static let invalidConfiguration = Code("invalidConfiguration")
         /// A line or a frame could not be read back.
