@@ -21,6 +21,41 @@ import Testing
         )
     }
 
+    /// Review (helper-39): a shutdown that gave up on a stalled destination took the pipeline out of the exit
+    /// handler while its worker still had events to write: at exit they were neither waited for nor said lost.
+    @Test func aShutdownThatGivesUpLeavesThePipelineToTheExitHandlerUntilItsWorkerFinishes() async throws {
+        let blocking = BlockingDestination()
+        defer { blocking.release() }
+        let pipeline = LogPipeline(setup: .init(routes: [.init(blocking)]), diagnostics: DiagnosticSink { _ in })
+        pipeline.submit(Fixtures.event(.info, "stalled"))
+        let error = await offThePool { pipeline.shutdown(timeout: 0.3) as? JustLogError }
+        #expect(error?.code == .timeout, "\(String(describing: error))")
+        #expect(pipeline.isWaitedForAtExit, "its worker still has the event to write")
+        blocking.release()
+        #expect(await eventually(timeout: .seconds(60)) { !pipeline.isWaitedForAtExit }, "it leaves once finished")
+        #expect(blocking.written == 1)
+    }
+
+    /// Review (helper-39): a second shutdown, waiting for the worker to finish, was counted in `callersWaiting` —
+    /// as a log call waiting for room.
+    @Test func aShutdownWaitingForTheWorkerIsNotALogCallWaiting() async throws {
+        let blocking = BlockingDestination()
+        defer { blocking.release() }
+        let pipeline = LogPipeline(setup: .init(routes: [.init(blocking)]), diagnostics: DiagnosticSink { _ in })
+        pipeline.submit(Fixtures.event(.info, "stalled"))
+        let finished = LockedValue(0)
+        for _ in 0..<2 {
+            Thread.detachNewThread {
+                _ = pipeline.shutdown(timeout: 60)
+                finished.withLock { $0 += 1 }
+            }
+        }
+        let counted = await eventually(timeout: .seconds(3)) { pipeline.currentStatistics.callersWaiting > 0 }
+        #expect(!counted, "no log call waits")
+        blocking.release()
+        #expect(await eventually(timeout: .seconds(60)) { finished.current == 2 })
+    }
+
     @Test func sixteenConcurrentTasksEachLandExactlyOnceAndInOrder() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

@@ -263,6 +263,39 @@ import Testing
         await logger.pipeline.shutdown()
     }
 
+    /// Review (helper-39): events held before the first setup (or queued during a reconfiguration) made every call
+    /// after it wait behind them until the worker had written them — with the reconfiguration's 30 s patience,
+    /// long after it had ended, and off the fast lane — though only inline destinations need that wait. A stalled
+    /// background destination then held each call 30 s instead of `fullQueueWait`.
+    @Test func callsAfterASetupWaitTheirOwnPatienceWhileABackgroundDestinationStallsOnTheHeldEvents() async throws {
+        let pipeline = LogPipeline(holdingUpTo: 100, diagnostics: DiagnosticSink { _ in })
+        pipeline.submit(Fixtures.event(.info, "held"))
+        let gated = GatedDestination()
+        await offThePool {
+            _ = pipeline.reconfigure {
+                .init(routes: [.init(gated)], configuration: .init(capacity: 2, fullQueueWait: 0.2))
+            }
+        }
+        #expect(await eventually(timeout: .seconds(60)) { gated.isWriting }, "the worker writes the held event")
+        let done = LockedValue(false)
+        Thread.detachNewThread {
+            // Two fit the queue; the third waits for room, in vain while the destination stalls.
+            for message in ["a", "b", "c"] { pipeline.submit(Fixtures.event(.info, message)) }
+            done.withLock { $0 = true }
+        }
+        #expect(
+            await eventually(timeout: .seconds(20)) { done.current },
+            "the third call waited its own patience (0.2 s), not the reconfiguration's (30 s)"
+        )
+        #expect(pipeline.currentStatistics.dropped == 1)
+        gated.release()
+        try await pipeline.flush()
+        let messages = gated.capture.records.map(\.message)
+        #expect(messages.filter { !$0.contains("JustLog dropped") } == ["held", "a", "b"])
+        #expect(messages.filter { $0.contains("JustLog dropped 1 event(s)") }.count == 1, "\(messages)")
+        await pipeline.shutdown()
+    }
+
     @Test func aHoldingPipelineKeepsEventsUntilItsFirstSetupAndCountsWhatItDropped() async throws {
         let pipeline = LogPipeline(holdingUpTo: 100)
         let logger = StructuredLogger(pipeline: pipeline)

@@ -153,4 +153,17 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
             "stderr: \(child.errorOutput)"
         )
     }
+
+    /// Review (helper-39): a destination whose flush failed with a `.shutdown` error (a Logstash destination whose
+    /// client is not running) was taken for a stopped pipeline at exit: the exit handler waited its whole patience
+    /// for a worker that was idle, then said the destinations made no progress.
+    @Test func aDestinationsOwnShutdownErrorDoesNotHoldTheExit() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["exit-flush-error", folder.path, "-"])
+        // Its exit patience is an hour: a child still running after this waits for nothing.
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        #expect(!child.errorOutput.contains("made no progress"), "stderr: \(child.errorOutput)")
+    }
 }

@@ -37,6 +37,11 @@ final class ExitFlusher: @unchecked Sendable {
         _ = lock.withLock { entries.removeValue(forKey: ObjectIdentifier(queue)) }
     }
 
+    /// Whether the exit handler will flush `queue`.
+    func isRegistered(_ queue: PipelineQueue) -> Bool {
+        lock.withLock { entries[ObjectIdentifier(queue)]?.queue != nil }
+    }
+
     /// Asks every live pipeline to flush at once, then waits for each while its destinations make progress:
     /// ``LogPipeline/Configuration/exitFlushTimeout`` is how long a pipeline may go *without progress*, not a
     /// bound on the whole flush, so a loaded machine or a slow disk loses nothing at exit. A pipeline whose
@@ -80,8 +85,8 @@ final class ExitFlusher: @unchecked Sendable {
                 error = queue.requestFlush().wait(timeout: patience, restartingOnProgress: true) as? JustLogError
             }
             // Stopped on its own thread (a destination's shutdown), its worker still writing what was queued: wait for
-            // it as for a flush.
-            if error?.code == .shutdown {
+            // it as for a flush. (Not a destination's own flush error of that code: its worker is there and idle.)
+            if error?.code == .shutdown, queue.isStopped {
                 error = queue.waitForWorkerToFinish(patience: patience) ? nil : JustLogError(.timeout, "")
             }
             guard let error, error.code == .timeout else { continue }

@@ -285,6 +285,10 @@ public final class LogPipeline: Sendable {
     /// Whether the pipeline still holds events for its first ``reconfigure(_:)``.
     public var isAwaitingSetup: Bool { queue.isHolding }
 
+    /// Whether the exit handler will wait for this pipeline's destinations (until it has shut down and its worker
+    /// has written what was queued).
+    package var isWaitedForAtExit: Bool { ExitFlusher.shared.isRegistered(queue) }
+
     /// Replaces the destinations, the record builder, the sanitizer and the limits, **in log order**: every
     /// event logged before the call reaches the old destinations, every event after it the new ones, each
     /// exactly once; front ends attached to this pipeline (a `StructuredLogger`, a swift-log handler) keep

@@ -123,7 +123,11 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var workerIsLingering = false
     /// A control item is queued that the worker has not taken yet: it does not linger (see ``linger()``).
     @exclusivity(unchecked) private var controlPending = false
+    /// Threads waiting for the worker's progress: log calls waiting for room, and shutdowns or exits waiting for
+    /// the worker to finish (``finishWaiters`` of them), which the worker also wakes as it moves.
     @exclusivity(unchecked) private var producersWaiting = 0
+    /// Of ``producersWaiting``, those that are not log calls (``waitForWorkerToFinish(patience:)``).
+    @exclusivity(unchecked) private var finishWaiters = 0
     /// The worker's thread. A call made on it — a destination or an action that logs through its own pipeline —
     /// never waits for room: only the worker makes room, so it would only wait out its patience.
     @exclusivity(unchecked) private var workerThread: pthread_t?
@@ -174,6 +178,9 @@ final class PipelineQueue: @unchecked Sendable {
     /// Whether the pipeline still waits for its first configuration.
     var isHolding: Bool { lock.withLock { holdCapacity != nil } }
 
+    /// Whether the pipeline is shutting down or shut down.
+    var isStopped: Bool { lock.withLock { state != .running } }
+
     func startWorker() {
         let thread = Thread { [self] in self.runWorker() }
         thread.name = "JustLog pipeline"
@@ -184,7 +191,7 @@ final class PipelineQueue: @unchecked Sendable {
     var statistics: LogPipeline.Statistics {
         lock.withLock {
             var statistics = counters
-            statistics.callersWaiting = producersWaiting
+            statistics.callersWaiting = producersWaiting - finishWaiters
             return statistics
         }
     }
@@ -211,7 +218,11 @@ final class PipelineQueue: @unchecked Sendable {
         var hasInline = false
         var queued = false
         while true {
-            if reconfigurationsInProgress > 0 || inlineBacklog > 0 {
+            // Events queued for the inline destinations while the destinations were replaced (or held before the
+            // first setup) are written first, by the worker: this one waits behind them — if there are inline
+            // destinations now (background ones keep the queue's order anyway; had every call waited, a stalled
+            // background destination would have held calls to the reconfiguration's patience, past its end).
+            if reconfigurationsInProgress > 0 || (inlineBacklog > 0 && !dispatcher.inlineRoutes.isEmpty) {
                 submitQueued(event, bytes: bytes)
                 return
             }
@@ -414,8 +425,10 @@ final class PipelineQueue: @unchecked Sendable {
         lock.lock()
         // The version says the intake is the one the record was encoded with, and so that every destination reads
         // the journal (`fastLaneJournal`, the dispatcher's).
+        // Events queued for inline destinations before (`inlineBacklog`) don't hold it: with a fast lane there are
+        // none now, and its places queue behind those events.
         guard lane == fastLaneVersion, let journal = fastLaneJournal, state == .running, holdCapacity == nil,
-            reconfigurationsInProgress == 0, inlineBacklog == 0
+            reconfigurationsInProgress == 0
         else {
             lock.unlock()
             return .declined
@@ -494,14 +507,18 @@ final class PipelineQueue: @unchecked Sendable {
         inlineBacklog += 1
     }
 
-    /// While the destinations are replaced, or the worker still writes events queued meanwhile (lock held, released
-    /// here): every destination gets the event from the worker, in order. A full queue is waited for as long as
-    /// the reconfiguration may take, then the event is dropped and counted.
+    /// While the destinations are replaced, or the worker still writes to inline destinations events queued
+    /// meanwhile (lock held, released here): every destination gets the event from the worker, in order. A full
+    /// queue is waited for as long as the reconfiguration may take (only `fullQueueWait` once it has ended), then
+    /// the event is dropped and counted.
     private func submitQueued(_ event: LogEvent, bytes: Int) {
-        // Another reconfiguration may begin while this caller waits (the worker then waits for the new
-        // destinations): the patience is the reconfiguration's, whether it has begun yet or not.
-        let patience = max(limits.fullQueueWait, LogPipeline.reconfigurationPatience)
-        if !hasRoom(for: bytes), !waitForRoom(bytes: bytes, patience: patience) {
+        while !hasRoom(for: bytes) {
+            // A reconfiguration that begins while this caller waits (the worker then waits for the new
+            // destinations) ends the shorter wait: the caller looks again, with the reconfiguration's patience.
+            let reconfiguring = reconfigurationsInProgress > 0
+            let patience =
+                reconfiguring ? max(limits.fullQueueWait, LogPipeline.reconfigurationPatience) : limits.fullQueueWait
+            if waitForRoom(bytes: bytes, patience: patience, orReconfiguration: !reconfiguring) { continue }
             counters.dropped += 1
             unreportedDrops += 1
             let why = fullQueueDrop(afterWaiting: patience)
@@ -633,7 +650,11 @@ final class PipelineQueue: @unchecked Sendable {
     /// Waits until the worker, stopped, has written what was queued and shut the destinations down — as long as it
     /// makes progress; `false` when it made none for `patience` seconds (or at once on its own thread).
     func waitForWorkerToFinish(patience: Double) -> Bool {
-        lock.withLock { waitForProgress(patience: patience) { workerFinished } }
+        lock.withLock {
+            finishWaiters += 1
+            defer { finishWaiters -= 1 }
+            return waitForProgress(patience: patience) { workerFinished }
+        }
     }
 
     /// Whether the calling thread is the worker's: a destination's, or an action's run in log order.
@@ -797,7 +818,9 @@ final class PipelineQueue: @unchecked Sendable {
             )
         }
         if error == nil { error = failure }
-        ExitFlusher.shared.unregister(self)
+        // A worker that has not finished still has events to write: the exit flush waits for it, or says how many
+        // it left (it leaves the exit handler itself once finished).
+        if finished { ExitFlusher.shared.unregister(self) }
         return error
     }
 

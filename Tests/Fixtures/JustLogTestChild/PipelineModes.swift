@@ -204,3 +204,24 @@ nonisolated(unsafe) var exitingLogger: StructuredLogger?
 final class ExitingDestination: LogDestination {
     func write(_ batch: LogBatch) { exit(3) }
 }
+
+/// `exit-flush-error`: a destination whose flush fails with a `.shutdown` error (as a Logstash destination whose
+/// client is not running says), with an exit patience of an hour. The pipeline is running: the exit handler must
+/// not wait for its worker to finish (it would wait the whole hour, and then say it made no progress).
+func exitWithAFlushError() {
+    let logger = StructuredLogger(
+        configuration: .init(destinations: [.init(FailingFlushDestination())], pipeline: .init(exitFlushTimeout: 3_600))
+    )
+    for index in 0..<10 { logger.info("child event \(index)") }
+    failingFlushLogger = logger  // kept alive past main, as a logger stored in a global is
+}
+
+nonisolated(unsafe) var failingFlushLogger: StructuredLogger?
+
+/// Writes nothing; its flush fails, saying that it is not running.
+final class FailingFlushDestination: LogDestination {
+    func write(_ batch: LogBatch) {}
+    func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        completion(JustLogError(.shutdown, "the client is not running"))
+    }
+}

@@ -93,6 +93,9 @@ case "full-queue-stopped":
 case "exit-from-destination":
     exitFromDestination()
 
+case "exit-flush-error":
+    exitWithAFlushError()
+
 case "soak":
     soak(
         folder: arguments[2],
