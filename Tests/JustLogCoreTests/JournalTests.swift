@@ -577,10 +577,7 @@ import Testing
         blocking.release()
         try await pipeline.flush()
         let events = capture.records.filter { $0.message.hasPrefix("journal event") }
-        let reported = capture.records.reduce(UInt64(0)) { sum, record in
-            if case .uint(let count)? = record.userInfo["dropped_events"] { return sum + count }
-            return sum
-        }
+        let reported = reportedDrops(in: capture.records)
         #expect(UInt64(events.count) + pipeline.currentStatistics.dropped == 3_000)
         #expect(reported == pipeline.currentStatistics.dropped, "every loss is reported")
         let sequences = events.compactMap { EventIDGenerator.components(of: $0.eventID)?.sequence }
@@ -1042,9 +1039,6 @@ final class CountOnlyDestination: LogDestination {
     func journalRecovery() -> JournalRecovery { .countOnly }
 }
 
-/// Whether this test process runs under ThreadSanitizer (its runtime is linked in).
-let underThreadSanitizer = dlsym(nil, "__tsan_init") != nil
-
 /// Why a recovery test of single-threaded logic does not run under ThreadSanitizer: in CI's sanitized run, which shares
 /// two cores among the whole filter, these recoveries of thousands of events held both cores for minutes, and tests
 /// with a time limit ran out of it. They run in every other run (root and unprivileged).
@@ -1071,14 +1065,11 @@ extension FastLaneBackPressureTests {
         try await pipeline.flush()
         let records = capture.records
         let events = records.filter { $0.message.hasPrefix("fast lane event ") }
-        let reported = records.compactMap { record -> UInt64? in
-            guard case .uint(let dropped)? = record.userInfo["dropped_events"] else { return nil }
-            return dropped
-        }
+        let reports = records.filter { $0.userInfo["dropped_events"] != nil }
         let dropped = pipeline.currentStatistics.dropped
         #expect(UInt64(events.count) + dropped == UInt64(count), "every event arrived or was counted dropped")
-        #expect(reported.reduce(0, +) == dropped, "the reports say every drop counted")
-        #expect(records.count == events.count + reported.count, "nothing else arrived")
+        #expect(reportedDrops(in: reports) == dropped, "the reports say every drop counted")
+        #expect(records.count == events.count + reports.count, "nothing else arrived")
         let indices = events.compactMap { Int($0.message.dropFirst("fast lane event ".count)) }
         #expect(indices == indices.sorted() && Set(indices).count == indices.count, "in order, each once")
         await pipeline.shutdown()

@@ -410,11 +410,7 @@ import Testing
         // after the first drop (a slow machine) — the reports add up to the count either way.
         let reports = capture.records.filter { $0.message.hasPrefix("JustLog dropped") }
         #expect(!reports.isEmpty && reports.allSatisfy { $0.level == .warning })
-        let reported = reports.reduce(UInt64(0)) { sum, report in
-            if case .uint(let count)? = report.userInfo["dropped_events"] { return sum + count }
-            return sum
-        }
-        #expect(reported == dropped)
+        #expect(reportedDrops(in: reports) == dropped)
         #expect(capture.records.count == 100 - Int(dropped) + 1 + reports.count)
         #expect(diagnostics.writes.filter { $0.contains("dropping events") }.count == 1, "reported once, not per event")
     }
