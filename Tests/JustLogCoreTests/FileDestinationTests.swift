@@ -141,6 +141,8 @@ private let ifThereIsADevFull = ConditionTrait.enabled(
         let pipes = (0..<5).map { _ in
             var ends: [Int32] = [-1, -1]
             _ = pipe(&ends)
+            // Not inherited by a child process another test starts meanwhile: it would hold the write end open.
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
             return (read: ends[0], write: ends[1])
         }
         defer { for ends in pipes { close(ends.read) } }
@@ -156,6 +158,7 @@ private let ifThereIsADevFull = ConditionTrait.enabled(
         // The count went back down: a descriptor waits again, and a drain returns once it is closed.
         var ends: [Int32] = [-1, -1]
         _ = pipe(&ends)
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         defer { close(ends[0]) }
         queue.suspend()
         closer.close(ends[1])
