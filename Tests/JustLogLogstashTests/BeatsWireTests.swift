@@ -190,7 +190,8 @@ private func eventID(_ payload: String) -> String? {
         client.start()
         try await client.flush()
         for index in 10..<20 { try client.spool.append(jsonRecord(index)) }
-        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        let shutdownFailure = await client.shutdown()
+        #expect(shutdownFailure == nil, "\(String(describing: shutdownFailure)) \(activity.lines)")
         await server.stop()
         #expect(client.spool.counterSnapshot.queuedRecords == 0)
         #expect(Set(server.payloads.compactMap(eventID)) == Set((0..<20).map { "e\($0)" }))

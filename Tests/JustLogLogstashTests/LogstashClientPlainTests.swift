@@ -305,7 +305,8 @@ func jsonLines(_ indices: Range<Int>) -> Set<String> {
         let client = try clientOfTwoHosts(refusing.port, then: receiver.port, directory: directory, activity: activity)
         for index in 0..<50 { try client.spool.append(jsonRecord(index)) }
         client.start()
-        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        let shutdownFailure = await client.shutdown()
+        #expect(shutdownFailure == nil, "\(String(describing: shutdownFailure)) \(activity.lines)")
         #expect(client.spool.counterSnapshot.queuedRecords == 0)
         #expect(Set(receiver.lines) == jsonLines(0..<50))
         await receiver.stop()
@@ -328,7 +329,8 @@ func jsonLines(_ indices: Range<Int>) -> Set<String> {
             activity: activity
         )
         client.start()
-        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        let shutdownFailure = await client.shutdown()
+        #expect(shutdownFailure == nil, "\(String(describing: shutdownFailure)) \(activity.lines)")
         #expect(client.spool.counterSnapshot.queuedRecords == 0)
         #expect(Set(receiver.lines) == jsonLines(0..<50))
         #expect(
@@ -361,7 +363,8 @@ func jsonLines(_ indices: Range<Int>) -> Set<String> {
         #expect(await activity.wait(for: "connecting to 127.0.0.1:\(unanswered.port) "))
         // Longer than the whole shutdown timeout: the machine's deadline, counted from this attempt, has passed.
         try await Task.sleep(for: .seconds(5))
-        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        let shutdownFailure = await client.shutdown()
+        #expect(shutdownFailure == nil, "\(String(describing: shutdownFailure)) \(activity.lines)")
         #expect(Set(receiver.lines) == jsonLines(0..<50))
         #expect(
             activity.lines.contains {
@@ -388,7 +391,8 @@ func jsonLines(_ indices: Range<Int>) -> Set<String> {
             activity: activity
         )
         client.start()
-        #expect(await client.shutdown() == nil, "\(activity.lines)")
+        let shutdownFailure = await client.shutdown()
+        #expect(shutdownFailure == nil, "\(String(describing: shutdownFailure)) \(activity.lines)")
         #expect(Set(receiver.lines) == jsonLines(0..<50))
         // Each gets a third of the 9 s (the second a little less, as it starts a little after the first's share):
         // shared out from the whole timeout at each attempt instead, the second would get 4.5 s and the last 1.5 s.

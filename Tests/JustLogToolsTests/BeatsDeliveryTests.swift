@@ -58,30 +58,54 @@ final class ReceiverProcess: @unchecked Sendable {
     }
 }
 
-/// The lines of a receiver's `--out` file: how many, and their distinct `event_id`s.
-func receivedEventIDs(_ path: String) -> (lines: Int, ids: Set<String>) {
-    guard let data = FileManager.default.contents(atPath: path) else { return (0, []) }
-    var ids = Set<String>()
-    var lines = 0
-    let marker = Array(#""event_id":""#.utf8)
-    data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
-        let bytes = raw.bindMemory(to: UInt8.self)
-        var start = 0
-        while start < bytes.count {
-            var end = start
-            while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
-            guard end < bytes.count else { break }  // a last line still being written
-            lines += 1
-            let line = bytes[start..<end]
-            if let found = line.firstRange(of: marker) {
-                let idStart = found.upperBound
-                let idEnd = line[idStart...].firstIndex(of: UInt8(ascii: "\"")) ?? end
-                ids.insert(String(decoding: line[idStart..<idEnd], as: UTF8.self))
-            }
-            start = end + 1
+/// The lines of a receiver's `--out` file: how many, and their distinct `event_id`s — read as the file grows. Each
+/// ``update()`` reads only the lines appended since the last: the tests poll it every 10 ms while 100,000 events
+/// arrive (350,000 lines with json_lines' resends), and reading the whole file each time cost most of a minute of
+/// the test pool's two threads, which other suites' waits then timed out behind.
+final class ReceivedEventIDs {
+    let path: String
+    /// Whole lines read so far (a last line still being written is read once it ends).
+    private(set) var lines = 0
+    private(set) var ids = Set<String>()
+    private var offset: UInt64 = 0
+
+    init(_ path: String) { self.path = path }
+
+    /// Reads what was appended since the last call; returns `self`.
+    @discardableResult
+    func update() -> ReceivedEventIDs {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return self }
+        defer { try? handle.close() }
+        guard (try? handle.seek(toOffset: offset)) != nil, let data = try? handle.readToEnd(), !data.isEmpty else {
+            return self
         }
+        let marker = Array(#""event_id":""#.utf8)
+        var consumed = 0
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var start = 0
+            while start < bytes.count {
+                guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else { break }
+                lines += 1
+                let line = bytes[start..<end]
+                if let found = line.firstRange(of: marker) {
+                    let idStart = found.upperBound
+                    let idEnd = line[idStart...].firstIndex(of: UInt8(ascii: "\"")) ?? end
+                    ids.insert(String(decoding: line[idStart..<idEnd], as: UTF8.self))
+                }
+                start = end + 1
+            }
+            consumed = start
+        }
+        offset += UInt64(consumed)
+        return self
     }
-    return (lines, ids)
+}
+
+/// The lines of a receiver's `--out` file, read once: how many, and their distinct `event_id`s.
+func receivedEventIDs(_ path: String) -> (lines: Int, ids: Set<String>) {
+    let received = ReceivedEventIDs(path).update()
+    return (received.lines, received.ids)
 }
 
 /// What one kill-and-restart run gave.
@@ -230,15 +254,18 @@ struct KillRunResult: CustomStringConvertible {
             client.recordsAppended()
             if index % 2000 == 0 { await Task.yield() }
         }
-        #expect(await eventually(timeout: .seconds(60)) { receivedEventIDs(outs[0]).lines > 2000 })
+        let (a, b) = (ReceivedEventIDs(outs[0]), ReceivedEventIDs(outs[1]))
+        #expect(await eventually(timeout: .seconds(60)) { a.update().lines > 2000 })
         await first.kill9()
         let all = Set((0..<total).map { "e\($0)" })
         let arrived = await eventually(timeout: .seconds(60)) {
-            receivedEventIDs(outs[0]).ids.union(receivedEventIDs(outs[1]).ids).count == total
+            // (the union, of tens of thousands, only once the two could hold them all)
+            a.update().ids.count + b.update().ids.count >= total && a.ids.union(b.ids).count == total
         }
         await client.shutdown()
         await second.stop()
-        let (a, b) = (receivedEventIDs(outs[0]), receivedEventIDs(outs[1]))
+        a.update()
+        b.update()
         #expect(arrived)
         #expect(all.subtracting(a.ids.union(b.ids)).isEmpty)
         #expect(b.lines > 0, "delivery moved to the second receiver")
@@ -276,21 +303,22 @@ struct KillRunResult: CustomStringConvertible {
             client.recordsAppended()
             if index % 2000 == 0 { await Task.yield() }
         }
+        let (a, b) = (ReceivedEventIDs(outs[0]), ReceivedEventIDs(outs[1]))
         #expect(
-            await eventually(timeout: .seconds(60)) {
-                receivedEventIDs(outs[0]).lines > 2000 && receivedEventIDs(outs[1]).lines > 2000
-            },
+            await eventually(timeout: .seconds(60)) { a.update().lines > 2000 && b.update().lines > 2000 },
             "both receivers get events"
         )
         await first.kill9()
         let arrived = await eventually(timeout: .seconds(60)) {
-            receivedEventIDs(outs[0]).ids.union(receivedEventIDs(outs[1]).ids).count == total
+            // (the union, of tens of thousands, only once the two could hold them all)
+            a.update().ids.count + b.update().ids.count >= total && a.ids.union(b.ids).count == total
         }
         try? await client.flush()
         let counters = await client.counters()
         await client.shutdown()
         await second.stop()
-        let (a, b) = (receivedEventIDs(outs[0]), receivedEventIDs(outs[1]))
+        a.update()
+        b.update()
         #expect(arrived)
         #expect(Set((0..<total).map { "e\($0)" }).subtracting(a.ids.union(b.ids)).isEmpty)
         #expect(spool.counterSnapshot.queuedRecords == 0, "every window acknowledged by one of them")
@@ -313,6 +341,8 @@ struct KillRunResult: CustomStringConvertible {
         let out = folder.file("\(name).jsonl")
         var receiver = try ReceiverProcess(wireProtocol: name, port: port, out: out)
         #expect(await receiver.waitUntilListening())
+        // The receivers append to `out`, each after the last.
+        let received = ReceivedEventIDs(out)
         var configuration = LogstashClient.Configuration(host: "127.0.0.1", port: port)
         configuration.useTLS = false
         configuration.transport = transport
@@ -336,21 +366,21 @@ struct KillRunResult: CustomStringConvertible {
             next = end
             if round < kills {
                 // Let some of it arrive, then SIGKILL the receiver mid-stream and start it again on the same port.
-                let before = receivedEventIDs(out).lines
-                _ = await eventually(timeout: .seconds(60)) { receivedEventIDs(out).lines > before + 1000 }
+                let before = received.update().lines
+                _ = await eventually(timeout: .seconds(60)) { received.update().lines > before + 1000 }
                 await receiver.kill9()
                 receiver = try ReceiverProcess(wireProtocol: name, port: port, out: out)
                 #expect(await receiver.waitUntilListening())
             }
         }
-        _ = await eventually(timeout: .seconds(120)) { receivedEventIDs(out).ids.count >= total }
+        _ = await eventually(timeout: .seconds(120)) { received.update().ids.count >= total }
         let seconds =
             Double((ContinuousClock.now - start).components.attoseconds) / 1e18
             + Double((ContinuousClock.now - start).components.seconds)
         let counters = await client.counters()
         await client.shutdown()
         await receiver.stop()
-        let received = receivedEventIDs(out)
+        received.update()
         return KillRunResult(
             transport: name,
             total: total,

@@ -91,7 +91,11 @@ final class CollectorProcess: @unchecked Sendable {
         }
     }
 
-    /// Stops the daemon by PID: SIGTERM, then SIGKILL after ``termGrace``. Safe to call twice.
+    /// Stops the daemon by PID: SIGTERM at once, then SIGKILL after ``termGrace``. Safe to call twice.
+    ///
+    /// Returns once SIGTERM is sent: the wait for the daemon to go runs on a thread of its own (see ``Reaper``).
+    /// Tests call this in a `defer`, which can't await, on the test pool (two threads here): waiting there held one
+    /// of them for up to ``termGrace`` per collector, and the other suites' tasks waited behind it.
     func shutdown() {
         guard
             let process = lock.withLock({ () -> Process? in
@@ -100,9 +104,47 @@ final class CollectorProcess: @unchecked Sendable {
             }), process.isRunning
         else { return }
         Foundation.kill(process.processIdentifier, SIGTERM)
-        if !FreePort.poll(timeout: termGrace, { !process.isRunning }) {
-            Foundation.kill(process.processIdentifier, SIGKILL)
+        Reaper.shared.reap(process, grace: termGrace)
+    }
+}
+
+/// Waits for stopped collector daemons on threads of their own: SIGKILL for one still running after its grace,
+/// then the wait for its exit. The test process waits for every one at exit (at most ``exitPatience``), so no
+/// daemon outlives the tests.
+final class Reaper: @unchecked Sendable {
+    static let shared = Reaper()
+
+    /// How long the process's exit waits for daemons still being stopped.
+    static let exitPatience: Duration = .seconds(15)
+
+    private let condition = NSCondition()
+    private var pending = 0  // under `condition`
+
+    private init() {
+        atexit { Reaper.shared.waitForAll() }
+    }
+
+    /// Sends SIGKILL to `process` if it is still running after `grace`, and waits for it to exit; returns at once.
+    func reap(_ process: Process, grace: Duration) {
+        condition.withLock { pending += 1 }
+        let thread = Thread { [self] in
+            if !FreePort.poll(timeout: grace, { !process.isRunning }) {
+                Foundation.kill(process.processIdentifier, SIGKILL)
+            }
+            process.waitUntilExit()
+            condition.withLock {
+                pending -= 1
+                condition.broadcast()
+            }
         }
-        process.waitUntilExit()
+        thread.name = "collector reaper"
+        thread.start()
+    }
+
+    private func waitForAll() {
+        let deadline = Date(timeIntervalSinceNow: Double(Self.exitPatience.components.seconds))
+        condition.withLock {
+            while pending > 0, condition.wait(until: deadline) {}
+        }
     }
 }
