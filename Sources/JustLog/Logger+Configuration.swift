@@ -289,7 +289,7 @@ final class DestinationSwitch: Sendable {
 }
 
 /// A destination that can be switched off and on at run time; off, it ignores what it is given.
-final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHoldingBack {
+final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHoldingBack, MemoryHolding {
     let base: any LogDestination
     /// `base`, if it writes plain journal records straight from their bytes.
     private let plainBase: (any PlainBatchWriting)?
@@ -335,4 +335,6 @@ final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHold
     func pipelineAttached(mayWait: @escaping @Sendable () -> Bool) {
         (base as? any PipelineHoldingBack)?.pipelineAttached(mayWait: mayWait)
     }
+
+    var holdsRecordsOnlyInMemory: Bool { (base as? any MemoryHolding)?.holdsRecordsOnlyInMemory ?? false }
 }

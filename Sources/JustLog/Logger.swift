@@ -271,7 +271,7 @@ public final class Logger: @unchecked Sendable {
         // The settings are read once this setup's turn has come: of two `setup()` calls at once, the later to run
         // reads (and installs) the newer settings.
         var read: Configuration?
-        let failure = pipeline.reconfigure(
+        let outcome = pipeline.reconfigureReportingOutcome(
             keepingOpen: {
                 let configuration = settings.withLock { $0.configuration(switches: switches) }
                 read = configuration
@@ -281,12 +281,13 @@ public final class Logger: @unchecked Sendable {
             { Self.setup(read ?? settings.withLock { $0.configuration(switches: switches) }, switches: switches) }
         )
         let configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
-        if let failure = failure as? JustLogError,
-            [.pipelineThread, .shutdown, .reconfigurationPending].contains(failure.code)
-        {
+        switch outcome {
+        case .refused(let failure):
             configuration.diagnostics.report("setup(): nothing changed: \(failure.message)")
-        } else if let failure {
+        case .installed(oldDestinationsFailure: let failure?):
             configuration.diagnostics.report("setup(): the previous destinations did not close cleanly: \(failure)")
+        case .installed(oldDestinationsFailure: nil):
+            break
         }
     }
 

@@ -166,4 +166,24 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
         #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
         #expect(!child.errorOutput.contains("made no progress"), "stderr: \(child.errorOutput)")
     }
+
+    /// A destination's own close failure with the code a refused reconfiguration has (`.shutdown`) is no refusal:
+    /// the second `setup()` replaced the destinations, and says that the previous ones did not close cleanly.
+    @Test func aSetupWhoseOldDestinationFailsToCloseSaysSoNotThatNothingChanged() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["setup-close-failure", folder.path, "-"])
+        #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "stderr: \(child.errorOutput)")
+        #expect(
+            child.errorOutput.contains("setup(): the previous destinations did not close cleanly"),
+            "stderr: \(child.errorOutput)"
+        )
+        #expect(!child.errorOutput.contains("nothing changed"), "stderr: \(child.errorOutput)")
+        let lines = try String(contentsOfFile: folder.file("child.log"), encoding: .utf8).split(separator: "\n")
+        #expect(
+            try lines.map { try FileLine(parsing: $0).record.message } == [
+                "before the second setup", "after the second setup",
+            ]
+        )
+    }
 }

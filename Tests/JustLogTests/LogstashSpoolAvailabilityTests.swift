@@ -240,6 +240,40 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         }
     }
 
+    /// Review (helper-40): the pipeline acknowledged its journal once the Logstash destination's `write` returned,
+    /// though a destination whose spool can't be used only holds the events in memory: killed then, the program lost
+    /// them, and nothing counted it. The journal now keeps them until they are in the spool.
+    @Test func eventsHeldInMemoryWhileTheSpoolIsUnusableArriveAfterSIGKILLAndRestart() async throws {
+        let collector = try await MessageCollector()
+        let folder = try TemporaryDirectory(prefix: "spool-held-kill")
+        // The test holds the child's spool folder (a real lock): its Logstash destination holds the events in memory.
+        var holder: LogstashSpool? = try LogstashSpool(configuration: .init(directory: folder.file("child.log.spool")))
+        let count = 2_000
+        let child = try ChildProcess(arguments: ["spool-held-kill", folder.path, "\(collector.port)", "\(count)"])
+        #expect(
+            await eventually(timeout: .seconds(120)) { child.outputLines.contains("written") },
+            "stderr: \(child.errorOutput)"
+        )
+        #expect(child.errorOutput.contains("in use by another"), "stderr: \(child.errorOutput)")
+        await child.kill()
+        holder?.close()
+        holder = nil
+        #expect(collector.received.isEmpty, "nothing could be spooled, so nothing was sent")
+
+        let restart = try ChildProcess(arguments: ["spool-held-recover", folder.path, "\(collector.port)"])
+        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "stderr: \(restart.errorOutput)")
+        let expected = (0..<count).map { "held-\($0)" }
+        #expect(
+            await collector.waitFor(expected),
+            "\(Set(expected).subtracting(collector.received).count) of \(count) events missing"
+        )
+        // The file had them all before the kill: the recovery gives it none again.
+        let fileMessages = try String(contentsOfFile: folder.file("child.log"), encoding: .utf8)
+            .split(separator: "\n").map { try FileLine(parsing: $0).record.message }
+        #expect(fileMessages.filter { $0.hasPrefix("held-") } == expected)
+        await collector.stop()
+    }
+
     @Test func spoolPastAFileSizeLimitFailsClearlyThenDelivers() async throws {
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-fsize")

@@ -16,6 +16,17 @@ package protocol PipelineHoldingBack: LogDestination {
     func pipelineAttached(mayWait: @escaping @Sendable () -> Bool)
 }
 
+/// A background destination whose store can refuse records for a while — the Logstash destination's spool on a full
+/// disk, or held by another program — and that then keeps them in its memory, where a crash would lose them. While
+/// it does, the pipeline does not acknowledge its journal past them (while the journal has a quarter of its size for
+/// that): killed meanwhile, the next start gives them to it again. Once they are in its store, the next write, flush
+/// or shutdown the pipeline makes acknowledges them.
+package protocol MemoryHolding: LogDestination {
+    /// Whether some records it was given are, for now, only in its memory. Asked on the pipeline's thread after
+    /// each write; cheap.
+    var holdsRecordsOnlyInMemory: Bool { get }
+}
+
 /// Plain records read from the journal, in the order they were logged, for a ``PlainBatchWriting`` destination
 /// to format with ``format`` — or, for a record the direct format declines, to write as ``record(at:)``.
 ///

@@ -240,6 +240,11 @@ public final class EventJournal: Sendable {
     /// The bound below which what the destinations have not written lets events wait in the journal alone.
     private var halfOfTheJournal: Int { configuration.maxTotalBytes / 2 }
 
+    /// Whether what the destinations have not acknowledged takes less than a quarter of the journal: the bound up to
+    /// which the pipeline keeps records a destination holds only in its memory (see ``MemoryHolding``), well below
+    /// the half where callers would wait for room.
+    var hasRoomToKeepRecordsHeldInMemory: Bool { unacknowledgedBytes < configuration.maxTotalBytes / 4 }
+
     /// Where the records not yet acknowledged begin.
     var cursor: SpoolPosition { spool.cursor }
 

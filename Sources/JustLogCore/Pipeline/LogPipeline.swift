@@ -322,6 +322,20 @@ public final class LogPipeline: Sendable {
         patience: Double = LogPipeline.reconfigurationPatience,
         _ build: () -> Setup
     ) -> (any Error)? {
+        switch reconfigureReportingOutcome(keepingOpen: kept, patience: patience, build) {
+        case .refused(let error): error
+        case .installed(let oldDestinationsFailure): oldDestinationsFailure
+        }
+    }
+
+    /// ``reconfigure(keepingOpen:patience:_:)``, and whether it changed anything: a refusal and the old
+    /// destinations' own close failure can carry the same code (`.shutdown`: the logger's, or a Logstash
+    /// destination's that stopped while reconnecting).
+    package func reconfigureReportingOutcome(
+        keepingOpen kept: () -> [any LogDestination],
+        patience: Double = LogPipeline.reconfigurationPatience,
+        _ build: () -> Setup
+    ) -> ReconfigurationOutcome {
         queue.reconfigure(keepingOpen: { Set(kept().map(ObjectIdentifier.init)) }, patience: patience) {
             let setup = build().claimingItsJournal(reportingTo: queue.diagnostics)
             return (setup.dispatcher, setup.configuration, setup.intake)
@@ -539,6 +553,11 @@ struct RecordDispatcher: Sendable {
         }
     }
 
+    /// Whether a background destination holds records only in its memory (see ``MemoryHolding``).
+    var holdsRecordsOnlyInMemory: Bool {
+        backgroundRoutes.contains { ($0.destination as? any MemoryHolding)?.holdsRecordsOnlyInMemory == true }
+    }
+
     func record(_ event: LogEvent, sequence: UInt64) -> LogRecord {
         var record = builder.record(for: event, sequence: sequence)
         sanitizer?(&record)
@@ -663,11 +682,13 @@ struct RecordDispatcher: Sendable {
         shutdownDestinations(keepingOpen: []).failure
     }
 
-    /// Shuts every destination down (each instance once, though routed twice) but those in `kept` (by identity), and
-    /// closes the journal; returns the first ``LogDestination/shutdownFailure`` of those shut down, and those kept
-    /// open.
+    /// Shuts every destination down (each instance once, though routed twice) but those in `kept` (by identity),
+    /// calls `beforeClosingTheJournal` (the worker acknowledges what it kept for a destination that held it only in
+    /// memory, if that one has put it in its store as it shut down), and closes the journal; returns the first
+    /// ``LogDestination/shutdownFailure`` of those shut down, and those kept open.
     func shutdownDestinations(
-        keepingOpen kept: Set<ObjectIdentifier>
+        keepingOpen kept: Set<ObjectIdentifier>,
+        beforeClosingTheJournal: () -> Void = {}
     ) -> (failure: (any Error)?, keptOpen: [any LogDestination]) {
         var keptOpen: [any LogDestination] = []
         var closed: [any LogDestination] = []
@@ -680,6 +701,7 @@ struct RecordDispatcher: Sendable {
                 closed.append(route.destination)
             }
         }
+        beforeClosingTheJournal()
         journal?.close()
         return (closed.lazy.compactMap(\.shutdownFailure).first, keptOpen)
     }
@@ -728,4 +750,14 @@ package func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async 
         thread.name = "JustLog wait"
         thread.start()
     }
+}
+
+/// What a reconfiguration did (see ``LogPipeline/reconfigureReportingOutcome(keepingOpen:patience:_:)``).
+package enum ReconfigurationOutcome {
+    /// Nothing changed: the destinations and settings are those before the call.
+    case refused(JustLogError)
+    /// The new destinations are in place (or take over in log order once the old ones have let go: then
+    /// `oldDestinationsFailure` is a `.timeout`); the old ones' final flush or close failed with
+    /// `oldDestinationsFailure`, if any.
+    case installed(oldDestinationsFailure: (any Error)?)
 }

@@ -112,6 +112,9 @@ final class PipelineQueue: @unchecked Sendable {
     @exclusivity(unchecked) private var nextSequence: UInt64 = 0
     @exclusivity(unchecked) private var counters = LogPipeline.Statistics()
     @exclusivity(unchecked) private var unreportedDrops: UInt64 = 0
+    /// The worker's own: where a journal's records written to every background destination end, not acknowledged
+    /// because a destination holds some of them only in its memory (see ``acknowledge(_:upTo:with:)``).
+    @exclusivity(unchecked) private var keptUnacknowledged: (journal: EventJournal, position: SpoolPosition)?
     /// The worker sleeps until an item wakes it.
     @exclusivity(unchecked) private var workerIsWaiting = false
     /// A caller that queued an event has woken the sleeping worker, which has not run yet: the callers of events
@@ -874,7 +877,9 @@ final class PipelineQueue: @unchecked Sendable {
                 let current = dispatcher
                 workerTookItsLastDispatcher = true
                 lock.unlock()
-                let failure = current.shutdownDestinations()
+                let failure = current.shutdownDestinations(keepingOpen: []) {
+                    acknowledgeWhatWasKeptIfNoLongerHeld(with: current)
+                }.failure
                 lock.withLock {
                     destinationFailure = failure
                     workerFinished = true
@@ -940,10 +945,12 @@ final class PipelineQueue: @unchecked Sendable {
         func deliver() {
             let count = UInt64(records.count)
             if !records.isEmpty { dispatcher.writeBackground(records) }
-            if let position = journaledUpTo {
-                dispatcher.journal?.acknowledge(upTo: position)
-                journaledUpTo = nil
+            if let position = journaledUpTo, let journal = dispatcher.journal {
+                acknowledge(journal, upTo: position, with: dispatcher)
+            } else {
+                acknowledgeWhatWasKeptIfNoLongerHeld(with: dispatcher)
             }
+            journaledUpTo = nil
             // Events queued for the inline destinations are written: callers may write inline again once
             // none is left (`inlineBacklog`).
             let caughtUp = inlineWritten
@@ -1033,7 +1040,9 @@ final class PipelineQueue: @unchecked Sendable {
         let flushed = PendingFlush(queue: self)
         background.flush(FlushBarrier { error in flushed.finish(error) })
         let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
-        let (failure, keptOpen) = old.shutdownDestinations(keepingOpen: reconfiguration.keepingOpen)
+        let (failure, keptOpen) = old.shutdownDestinations(keepingOpen: reconfiguration.keepingOpen) {
+            acknowledgeWhatWasKeptIfNoLongerHeld(with: old)
+        }
         let (replacement, abandoned) = reconfiguration.oldDestinationsClosed(
             failure: failure ?? flushError,
             keptOpen: keptOpen
@@ -1065,7 +1074,7 @@ final class PipelineQueue: @unchecked Sendable {
         if let journal = dispatcher.journal {
             remaining = forEachJournalChunk(of: journal, from: from, before: to, count: count) { chunk in
                 let written = dispatcher.writeBackground(journaled: chunk)
-                journal.acknowledge(chunk)
+                acknowledge(journal, chunk, with: dispatcher)
                 unreadable += written.unreadable
                 lock.withLock { counters.delivered += UInt64(written.records) }
             }
@@ -1078,6 +1087,47 @@ final class PipelineQueue: @unchecked Sendable {
         diagnostics.report(message)
         let report = reportRecord(message, userInfo: ["dropped_events": .uint(UInt64(lost))], dispatcher: dispatcher)
         dispatcher.writeBackground([report])
+    }
+
+    // MARK: - Acknowledging
+
+    /// Acknowledges `journal` up to `position`: every record before it is written by every background destination
+    /// of `dispatcher`. Not while one of them holds some only in its memory (its store refuses them; see
+    /// ``MemoryHolding``) and the journal has room to keep them: then they stay journaled — killed meanwhile, the
+    /// next start gives them to it again — and the first acknowledgement that finds none held covers them too.
+    private func acknowledge(_ journal: EventJournal, upTo position: SpoolPosition, with dispatcher: RecordDispatcher) {
+        if keepsRecordsHeldInMemory(in: journal, with: dispatcher) {
+            keptUnacknowledged = (journal, position)
+            return
+        }
+        journal.acknowledge(upTo: position)
+        keptUnacknowledged = nil
+    }
+
+    /// ``acknowledge(_:upTo:with:)`` for records read from the journal one chunk after another (without walking
+    /// their frames, unless some before them were kept).
+    private func acknowledge(_ journal: EventJournal, _ chunk: SpoolRecords, with dispatcher: RecordDispatcher) {
+        guard keptUnacknowledged == nil, !keepsRecordsHeldInMemory(in: journal, with: dispatcher) else {
+            acknowledge(journal, upTo: chunk.extent.end, with: dispatcher)
+            return
+        }
+        journal.acknowledge(chunk)
+    }
+
+    /// What ``acknowledge(_:upTo:with:)`` kept, acknowledged once no destination holds records in memory (or the
+    /// journal has no more room for them). A journal the destinations were replaced with since keeps them: the
+    /// next start with that journal's folder gives them to its destinations again.
+    private func acknowledgeWhatWasKeptIfNoLongerHeld(with dispatcher: RecordDispatcher) {
+        guard let (journal, position) = keptUnacknowledged else { return }
+        guard journal === dispatcher.journal else {
+            keptUnacknowledged = nil
+            return
+        }
+        acknowledge(journal, upTo: position, with: dispatcher)
+    }
+
+    private func keepsRecordsHeldInMemory(in journal: EventJournal, with dispatcher: RecordDispatcher) -> Bool {
+        dispatcher.holdsRecordsOnlyInMemory && journal.hasRoomToKeepRecordsHeldInMemory
     }
 
     // MARK: - Recovering
@@ -1149,7 +1199,7 @@ final class PipelineQueue: @unchecked Sendable {
                 let selected = records[first...].filter { $0.level >= route.minimumLevel }
                 if !selected.isEmpty { route.destination.write(LogBatch(records: selected)) }
             }
-            journal.acknowledge(chunk)
+            acknowledge(journal, chunk, with: dispatcher)
             recovered += records.count
             unreadable += chunkUnreadable
         }
@@ -1301,12 +1351,14 @@ final class PipelineQueue: @unchecked Sendable {
         keepingOpen kept: () -> Set<ObjectIdentifier> = { [] },
         patience: Double = LogPipeline.reconfigurationPatience,
         _ build: () -> (RecordDispatcher, LogPipeline.Configuration, LogPipeline.Intake)
-    ) -> (any Error)? {
-        if let error = waitsForItself("reconfigure") { return error }
+    ) -> ReconfigurationOutcome {
+        if let error = waitsForItself("reconfigure") { return .refused(error) }
         if lock.withLock({ reconfiguringThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) {
-            return JustLogError(
-                .pipelineThread,
-                "reconfigure was called inside the build closure of another reconfiguration of the same pipeline, where it would wait for itself"
+            return .refused(
+                JustLogError(
+                    .pipelineThread,
+                    "reconfigure was called inside the build closure of another reconfiguration of the same pipeline, where it would wait for itself"
+                )
             )
         }
         reconfiguring.lock()
@@ -1319,9 +1371,11 @@ final class PipelineQueue: @unchecked Sendable {
         // yet, and this one would replace them before the worker has them.
         if let previous = lock.withLock({ abandonedReconfiguration }) {
             guard previous.waitUntilTaken(patience: patience, progress: { self.progress }) else {
-                return JustLogError(
-                    .reconfigurationPending,
-                    "the destinations an earlier reconfiguration replaced have still not closed (one of them blocks in its final flush or shutdown; waited \(patience) s without progress)"
+                return .refused(
+                    JustLogError(
+                        .reconfigurationPending,
+                        "the destinations an earlier reconfiguration replaced have still not closed (one of them blocks in its final flush or shutdown; waited \(patience) s without progress)"
+                    )
                 )
             }
             lock.withLock { abandonedReconfiguration = nil }
@@ -1338,7 +1392,7 @@ final class PipelineQueue: @unchecked Sendable {
             if workerIsWaiting || workerIsLingering || producersWaiting > 0 { lock.broadcast() }
             return false
         }
-        guard let holding else { return JustLogError(.shutdown, "the logger was shut down") }
+        guard let holding else { return .refused(JustLogError(.shutdown, "the logger was shut down")) }
         let closed =
             holding
             ? (failure: nil, keptOpen: [])
@@ -1372,9 +1426,11 @@ final class PipelineQueue: @unchecked Sendable {
         }
         guard installed else {
             _ = replacement.shutdownDestinations()
-            return JustLogError(
-                .shutdown,
-                "the logger was shut down while its destinations were being set up; they were closed at once"
+            return .refused(
+                JustLogError(
+                    .shutdown,
+                    "the logger was shut down while its destinations were being set up; they were closed at once"
+                )
             )
         }
         // Then the worker, then the callers: once the reconfiguration ends for them, a caller waiting in a full
@@ -1405,12 +1461,14 @@ final class PipelineQueue: @unchecked Sendable {
             )
         }
         guard let closed else {
-            return JustLogError(
-                .timeout,
-                "they did not close within \(patience) s without progress (one of them blocks in its final flush or shutdown); the new destinations are set up and take over in log order once they have, and events logged meanwhile wait in the queue"
+            return .installed(
+                oldDestinationsFailure: JustLogError(
+                    .timeout,
+                    "they did not close within \(patience) s without progress (one of them blocks in its final flush or shutdown); the new destinations are set up and take over in log order once they have, and events logged meanwhile wait in the queue"
+                )
             )
         }
-        return closed.failure
+        return .installed(oldDestinationsFailure: closed.failure)
     }
 
     /// One reconfiguration at a time.

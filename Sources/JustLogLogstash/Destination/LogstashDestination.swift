@@ -36,7 +36,7 @@ public import NIOCore
 /// configuration.token = "<token>"
 /// let logstash = try LogstashDestination(configuration: configuration)
 /// ```
-public final class LogstashDestination: LogDestination, PlainBatchWriting, PipelineHoldingBack {
+public final class LogstashDestination: LogDestination, PlainBatchWriting, PipelineHoldingBack, MemoryHolding {
     /// What the destination needs; defaults are documented on each member.
     public struct Configuration: Sendable {
         /// Where and how to connect: host, port, TLS, backoff, batch sizes.
@@ -182,6 +182,10 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
     package func pipelineAttached(mayWait: @escaping @Sendable () -> Bool) {
         room.allowWaiting(while: mayWait)
     }
+
+    /// While the spool can't be used, the events given since are only in memory (held, or dropped and counted):
+    /// with a journal, the pipeline keeps them there for the next start should the program be killed.
+    package var holdsRecordsOnlyInMemory: Bool { appender.isHoldingInMemory }
 
     /// Writes plain journal records straight from their bytes: the same lines as ``write(_:)`` writes for their
     /// records. A line past the collector's limit is left to the ``RecordSizeLimiter``.

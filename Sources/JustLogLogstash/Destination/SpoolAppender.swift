@@ -178,6 +178,15 @@ final class SpoolAppender: @unchecked Sendable {
         }
     }
 
+    /// Whether the spool is unavailable: records given since are held in memory, or were dropped and counted there
+    /// — either way a crash would lose them, and the count (see ``MemoryHolding``).
+    var isHoldingInMemory: Bool {
+        lock.withLock {
+            guard case .holding = state else { return false }
+            return true
+        }
+    }
+
     // MARK: - Helpers (lock held)
 
     /// Appends one record; returns the error if the spool is unavailable (the record is then not spooled).

@@ -1,4 +1,5 @@
 import Foundation
+import JustLog
 import JustLogCore
 
 /// `exit-slow-destination FOLDER COUNT`: logs COUNT events to `child.log` through a destination that takes
@@ -224,4 +225,23 @@ final class FailingFlushDestination: LogDestination {
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
         completion(JustLogError(.shutdown, "the client is not running"))
     }
+}
+
+/// `setup-close-failure`: the documented logger, with a destination of its own whose flush fails with a `.shutdown`
+/// error (as a Logstash destination's does when it stopped while reconnecting), set up, then set up again without
+/// it. The second `setup()` did change the destinations: stderr must say the previous ones did not close cleanly,
+/// not that nothing changed.
+func setupWithAFailingCloseThenWithout(_ logger: JustLog.Logger, folder: String) {
+    logger.baseUrlForFileLogging = URL(fileURLWithPath: folder)
+    logger.logFilename = "child.log"
+    logger.enableConsoleLogging = false
+    logger.enableLogstashLogging = false
+    logger.additionalDestinations = [.init(FailingFlushDestination())]
+    logger.setup()
+    logger.info("before the second setup")
+    logger.additionalDestinations = []
+    logger.setup()
+    logger.info("after the second setup")
+    logger.forceSend()
+    print("done")
 }

@@ -10,6 +10,12 @@
 //       and acknowledged, to be killed (see spoolReuseKill)
 //   JustLogTestChild spool-append FOLDER COUNT  opens a bare spool of 64 KiB segments in FOLDER and appends COUNT
 //       records of ~100 bytes: prints "appended COUNT" and exits 0, or says why on stderr and exits 1
+//   JustLogTestChild spool-held-kill FOLDER PORT COUNT  the documented setup with its file (journaled) and Logstash
+//       (plain TCP, 127.0.0.1:PORT), whose spool folder (FOLDER/child.log.spool) the test holds: logs COUNT events
+//       "held-<i>", flushes (the Logstash destination can only hold them in memory), prints "written", waits to be
+//       killed
+//   JustLogTestChild spool-held-recover FOLDER PORT  the same setup, once the test let go of the spool folder:
+//       forceSends; exits 0, or 1 with the error on stderr
 import Foundation
 import JustLog
 import JustLogCore
@@ -123,4 +129,35 @@ func spoolAppend(_ arguments: [String]) {
         exit(1)
     }
     say("appended \(count)")
+}
+
+/// The documented setup with its file and Logstash (plain TCP to 127.0.0.1:`port`), both journaled.
+private func setUpFileAndLogstash(_ logger: Logger, port: String) {
+    logger.logstashHost = "127.0.0.1"
+    logger.logstashPort = UInt16(port) ?? 0
+    logger.logstashUseTLS = false
+    logger.logstashTimeout = 0.2
+    logger.setup()
+}
+
+/// `spool-held-kill FOLDER PORT COUNT` (see the top of this file).
+func spoolHeldKill(_ arguments: [String]) {
+    let logger = Logger.shared
+    setUpFileAndLogstash(logger, port: arguments[3])
+    for index in 0..<(Int(arguments[4]) ?? 0) {
+        logger.info("held-\(index)")
+    }
+    // Every event written to every destination: the file has them, the Logstash destination holds them in memory
+    // (and says so: the flush fails).
+    let failure = logger.pipeline.flush(timeout: 120)
+    FileHandle.standardError.write(Data("flush: \(failure.map { "\($0)" } ?? "ok")\n".utf8))
+    FileHandle.standardOutput.write(Data("written\n".utf8))
+    while true { Thread.sleep(forTimeInterval: 3_600) }
+}
+
+/// `spool-held-recover FOLDER PORT` (see the top of this file).
+func spoolHeldRecover(_ arguments: [String]) {
+    let logger = Logger.shared
+    setUpFileAndLogstash(logger, port: arguments[3])
+    forceSendOrExit(logger, failure: "forceSend failed")
 }

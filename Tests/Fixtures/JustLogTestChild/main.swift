@@ -19,7 +19,8 @@
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit,       see SpoolModes.swift
-//   spool-reuse-kill, spool-append
+//   spool-reuse-kill, spool-append, spool-held-kill,
+//   spool-held-recover
 //   journal-kill, journal-kill-threads, journal-kill-unjournaled,  see JournalModes.swift
 //   journal-recover, journal-exit-stalled
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
@@ -96,6 +97,9 @@ case "exit-from-destination":
 case "exit-flush-error":
     exitWithAFlushError()
 
+case "setup-close-failure":
+    setupWithAFailingCloseThenWithout(logger, folder: arguments[2])
+
 case "soak":
     soak(
         folder: arguments[2],
@@ -131,6 +135,8 @@ case "spool-cap":
 case "spool-missing-folder": spoolMissingFolder(arguments)
 case "spool-file-size-limit": spoolFileSizeLimit(arguments)
 case "spool-reuse-kill": spoolReuseKill(arguments)
+case "spool-held-kill": spoolHeldKill(arguments)
+case "spool-held-recover": spoolHeldRecover(arguments)
 case "spool-append": spoolAppend(arguments)
 
 case "unresolvable":
