@@ -450,8 +450,10 @@ public final class Spool: @unchecked Sendable {
                 guard case .open(let storage) = state else { return (nil, ([], nil), false) }
                 return (storage, advance(storage), storage.wantsSpare)
             }
+            // Segments before a cursor the file does not hold stay on disk: the next open starts from the one saved
+            // last, and sends what they hold again rather than count it lost.
+            if let storage, let cursor = acknowledged.cursor, !storage.write(cursor) { return }
             let retired = acknowledged.retired
-            if let storage, let cursor = acknowledged.cursor { storage.write(cursor) }
             var spare: SpoolSegment?
             for segment in retired {
                 if wantsSpare, spare == nil, segment.retireAsSpare(directory: configuration.directory) {

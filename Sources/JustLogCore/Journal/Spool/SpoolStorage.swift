@@ -587,7 +587,11 @@ final class SpoolStorage {
     /// spool's lock, so that acknowledging does not hold appends up for a system call. Each part — the cursor, the
     /// newest segment — is the newer of `cursor`'s and of what was written before: an acknowledgement written after
     /// the spool's lock was released must not take back a segment started meanwhile, nor the reverse.
-    func write(_ cursor: PersistedCursor) {
+    /// Returns whether the cursor file now holds `cursor`'s position or a later one: if not, the segments it retires
+    /// must stay on disk — the next open starts from the position saved last, and would count what they hold as
+    /// lost.
+    @discardableResult
+    func write(_ cursor: PersistedCursor) -> Bool {
         cursorWriteLock.lock()
         defer { cursorWriteLock.unlock() }
         var cursor = cursor
@@ -597,17 +601,20 @@ final class SpoolStorage {
                 cursor.serial = writtenCursor.serial
             }
             if writtenCursor.newest.segment > cursor.newest.segment { cursor.newest = writtenCursor.newest }
-            if writtenCursor.position == cursor.position, writtenCursor.newest == cursor.newest { return }
+            if writtenCursor.position == cursor.position, writtenCursor.newest == cursor.newest { return true }
         }
         if cursorFile.write(cursor.position, serial: cursor.serial, newest: cursor.newest) {
             writtenCursor = cursor
             cursorSaveFailed = false
-        } else if !cursorSaveFailed {
+            return true
+        }
+        if !cursorSaveFailed {
             cursorSaveFailed = true
             diagnostics.report(
                 "can't save the \(configuration.name) cursor \(cursorFile.path) (\(String(cString: strerror(errno)))); after a restart, events already sent may be sent again"
             )
         }
+        return false
     }
 
     // MARK: - Reports
