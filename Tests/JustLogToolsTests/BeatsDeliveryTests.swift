@@ -58,46 +58,31 @@ final class ReceiverProcess: @unchecked Sendable {
     }
 }
 
-/// The lines of a receiver's `--out` file: how many, and their distinct `event_id`s — read as the file grows. Each
-/// ``update()`` reads only the lines appended since the last: the tests poll it every 10 ms while 100,000 events
-/// arrive (350,000 lines with json_lines' resends), and reading the whole file each time cost most of a minute of
-/// the test pool's two threads, which other suites' waits then timed out behind.
+/// The lines of a receiver's `--out` file: how many, and their distinct `event_id`s — read as the file grows (see
+/// ``GrowingFile``): the tests poll it every 10 ms while 100,000 events arrive (350,000 lines with json_lines'
+/// resends), and reading the whole file each time cost most of a minute of the test pool's two threads, which
+/// other suites' waits then timed out behind.
 final class ReceivedEventIDs {
-    let path: String
+    private let file: GrowingFile
     /// Whole lines read so far (a last line still being written is read once it ends).
     private(set) var lines = 0
     private(set) var ids = Set<String>()
-    private var offset: UInt64 = 0
 
-    init(_ path: String) { self.path = path }
+    init(_ path: String) { file = GrowingFile(path) }
 
     /// Reads what was appended since the last call; returns `self`.
     @discardableResult
     func update() -> ReceivedEventIDs {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return self }
-        defer { try? handle.close() }
-        guard (try? handle.seek(toOffset: offset)) != nil, let data = try? handle.readToEnd(), !data.isEmpty else {
-            return self
-        }
         let marker = Array(#""event_id":""#.utf8)
-        var consumed = 0
-        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            var start = 0
-            while start < bytes.count {
-                guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else { break }
-                lines += 1
-                let line = bytes[start..<end]
-                if let found = line.firstRange(of: marker) {
-                    let idStart = found.upperBound
-                    let idEnd = line[idStart...].firstIndex(of: UInt8(ascii: "\"")) ?? end
-                    ids.insert(String(decoding: line[idStart..<idEnd], as: UTF8.self))
-                }
-                start = end + 1
+        file.forEachNewLine { raw in
+            lines += 1
+            let line = raw.bindMemory(to: UInt8.self)
+            if let found = line.firstRange(of: marker) {
+                let idStart = found.upperBound
+                let idEnd = line[idStart...].firstIndex(of: UInt8(ascii: "\"")) ?? line.endIndex
+                ids.insert(String(decoding: line[idStart..<idEnd], as: UTF8.self))
             }
-            consumed = start
         }
-        offset += UInt64(consumed)
         return self
     }
 }

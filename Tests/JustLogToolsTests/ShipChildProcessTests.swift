@@ -96,9 +96,13 @@ struct ShipChildProcessTests {
         #expect(second.terminationStatus == 0)
 
         let expected = Set(records.map(\.eventID))
+        // Read as the file grows: each poll parses only the lines that arrived since the last.
+        let arrivedFile = GrowingFile(syslog.receivedFile)
+        var arrived = Set<String>()
         #expect(
             await eventually(timeout: .seconds(60)) {
-                Set(Self.eventIDs(syslog.receivedLines())).isSuperset(of: expected)
+                arrived.formUnion(Self.eventIDs(arrivedFile.newLines()))
+                return arrived.isSuperset(of: expected)
             }
         )
         let received = syslog.receivedLines()
