@@ -527,6 +527,8 @@ struct RecordDispatcher: Sendable {
     /// ``directFormat``'s longest message, `nil` with it: what reading a record in place asks of the format, held
     /// here so that a record's read does not take (retain and release) the format.
     private let plainMessageLimit: Int?
+    /// The background destinations that may hold records only in their memory (asked at every acknowledgement).
+    private let memoryHolders: [any MemoryHolding]
 
     init(routes: [LogPipeline.Route], builder: RecordBuilder, sanitizer: Sanitizer?, journal: EventJournal? = nil) {
         self.routes = routes
@@ -537,6 +539,7 @@ struct RecordDispatcher: Sendable {
         self.sanitizer = sanitizer
         self.journal = journal
         self.plainWriters = backgroundRoutes.map { $0.destination as? any PlainBatchWriting }
+        self.memoryHolders = backgroundRoutes.compactMap { $0.destination as? any MemoryHolding }
         let direct = sanitizer == nil && plainWriters.contains { $0 != nil }
         self.directFormat = direct ? DirectFormat(builder: builder) : nil
         self.plainMessageLimit = directFormat?.limits.maximumMessageBytes
@@ -554,9 +557,7 @@ struct RecordDispatcher: Sendable {
     }
 
     /// Whether a background destination holds records only in its memory (see ``MemoryHolding``).
-    var holdsRecordsOnlyInMemory: Bool {
-        backgroundRoutes.contains { ($0.destination as? any MemoryHolding)?.holdsRecordsOnlyInMemory == true }
-    }
+    var holdsRecordsOnlyInMemory: Bool { memoryHolders.contains { $0.holdsRecordsOnlyInMemory } }
 
     func record(_ event: LogEvent, sequence: UInt64) -> LogRecord {
         var record = builder.record(for: event, sequence: sequence)
