@@ -337,4 +337,6 @@ final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHold
     }
 
     var holdsRecordsOnlyInMemory: Bool { (base as? any MemoryHolding)?.holdsRecordsOnlyInMemory ?? false }
+
+    func journalKeepsHeldRecords(_ keeps: Bool) { (base as? any MemoryHolding)?.journalKeepsHeldRecords(keeps) }
 }
