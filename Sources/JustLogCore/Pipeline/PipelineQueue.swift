@@ -1481,7 +1481,7 @@ final class PipelineQueue: @unchecked Sendable {
             return .installed(
                 oldDestinationsFailure: JustLogError(
                     .timeout,
-                    "they did not close within \(patience) s without progress (one of them blocks in its final flush or shutdown); the new destinations are set up and take over in log order once they have, and events logged meanwhile wait in the queue"
+                    "the destinations it replaces did not close within \(patience) s without progress (one of them blocks in its final flush or shutdown); the new destinations are set up and take over in log order once they have, and events logged meanwhile wait in the queue"
                 )
             )
         }
