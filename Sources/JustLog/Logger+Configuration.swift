@@ -337,6 +337,4 @@ final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHold
     }
 
     var holdsRecordsOnlyInMemory: Bool { (base as? any MemoryHolding)?.holdsRecordsOnlyInMemory ?? false }
-
-    func journalKeepsHeldRecords(_ keeps: Bool) { (base as? any MemoryHolding)?.journalKeepsHeldRecords(keeps) }
 }

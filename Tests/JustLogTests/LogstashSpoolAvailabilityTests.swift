@@ -274,33 +274,6 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         await collector.stop()
     }
 
-    /// The same at a clean exit: the Logstash destination said the events it held in memory were lost, though the
-    /// journal keeps them and the next start sends them.
-    @Test func eventsHeldInMemoryAtShutdownAreKeptByTheJournalNotReportedLost() async throws {
-        let collector = try await MessageCollector()
-        let folder = try TemporaryDirectory(prefix: "spool-held-exit")
-        var holder: LogstashSpool? = try LogstashSpool(configuration: .init(directory: folder.file("child.log.spool")))
-        let count = 500
-        let child = try ChildProcess(arguments: ["spool-held-exit", folder.path, "\(collector.port)", "\(count)"])
-        #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "stderr: \(child.errorOutput)")
-        #expect(
-            child.errorOutput.contains("the log journal keeps them, and the next start sends them"),
-            "stderr: \(child.errorOutput)"
-        )
-        #expect(!child.errorOutput.contains("are lost"), "stderr: \(child.errorOutput)")
-        holder?.close()
-        holder = nil
-
-        let restart = try ChildProcess(arguments: ["spool-held-recover", folder.path, "\(collector.port)"])
-        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "stderr: \(restart.errorOutput)")
-        let expected = (0..<count).map { "held-\($0)" }
-        #expect(
-            await collector.waitFor(expected),
-            "\(Set(expected).subtracting(collector.received).count) of \(count) events missing"
-        )
-        await collector.stop()
-    }
-
     @Test func spoolPastAFileSizeLimitFailsClearlyThenDelivers() async throws {
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-fsize")

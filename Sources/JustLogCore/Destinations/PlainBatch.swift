@@ -25,11 +25,6 @@ package protocol MemoryHolding: LogDestination {
     /// Whether some records it was given are, for now, only in its memory. Asked on the pipeline's thread after
     /// each write; cheap.
     var holdsRecordsOnlyInMemory: Bool { get }
-
-    /// Called on the pipeline's thread just before ``LogDestination/shutdown()``: whether the journal keeps every
-    /// record this destination still holds only in memory when it has shut down (the next start, or the next setup,
-    /// gives them to it again) — so that it does not report them lost.
-    func journalKeepsHeldRecords(_ keeps: Bool)
 }
 
 /// Plain records read from the journal, in the order they were logged, for a ``PlainBatchWriting`` destination

@@ -686,11 +686,9 @@ struct RecordDispatcher: Sendable {
     /// Shuts every destination down (each instance once, though routed twice) but those in `kept` (by identity),
     /// calls `beforeClosingTheJournal` (the worker acknowledges what it kept for a destination that held it only in
     /// memory, if that one has put it in its store as it shut down), and closes the journal; returns the first
-    /// ``LogDestination/shutdownFailure`` of those shut down, and those kept open. `journalKeepsHeldRecords`: whether
-    /// the journal keeps what a ``MemoryHolding`` destination still holds when it has shut down (it is told first).
+    /// ``LogDestination/shutdownFailure`` of those shut down, and those kept open.
     func shutdownDestinations(
         keepingOpen kept: Set<ObjectIdentifier>,
-        journalKeepsHeldRecords: Bool = false,
         beforeClosingTheJournal: () -> Void = {}
     ) -> (failure: (any Error)?, keptOpen: [any LogDestination]) {
         var keptOpen: [any LogDestination] = []
@@ -700,7 +698,6 @@ struct RecordDispatcher: Sendable {
             if kept.contains(ObjectIdentifier(route.destination)) {
                 keptOpen.append(route.destination)
             } else {
-                (route.destination as? any MemoryHolding)?.journalKeepsHeldRecords(journalKeepsHeldRecords)
                 route.destination.shutdown()
                 closed.append(route.destination)
             }

@@ -115,9 +115,6 @@ final class PipelineQueue: @unchecked Sendable {
     /// The worker's own: where a journal's records written to every background destination end, not acknowledged
     /// because a destination holds some of them only in its memory (see ``acknowledge(_:upTo:with:)``).
     @exclusivity(unchecked) private var keptUnacknowledged: (journal: EventJournal, position: SpoolPosition)?
-    /// The worker's own: records a destination held only in memory were acknowledged (the journal had no room left
-    /// to keep them); until none is held.
-    @exclusivity(unchecked) private var heldRecordsAcknowledged = false
     /// The worker sleeps until an item wakes it.
     @exclusivity(unchecked) private var workerIsWaiting = false
     /// A caller that queued an event has woken the sleeping worker, which has not run yet: the callers of events
@@ -880,10 +877,7 @@ final class PipelineQueue: @unchecked Sendable {
                 let current = dispatcher
                 workerTookItsLastDispatcher = true
                 lock.unlock()
-                let failure = current.shutdownDestinations(
-                    keepingOpen: [],
-                    journalKeepsHeldRecords: journalKeepsHeldRecords(of: current)
-                ) {
+                let failure = current.shutdownDestinations(keepingOpen: []) {
                     acknowledgeWhatWasKeptIfNoLongerHeld(with: current)
                 }.failure
                 lock.withLock {
@@ -1046,10 +1040,7 @@ final class PipelineQueue: @unchecked Sendable {
         let flushed = PendingFlush(queue: self)
         background.flush(FlushBarrier { error in flushed.finish(error) })
         let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
-        let (failure, keptOpen) = old.shutdownDestinations(
-            keepingOpen: reconfiguration.keepingOpen,
-            journalKeepsHeldRecords: journalKeepsHeldRecords(of: old)
-        ) {
+        let (failure, keptOpen) = old.shutdownDestinations(keepingOpen: reconfiguration.keepingOpen) {
             acknowledgeWhatWasKeptIfNoLongerHeld(with: old)
         }
         let (replacement, abandoned) = reconfiguration.oldDestinationsClosed(
@@ -1105,33 +1096,21 @@ final class PipelineQueue: @unchecked Sendable {
     /// ``MemoryHolding``) and the journal has room to keep them: then they stay journaled — killed meanwhile, the
     /// next start gives them to it again — and the first acknowledgement that finds none held covers them too.
     private func acknowledge(_ journal: EventJournal, upTo position: SpoolPosition, with dispatcher: RecordDispatcher) {
-        let holding = dispatcher.holdsRecordsOnlyInMemory
-        if holding, journal.hasRoomToKeepRecordsHeldInMemory {
+        if keepsRecordsHeldInMemory(in: journal, with: dispatcher) {
             keptUnacknowledged = (journal, position)
             return
         }
-        // Past a quarter of the journal, records still held in memory are acknowledged all the same: from then on
-        // until none is held, a crash would lose some of them.
-        heldRecordsAcknowledged = holding
         journal.acknowledge(upTo: position)
         keptUnacknowledged = nil
-    }
-
-    /// Whether the journal keeps every record a destination of `dispatcher` holds only in memory (none was
-    /// acknowledged past the journal's room for them), if they are still held once it has shut down.
-    private func journalKeepsHeldRecords(of dispatcher: RecordDispatcher) -> Bool {
-        guard let journal = dispatcher.journal, !heldRecordsAcknowledged else { return false }
-        return journal.hasRoomToKeepRecordsHeldInMemory
     }
 
     /// ``acknowledge(_:upTo:with:)`` for records read from the journal one chunk after another (without walking
     /// their frames, unless some before them were kept).
     private func acknowledge(_ journal: EventJournal, _ chunk: SpoolRecords, with dispatcher: RecordDispatcher) {
-        guard keptUnacknowledged == nil, !dispatcher.holdsRecordsOnlyInMemory else {
+        guard keptUnacknowledged == nil, !keepsRecordsHeldInMemory(in: journal, with: dispatcher) else {
             acknowledge(journal, upTo: chunk.extent.end, with: dispatcher)
             return
         }
-        heldRecordsAcknowledged = false
         journal.acknowledge(chunk)
     }
 
@@ -1145,6 +1124,10 @@ final class PipelineQueue: @unchecked Sendable {
             return
         }
         acknowledge(journal, upTo: position, with: dispatcher)
+    }
+
+    private func keepsRecordsHeldInMemory(in journal: EventJournal, with dispatcher: RecordDispatcher) -> Bool {
+        dispatcher.holdsRecordsOnlyInMemory && journal.hasRoomToKeepRecordsHeldInMemory
     }
 
     // MARK: - Recovering

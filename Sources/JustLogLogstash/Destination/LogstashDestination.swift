@@ -187,11 +187,6 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
     /// with a journal, the pipeline keeps them there for the next start should the program be killed.
     package var holdsRecordsOnlyInMemory: Bool { appender.isHoldingInMemory }
 
-    package func journalKeepsHeldRecords(_ keeps: Bool) { journalKeepsHeld.withLock { $0 = keeps } }
-
-    /// Whether the pipeline's journal keeps what this destination still holds in memory at its shutdown.
-    private let journalKeepsHeld = LockedValue(false)
-
     /// Writes plain journal records straight from their bytes: the same lines as ``write(_:)`` writes for their
     /// records. A line past the collector's limit is left to the ``RecordSizeLimiter``.
     package func write(_ batch: PlainBatch) {
@@ -293,19 +288,12 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
 
     /// Sends what it can within the client's shutdown timeout, closes the connection and the spool. What
     /// was not sent stays in the spool for the next run; events still held in memory (the spool could not
-    /// be used) are lost, and reported — unless the pipeline's journal keeps them (said on the diagnostics sink:
-    /// the next start sends them).
+    /// be used) are lost, and reported.
     public func shutdown() {
         isShutDown.withLock { $0 = true }
         handle(appender.retry())
         var heldLoss: LogstashError?
-        if let problem = appender.unavailability, problem.held > 0 || problem.dropped > 0,
-            journalKeepsHeld.withLock({ $0 })
-        {
-            diagnostics.report(
-                "\(problem.held + Int(problem.dropped)) event(s) for Logstash could not be spooled (\(problem.held) held in memory at shutdown, \(problem.dropped) dropped earlier; the spool at \(configuration.spool.directory) can't take them): the log journal keeps them, and the next start sends them"
-            )
-        } else if let problem = appender.unavailability, problem.held > 0 || problem.dropped > 0 {
+        if let problem = appender.unavailability, problem.held > 0 || problem.dropped > 0 {
             heldLoss = LogstashError(
                 code: .spoolUnavailable,
                 message:

@@ -14,8 +14,6 @@
 //       (plain TCP, 127.0.0.1:PORT), whose spool folder (FOLDER/child.log.spool) the test holds: logs COUNT events
 //       "held-<i>", flushes (the Logstash destination can only hold them in memory), prints "written", waits to be
 //       killed
-//   JustLogTestChild spool-held-exit FOLDER PORT COUNT  as spool-held-kill, but shuts the logger down (its error, if
-//       any, on stderr) and exits 0
 //   JustLogTestChild spool-held-recover FOLDER PORT  the same setup, once the test let go of the spool folder:
 //       forceSends; exits 0, or 1 with the error on stderr
 import Foundation
@@ -155,18 +153,6 @@ func spoolHeldKill(_ arguments: [String]) {
     FileHandle.standardError.write(Data("flush: \(failure.map { "\($0)" } ?? "ok")\n".utf8))
     FileHandle.standardOutput.write(Data("written\n".utf8))
     while true { Thread.sleep(forTimeInterval: 3_600) }
-}
-
-/// `spool-held-exit FOLDER PORT COUNT` (see the top of this file).
-func spoolHeldExit(_ arguments: [String]) {
-    let logger = Logger.shared
-    setUpFileAndLogstash(logger, port: arguments[3])
-    for index in 0..<(Int(arguments[4]) ?? 0) {
-        logger.info("held-\(index)")
-    }
-    if let failure = logger.shutdown() {
-        FileHandle.standardError.write(Data("shutdown: \(failure)\n".utf8))
-    }
 }
 
 /// `spool-held-recover FOLDER PORT` (see the top of this file).

@@ -20,7 +20,7 @@
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit,       see SpoolModes.swift
 //   spool-reuse-kill, spool-append, spool-held-kill,
-//   spool-held-exit, spool-held-recover
+//   spool-held-recover
 //   journal-kill, journal-kill-threads, journal-kill-unjournaled,  see JournalModes.swift
 //   journal-recover, journal-exit-stalled
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
@@ -136,7 +136,6 @@ case "spool-missing-folder": spoolMissingFolder(arguments)
 case "spool-file-size-limit": spoolFileSizeLimit(arguments)
 case "spool-reuse-kill": spoolReuseKill(arguments)
 case "spool-held-kill": spoolHeldKill(arguments)
-case "spool-held-exit": spoolHeldExit(arguments)
 case "spool-held-recover": spoolHeldRecover(arguments)
 case "spool-append": spoolAppend(arguments)
 
