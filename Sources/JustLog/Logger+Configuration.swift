@@ -293,6 +293,8 @@ final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHold
     let base: any LogDestination
     /// `base`, if it writes plain journal records straight from their bytes.
     private let plainBase: (any PlainBatchWriting)?
+    /// `base`, if it may hold records only in memory (asked at every acknowledgement: cast once).
+    private let memoryHoldingBase: (any MemoryHolding)?
     let isOn: DestinationSwitch
     /// Where the pipeline delivers to `base` (a ``DestinationDelivery/durable`` one is in the background when
     /// the logger has a journal).
@@ -301,6 +303,7 @@ final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHold
     init(_ base: any LogDestination, isOn: DestinationSwitch, journaled: Bool) {
         self.base = base
         self.plainBase = base as? any PlainBatchWriting
+        self.memoryHoldingBase = base as? any MemoryHolding
         self.isOn = isOn
         self.delivery = base.delivery.resolved(journaled: journaled)
     }
@@ -336,5 +339,5 @@ final class SwitchedDestination: LogDestination, PlainBatchWriting, PipelineHold
         (base as? any PipelineHoldingBack)?.pipelineAttached(mayWait: mayWait)
     }
 
-    var holdsRecordsOnlyInMemory: Bool { (base as? any MemoryHolding)?.holdsRecordsOnlyInMemory ?? false }
+    var holdsRecordsOnlyInMemory: Bool { memoryHoldingBase?.holdsRecordsOnlyInMemory ?? false }
 }

@@ -943,6 +943,47 @@ import Testing
     }
 }
 
+/// Holds every record only in memory, as a Logstash destination does while its spool can't be used.
+final class HoldingInMemoryDestination: MemoryHolding {
+    private let state = LockedValue((holding: true, records: [String]()))
+    func write(_ batch: LogBatch) { state.withLock { $0.records += batch.records.map(\.message) } }
+    var holdsRecordsOnlyInMemory: Bool { state.withLock { $0.holding } }
+}
+
+/// What the journal keeps back for a destination that holds records only in memory (see ``MemoryHolding``).
+@Suite struct MemoryHoldingTests {
+    /// Review (helper-42): the journal kept back for a holding destination was left unacknowledged when the
+    /// destinations were replaced; the new setup's journal on the same folder then gave those events to every new
+    /// destination again — to one that stayed open a second time — and said they were recovered from an earlier
+    /// run. A reconfiguration now acknowledges what was kept (the old destination reports what it still holds).
+    @Test func aSetupWhileEventsAreKeptForAHoldingDestinationGivesThemToNoDestinationAgain() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let configuration = EventJournal.Configuration(directory: folder.file("app.log.journal"))
+        let holding = HoldingInMemoryDestination()
+        let kept = CapturingDestination()
+        let journal = try EventJournal(configuration: configuration)
+        let pipeline = LogPipeline(setup: .init(routes: [.init(holding), .init(kept)], journal: journal))
+        for index in 0..<100 { FastLaneBackPressureTests.log(index, padding: 10, to: pipeline) }
+        #expect(await pipeline.flush(timeout: 60) == nil)
+        let replacement = CapturingDestination()
+        let failure = await offThePool {
+            pipeline.reconfigure(keepingOpen: { [kept] }) {
+                // A new journal on the same folder, as `Logger.setup()` opens one.
+                .init(
+                    routes: [.init(replacement), .init(kept)],
+                    journal: try? EventJournal(configuration: configuration)
+                )
+            }
+        }
+        #expect(failure == nil, "\(String(describing: failure))")
+        #expect(await pipeline.shutdown(timeout: 60) == nil)
+        let expected = (0..<100).map { "fast lane event \($0)" }
+        #expect(kept.records.map(\.message) == expected, "each once, and no report of a recovery")
+        #expect(replacement.records.isEmpty, "\(replacement.records.map(\.message).prefix(3))")
+    }
+}
+
 /// A background destination that, on its first write, logs `calls` events through its own pipeline.
 final class LoggingWhileWriting: LogDestination {
     let pipeline = LockedValue<LogPipeline?>(nil)

@@ -19,8 +19,9 @@ package protocol PipelineHoldingBack: LogDestination {
 /// A background destination whose store can refuse records for a while — the Logstash destination's spool on a full
 /// disk, or held by another program — and that then keeps them in its memory, where a crash would lose them. While
 /// it does, the pipeline does not acknowledge its journal past them (while the journal has a quarter of its size for
-/// that): killed meanwhile, the next start gives them to it again. Once they are in its store, the next write, flush
-/// or shutdown the pipeline makes acknowledges them.
+/// that): killed meanwhile, the next start gives them to it again. Once they are in its store, the next write or flush
+/// the pipeline makes acknowledges them; a reconfiguration or a shutdown acknowledges them in any case (the
+/// destination reports those it still holds lost).
 package protocol MemoryHolding: LogDestination {
     /// Whether some records it was given are, for now, only in its memory. Asked on the pipeline's thread after
     /// each write; cheap.

@@ -878,7 +878,7 @@ final class PipelineQueue: @unchecked Sendable {
                 workerTookItsLastDispatcher = true
                 lock.unlock()
                 let failure = current.shutdownDestinations(keepingOpen: []) {
-                    acknowledgeWhatWasKeptIfNoLongerHeld(with: current)
+                    acknowledgeWhatWasKept(with: current)
                 }.failure
                 lock.withLock {
                     destinationFailure = failure
@@ -1041,7 +1041,7 @@ final class PipelineQueue: @unchecked Sendable {
         background.flush(FlushBarrier { error in flushed.finish(error) })
         let flushError = flushed.wait(timeout: configuration.exitFlushTimeout, restartingOnProgress: false)
         let (failure, keptOpen) = old.shutdownDestinations(keepingOpen: reconfiguration.keepingOpen) {
-            acknowledgeWhatWasKeptIfNoLongerHeld(with: old)
+            acknowledgeWhatWasKept(with: old)
         }
         let (replacement, abandoned) = reconfiguration.oldDestinationsClosed(
             failure: failure ?? flushError,
@@ -1117,6 +1117,17 @@ final class PipelineQueue: @unchecked Sendable {
     /// What ``acknowledge(_:upTo:with:)`` kept, acknowledged once no destination holds records in memory (or the
     /// journal has no more room for them). A journal the destinations were replaced with since keeps them: the
     /// next start with that journal's folder gives them to its destinations again.
+    /// When destinations are shut down (a reconfiguration, or the pipeline's end): what was kept is acknowledged
+    /// whether or not a destination still holds it. The journal protects held records against a crash only: left
+    /// unacknowledged, a new setup's journal on the same folder, or the next start, would give them to every
+    /// destination again, and to those that stayed open a second time (review, helper-42). A destination that still
+    /// holds some at its shutdown reports them lost.
+    private func acknowledgeWhatWasKept(with dispatcher: RecordDispatcher) {
+        guard let (journal, position) = keptUnacknowledged else { return }
+        keptUnacknowledged = nil
+        if journal === dispatcher.journal { journal.acknowledge(upTo: position) }
+    }
+
     private func acknowledgeWhatWasKeptIfNoLongerHeld(with dispatcher: RecordDispatcher) {
         guard let (journal, position) = keptUnacknowledged else { return }
         guard journal === dispatcher.journal else {
