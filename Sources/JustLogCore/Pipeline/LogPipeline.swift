@@ -685,8 +685,8 @@ struct RecordDispatcher: Sendable {
 
     /// Shuts every destination down (each instance once, though routed twice) but those in `kept` (by identity),
     /// calls `beforeClosingTheJournal` (the worker acknowledges what it kept for a destination that held it only in
-    /// memory), and closes the journal; returns the first
-    /// ``LogDestination/shutdownFailure`` of those shut down, and those kept open.
+    /// memory), and closes the journal; returns the first ``LogDestination/shutdownFailure`` of those shut down, and
+    /// those kept open.
     func shutdownDestinations(
         keepingOpen kept: Set<ObjectIdentifier>,
         beforeClosingTheJournal: () -> Void = {}

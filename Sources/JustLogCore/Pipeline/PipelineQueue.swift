@@ -1114,9 +1114,6 @@ final class PipelineQueue: @unchecked Sendable {
         journal.acknowledge(chunk)
     }
 
-    /// What ``acknowledge(_:upTo:with:)`` kept, acknowledged once no destination holds records in memory (or the
-    /// journal has no more room for them). A journal the destinations were replaced with since keeps them: the
-    /// next start with that journal's folder gives them to its destinations again.
     /// When destinations are shut down (a reconfiguration, or the pipeline's end): what was kept is acknowledged
     /// whether or not a destination still holds it. The journal protects held records against a crash only: left
     /// unacknowledged, a new setup's journal on the same folder, or the next start, would give them to every
@@ -1128,12 +1125,11 @@ final class PipelineQueue: @unchecked Sendable {
         if journal === dispatcher.journal { journal.acknowledge(upTo: position) }
     }
 
+    /// What ``acknowledge(_:upTo:with:)`` kept, acknowledged once no destination holds records in memory (or the
+    /// journal has no more room for them). Always `dispatcher`'s journal: ``acknowledgeWhatWasKept(with:)`` clears
+    /// what was kept whenever the destinations, and with them the journal, are replaced.
     private func acknowledgeWhatWasKeptIfNoLongerHeld(with dispatcher: RecordDispatcher) {
         guard let (journal, position) = keptUnacknowledged else { return }
-        guard journal === dispatcher.journal else {
-            keptUnacknowledged = nil
-            return
-        }
         acknowledge(journal, upTo: position, with: dispatcher)
     }
 

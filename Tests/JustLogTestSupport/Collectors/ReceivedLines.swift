@@ -23,16 +23,23 @@ public func completeLineCount(ofFileAt path: String) -> Int {
 /// Calls `body` with each non-empty line of the file at `path` (without its `\n`), and whether a `\n` ends it.
 private func forEachLine(ofFileAt path: String, _ body: (UnsafeRawBufferPointer, Bool) -> Void) {
     guard let data = FileManager.default.contents(atPath: path) else { return }
-    data.withUnsafeBytes { bytes in
-        guard let base = bytes.baseAddress else { return }
-        var start = 0
-        while start < bytes.count {
-            let found = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
-            let end = found.map { base.distance(to: UnsafeRawPointer($0)) } ?? bytes.count
-            if end > start { body(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), found != nil) }
-            start = end + 1
-        }
+    data.withUnsafeBytes { _ = forEachLine(in: $0, body) }
+}
+
+/// Calls `body` with each non-empty line of `bytes` (without its `\n`), and whether a `\n` ends it; returns how many
+/// bytes the lines ended by `\n` take.
+private func forEachLine(in bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer, Bool) -> Void) -> Int {
+    guard let base = bytes.baseAddress else { return 0 }
+    var start = 0
+    var complete = 0
+    while start < bytes.count {
+        let found = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
+        let end = found.map { base.distance(to: UnsafeRawPointer($0)) } ?? bytes.count
+        if end > start { body(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), found != nil) }
+        if found != nil { complete = end + 1 }
+        start = end + 1
     }
+    return complete
 }
 
 /// A file a collector appends to, read as it grows: each ``forEachNewLine(_:)`` reads only the whole lines appended
@@ -52,16 +59,8 @@ public final class GrowingFile {
         guard (try? handle.seek(toOffset: offset)) != nil, let data = try? handle.readToEnd(), !data.isEmpty else {
             return
         }
-        var consumed = 0
-        data.withUnsafeBytes { bytes in
-            guard let base = bytes.baseAddress else { return }
-            while consumed < bytes.count,
-                let found = memchr(base + consumed, Int32(UInt8(ascii: "\n")), bytes.count - consumed)
-            {
-                let end = base.distance(to: UnsafeRawPointer(found))
-                if end > consumed { body(UnsafeRawBufferPointer(rebasing: bytes[consumed..<end])) }
-                consumed = end + 1
-            }
+        let consumed = data.withUnsafeBytes { bytes in
+            forEachLine(in: bytes) { line, complete in if complete { body(line) } }
         }
         offset += UInt64(consumed)
     }
