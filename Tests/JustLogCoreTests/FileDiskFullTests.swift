@@ -150,28 +150,3 @@ import Musl
         }.reduce(0, +)
     }
 }
-
-/// A tmpfs mounted on an existing folder (root only), unmounted by ``unmount()``.
-private struct TmpfsMount {
-    let path: String
-
-    init(at path: String, size: String) throws {
-        let result = "size=\(size),mode=0700".withCString { options in
-            mount("tmpfs", path, "tmpfs", 0, options)
-        }
-        guard result == 0 else {
-            throw CocoaError(
-                .fileWriteUnknown,
-                userInfo: [NSLocalizedDescriptionKey: "mount tmpfs on \(path): \(String(cString: strerror(errno)))"]
-            )
-        }
-        self.path = path
-    }
-
-    func unmount() {
-        if umount(path) != 0 {
-            // Something still holds a file open: detach now, the kernel frees it when the last one closes.
-            _ = umount2(path, Int32(MNT_DETACH))
-        }
-    }
-}

@@ -893,6 +893,57 @@ private func spoolWithDeletedNewestSegment(
         #expect(readAll(reopened) == (0..<200).map(text), "from the cursor saved last, every record again")
     }
 
+    /// Review (helper-42 #5): the segments kept on disk for a cursor that could not be saved (above) were deleted
+    /// by no later save and did not count towards the cap: while saves failed, the spool grew past `maxTotalBytes`
+    /// — here to 24 segment files under a cap of 4. They now take their room under the cap (the oldest go first
+    /// when a segment must start; nothing unacknowledged is dropped for them), and go once a cursor past them is
+    /// saved.
+    @Test func segmentsKeptForAnUnsavedCursorStayUnderTheCapAndGoOnceACursorIsSaved() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-cursor-unsaved-cap")
+        let diagnostics = LineCapture()
+        let spool = try LogstashSpool(
+            configuration: .init(
+                directory: directory.path,
+                segmentBytes: 8 << 10,
+                maxTotalBytes: 32 << 10,
+                maxRecordBytes: 4 << 10
+            ),
+            diagnostics: diagnostics.diagnostics
+        )
+        defer { spool.close() }
+        let files = SpoolFiles(directory: directory)
+        // Every cursor save fails from now on (the cursor file's descriptor writes to /dev/full), until restored.
+        let cursor = try #require(openDescriptor(of: directory.file("cursor")), "the spool keeps its cursor file open")
+        let working = dup(cursor)
+        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        defer {
+            close(working)
+            close(full)
+        }
+        try #require(working >= 0 && full >= 0 && dup2(full, cursor) == cursor)
+        var next = 0
+        var mostFiles = 0
+        for _ in 0..<20 {
+            // About a segment and a third, all of it delivered and acknowledged.
+            for _ in 0..<50 {
+                try spool.append(record(next))
+                next += 1
+            }
+            spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).end)
+            mostFiles = max(mostFiles, files.segments.count)
+        }
+        #expect(mostFiles <= 4, "the cap is 4 segments of 8 KiB; at most \(mostFiles) segment files were on disk")
+        #expect(spool.counterSnapshot.droppedRecords == 0, "every record was acknowledged: none is dropped at the cap")
+        // Said once: after a restart, the events of the segments deleted for the cap may be counted lost.
+        #expect(diagnostics.writes.filter { $0.contains("is at its cap while its cursor can't be saved") }.count == 1)
+
+        // The cursor saves again: the next acknowledgement deletes every segment kept for it.
+        try #require(dup2(working, cursor) == cursor)
+        try spool.append(record(next))
+        spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).end)
+        #expect(files.segments.count == spool.counterSnapshot.segmentCount, "\(files.segments)")
+    }
+
     @Test func randomDamageNeverCrashesNorLosesAnIntactRecord() throws {
         // Fixed seed, bounded: 150 spools of 600 records in 8 KiB segments, each damaged at random.
         var generator = SplitMix64(seed: 0x5EED)

@@ -39,6 +39,15 @@ public final class EventJournal: Sendable {
         /// Default 64 MiB.
         public var maxTotalBytes: Int
 
+        /// How long the journal waits after a segment could not be started (a full disk, a file-size limit) before
+        /// it tries again; meanwhile events go on without it, not crash-safe (see
+        /// ``Spool/Configuration/segmentRetryInterval``). One second.
+        package var segmentRetryInterval: Duration = .seconds(1)
+        /// The clock of ``segmentRetryInterval`` (tests pass their own).
+        package var now: @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+        /// Called each time the journal tries to start a segment (tests count the tries).
+        package var onStartingASegment: (@Sendable () -> Void)?
+
         public init(directory: String, segmentBytes: Int = 4 << 20, maxTotalBytes: Int = 64 << 20) {
             self.directory = directory
             self.segmentBytes = max(64 << 10, segmentBytes)
@@ -77,16 +86,17 @@ public final class EventJournal: Sendable {
     public init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         self.configuration = configuration
         self.diagnostics = diagnostics
-        self.spool = try Spool(
-            configuration: Spool.Configuration(
-                directory: configuration.directory,
-                segmentBytes: configuration.segmentBytes,
-                maxTotalBytes: configuration.maxTotalBytes,
-                maxRecordBytes: configuration.segmentBytes - 256,
-                name: "log journal"
-            ),
-            diagnostics: diagnostics
+        var spoolConfiguration = Spool.Configuration(
+            directory: configuration.directory,
+            segmentBytes: configuration.segmentBytes,
+            maxTotalBytes: configuration.maxTotalBytes,
+            maxRecordBytes: configuration.segmentBytes - 256,
+            name: "log journal"
         )
+        spoolConfiguration.segmentRetryInterval = configuration.segmentRetryInterval
+        spoolConfiguration.now = configuration.now
+        spoolConfiguration.onStartingASegment = configuration.onStartingASegment
+        self.spool = try Spool(configuration: spoolConfiguration, diagnostics: diagnostics)
         self.recoveryCount = spool.counterSnapshot.queuedRecords
         self.recoveryEnd = spool.endPosition
     }

@@ -81,6 +81,21 @@ public final class Spool: @unchecked Sendable {
         /// runs under the spool's lock: it must not call the spool).
         package var onWaitingForAFill: (@Sendable () -> Void)?
 
+        /// How long the spool waits, after a segment could not be started (a full disk, a file-size limit, a
+        /// folder it may no longer write), before it tries to start one again: until then an append that needs a new
+        /// segment fails at once with the same error, without a system call. `nil`: every such append tries. The
+        /// journal waits a second: on a full disk every log call otherwise paid two tries at a segment — an
+        /// `open`, a `posix_fallocate` and an `unlink` each — a few hundred times a call's cost. (The Logstash
+        /// destination holds records in memory, and tries again on its own timer.)
+        package var segmentRetryInterval: Duration?
+
+        /// The clock of ``segmentRetryInterval`` (tests pass their own).
+        package var now: @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+
+        /// Called each time the spool tries to start a segment (tests count the tries; it runs under the spool's
+        /// lock: it must not call the spool).
+        package var onStartingASegment: (@Sendable () -> Void)?
+
         /// The most segment files the spool keeps (at least two): it drops its oldest when it needs one more.
         package var maxSegments: Int { max(2, maxTotalBytes / segmentBytes) }
 
@@ -445,15 +460,30 @@ public final class Spool: @unchecked Sendable {
         _ advance: (SpoolStorage) -> (retired: [SpoolSegment], cursor: SpoolStorage.PersistedCursor?)
     ) {
         readerLock.withLock {
-            let (storage, acknowledged, wantsSpare) = lock.withLock {
-                () -> (SpoolStorage?, (retired: [SpoolSegment], cursor: SpoolStorage.PersistedCursor?), Bool) in
-                guard case .open(let storage) = state else { return (nil, ([], nil), false) }
-                return (storage, advance(storage), storage.wantsSpare)
+            let (storage, acknowledged, wantsSpare, keepsRetired) = lock.withLock {
+                () -> (SpoolStorage?, (retired: [SpoolSegment], cursor: SpoolStorage.PersistedCursor?), Bool, Bool) in
+                guard case .open(let storage) = state else { return (nil, ([], nil), false, false) }
+                return (storage, advance(storage), storage.wantsSpare, storage.keepsRetiredBeforeAnUnsavedCursor)
             }
             // Segments before a cursor the file does not hold stay on disk: the next open starts from the one saved
-            // last, and sends what they hold again rather than count it lost.
-            if let storage, let cursor = acknowledged.cursor, !storage.write(cursor) { return }
-            let retired = acknowledged.retired
+            // last, and sends what they hold again rather than count it lost. They are deleted once a cursor past
+            // them is saved, and meanwhile count towards the cap.
+            guard let storage else { return }
+            if let cursor = acknowledged.cursor, !storage.write(cursor) {
+                lock.withLock {
+                    guard case .open(let current) = state, current === storage else { return }
+                    storage.keepUntilACursorPastThemIsSaved(acknowledged.retired)
+                }
+                return
+            }
+            var retired = acknowledged.retired
+            if keepsRetired, acknowledged.cursor != nil {
+                retired =
+                    lock.withLock { () -> [SpoolSegment] in
+                        guard case .open(let current) = state, current === storage else { return [] }
+                        return storage.takeRetiredBeforeAnUnsavedCursor()
+                    } + retired
+            }
             var spare: SpoolSegment?
             for segment in retired {
                 if wantsSpare, spare == nil, segment.retireAsSpare(directory: configuration.directory) {

@@ -21,6 +21,15 @@ final class SpoolStorage {
     /// A retired segment, zeroed, that the next segment reuses instead of a new file (see
     /// ``SpoolSegment/retireAsSpare(directory:)``); at most one.
     @exclusivity(unchecked) private var spare: SpoolSegment?
+    /// Segments wholly acknowledged but before a cursor the cursor file could not be saved with, oldest first: their
+    /// files stay (the next open starts from the cursor saved last, and sends them again rather than count them
+    /// lost) until a cursor past them is saved, and they take their room under the cap meanwhile (see
+    /// ``keepUntilACursorPastThemIsSaved(_:)``).
+    @exclusivity(unchecked) private var retiredBeforeAnUnsavedCursor: [SpoolSegment] = []
+    @exclusivity(unchecked) private var reportedDeletingRetiredBeforeAnUnsavedCursor = false
+    /// Why the last try at starting a segment failed, and when the next may be made (see
+    /// ``Spool/Configuration/segmentRetryInterval``); `nil` while segments start.
+    @exclusivity(unchecked) private var segmentStartFailure: (error: any Error, retryAt: ContinuousClock.Instant)?
     private let cursorFile: SpoolCursorFile
     /// Holds an exclusive `flock` on `<folder>/spool.lock` while open: one spool per folder, across
     /// processes and within one (two spools on one folder would write over each other's records).
@@ -325,6 +334,7 @@ final class SpoolStorage {
     func close() {
         waitForFills(in: segments)
         segments.removeAll()
+        retiredBeforeAnUnsavedCursor.removeAll()  // unmapped; the files stay for the next open
         spare?.remove()
         spare = nil
         cursorFile.close()
@@ -425,9 +435,29 @@ final class SpoolStorage {
         }
     }
 
+    /// Opens the next segment (``startSegmentNow()``) — or, within ``Spool/Configuration/segmentRetryInterval`` of
+    /// a try that failed, throws what that one did.
+    private func startSegment() throws -> SpoolSegment {
+        if let failure = segmentStartFailure, configuration.now() < failure.retryAt { throw failure.error }
+        configuration.onStartingASegment?()
+        do {
+            let segment = try startSegmentNow()
+            segmentStartFailure = nil
+            return segment
+        } catch {
+            if let interval = configuration.segmentRetryInterval {
+                segmentStartFailure = (error, configuration.now().advanced(by: interval))
+            }
+            throw error
+        }
+    }
+
     /// Opens the next segment, first deleting the oldest if the spool is at its cap, and writes the cursor file, which
     /// names it as the newest (one `pwrite`; a segment starts once per ``Spool/Configuration/segmentBytes``).
-    private func startSegment() throws -> SpoolSegment {
+    private func startSegmentNow() throws -> SpoolSegment {
+        if !retiredBeforeAnUnsavedCursor.isEmpty, segments.count + retiredBeforeAnUnsavedCursor.count >= maxSegments {
+            deleteRetiredSegmentsAtTheCap()
+        }
         while segments.count >= maxSegments {
             dropOldestSegment()
         }
@@ -470,6 +500,46 @@ final class SpoolStorage {
         guard spare == nil else { return false }
         spare = segment
         return true
+    }
+
+    /// At the cap, the segments kept for a cursor that could not be saved give their room before any record not yet
+    /// acknowledged is dropped: all of them if the cursor can be saved now; else the oldest ones, until a segment
+    /// may start — their records were delivered, but the next open, starting from the cursor saved last, will count
+    /// them lost (over-counted, never silent; the failed save was reported).
+    private func deleteRetiredSegmentsAtTheCap() {
+        if write(persistedCursor) {
+            for segment in retiredBeforeAnUnsavedCursor { segment.remove() }
+            retiredBeforeAnUnsavedCursor.removeAll()
+            return
+        }
+        if !reportedDeletingRetiredBeforeAnUnsavedCursor {
+            reportedDeletingRetiredBeforeAnUnsavedCursor = true
+            diagnostics.report(
+                "the \(configuration.name) in \(configuration.directory) is at its cap while its cursor can't be saved: deleting segments whose events were sent; after a restart they may be counted lost"
+            )
+        }
+        while !retiredBeforeAnUnsavedCursor.isEmpty,
+            segments.count + retiredBeforeAnUnsavedCursor.count >= maxSegments
+        {
+            retiredBeforeAnUnsavedCursor.removeFirst().remove()
+        }
+    }
+
+    /// Keeps `retired` — segments wholly before a cursor that ``write(_:)`` could not save — on disk and under the
+    /// cap until a cursor past them is saved (``takeRetiredBeforeAnUnsavedCursor()``) or the cap needs their room.
+    func keepUntilACursorPastThemIsSaved(_ retired: [SpoolSegment]) {
+        retiredBeforeAnUnsavedCursor += retired
+    }
+
+    /// Whether segments are kept by ``keepUntilACursorPastThemIsSaved(_:)``.
+    var keepsRetiredBeforeAnUnsavedCursor: Bool { !retiredBeforeAnUnsavedCursor.isEmpty }
+
+    /// The segments kept by ``keepUntilACursorPastThemIsSaved(_:)``, taken out: once a cursor past them is saved, the
+    /// caller deletes them.
+    func takeRetiredBeforeAnUnsavedCursor() -> [SpoolSegment] {
+        guard !retiredBeforeAnUnsavedCursor.isEmpty else { return [] }
+        defer { retiredBeforeAnUnsavedCursor.removeAll() }
+        return retiredBeforeAnUnsavedCursor
     }
 
     /// Deletes the oldest segment, counting its unacknowledged records as dropped.
