@@ -277,6 +277,9 @@ struct ShipToolTests {
         let silent = try SilentPort()
         var options = shipOptions(files, port: silent.port, spool: folder.file("spool"))
         options.stallTimeout = .seconds(2)
+        // Only the stall watch may end it: the client's own write timeout (30 s) would end it too, with another
+        // message, and did in a CI run whose test pool was so busy that the watch's 20 ms polls stopped for 28 s.
+        options.writeTimeout = .seconds(3600)
         await #expect {
             _ = try await ShipTool(options: options).run()
         } throws: { error in

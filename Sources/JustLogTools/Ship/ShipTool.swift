@@ -53,6 +53,9 @@ package struct ShipTool: Sendable {
         /// Longest time delivery may make no progress — lost connections, or a collector that accepted and stopped
         /// reading — before giving up with the count left in the spool (default 60 s).
         package var stallTimeout: Duration
+        /// How long a write may wait for the collector to read before the connection is dropped and made again (the
+        /// client's ``LogstashClient/Configuration/writeTimeout``; default 30 s).
+        package var writeTimeout: Duration = .seconds(30)
         /// Reading pauses while the spool holds more than this (default 24 MiB; the spool's cap is 64 MiB).
         package var maxSpooledBytes: Int
         /// How often progress is shown (default: 0.1 s on a terminal, 2 s otherwise).
@@ -319,6 +322,7 @@ package struct ShipTool: Sendable {
         configuration.allowUntrustedServer = options.allowUntrustedServer
         configuration.sendInterval = .milliseconds(50)
         configuration.connectTimeout = options.connectTimeout
+        configuration.writeTimeout = options.writeTimeout
         configuration.backoffMaximum = .seconds(5)
         configuration.shutdownTimeout = .seconds(5)
         let errors = options.errors
