@@ -407,11 +407,15 @@ import Testing
         logger.info("after the stall")
         try await logger.flush()
         // Every drop is reported exactly once: usually in one report, in two when the worker took its first batch
-        // after the first drop (a slow machine) — the reports add up to the count either way.
+        // after the first drop (a slow machine) — the reports add up to the count either way. The count is read
+        // again: on a loaded machine (ThreadSanitizer in CI) the worker had not made room 10 ms after the release,
+        // and "after the stall" was dropped too.
+        let droppedInAll = logger.pipeline.currentStatistics.dropped
+        #expect(droppedInAll == dropped || droppedInAll == dropped + 1)
         let reports = capture.records.filter { $0.message.hasPrefix("JustLog dropped") }
         #expect(!reports.isEmpty && reports.allSatisfy { $0.level == .warning })
-        #expect(reportedDrops(in: reports) == dropped)
-        #expect(capture.records.count == 100 - Int(dropped) + 1 + reports.count)
+        #expect(reportedDrops(in: reports) == droppedInAll)
+        #expect(capture.records.count == 101 - Int(droppedInAll) + reports.count)
         #expect(diagnostics.writes.filter { $0.contains("dropping events") }.count == 1, "reported once, not per event")
     }
 
