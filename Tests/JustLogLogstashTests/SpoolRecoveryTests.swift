@@ -940,8 +940,21 @@ private func spoolWithDeletedNewestSegment(
         // The cursor saves again: the next acknowledgement deletes every segment kept for it.
         try #require(dup2(working, cursor) == cursor)
         try spool.append(record(next))
+        next += 1
         spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).end)
         #expect(files.segments.count == spool.counterSnapshot.segmentCount, "\(files.segments)")
+
+        // A second bout of failing saves is said again.
+        try #require(dup2(full, cursor) == cursor)
+        for _ in 0..<10 {
+            for _ in 0..<50 {
+                try spool.append(record(next))
+                next += 1
+            }
+            spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).end)
+        }
+        #expect(diagnostics.writes.filter { $0.contains("is at its cap while its cursor can't be saved") }.count == 2)
+        try #require(dup2(working, cursor) == cursor)
     }
 
     @Test func randomDamageNeverCrashesNorLosesAnIntactRecord() throws {

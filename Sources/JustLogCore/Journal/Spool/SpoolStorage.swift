@@ -510,6 +510,7 @@ final class SpoolStorage {
         if write(persistedCursor) {
             for segment in retiredBeforeAnUnsavedCursor { segment.remove() }
             retiredBeforeAnUnsavedCursor.removeAll()
+            reportedDeletingRetiredBeforeAnUnsavedCursor = false
             return
         }
         if !reportedDeletingRetiredBeforeAnUnsavedCursor {
@@ -538,7 +539,11 @@ final class SpoolStorage {
     /// caller deletes them.
     func takeRetiredBeforeAnUnsavedCursor() -> [SpoolSegment] {
         guard !retiredBeforeAnUnsavedCursor.isEmpty else { return [] }
-        defer { retiredBeforeAnUnsavedCursor.removeAll() }
+        defer {
+            retiredBeforeAnUnsavedCursor.removeAll()
+            // Saves work again: a later bout of failing ones is said again.
+            reportedDeletingRetiredBeforeAnUnsavedCursor = false
+        }
         return retiredBeforeAnUnsavedCursor
     }
 
