@@ -26,6 +26,7 @@ final class SpoolStorage {
     /// lost) until a cursor past them is saved, and they take their room under the cap meanwhile (see
     /// ``keepUntilACursorPastThemIsSaved(_:)``).
     @exclusivity(unchecked) private var retiredBeforeAnUnsavedCursor: [SpoolSegment] = []
+    /// Whether deleting those at the cap was said (once for each bout of failing saves).
     @exclusivity(unchecked) private var reportedDeletingRetiredBeforeAnUnsavedCursor = false
     /// Why the last try at starting a segment failed, and when the next may be made (see
     /// ``Spool/Configuration/segmentRetryInterval``); `nil` while segments start.
