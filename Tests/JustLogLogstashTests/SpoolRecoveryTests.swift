@@ -922,38 +922,36 @@ private func spoolWithDeletedNewestSegment(
         }
         try #require(working >= 0 && full >= 0 && dup2(full, cursor) == cursor)
         var next = 0
-        var mostFiles = 0
-        for _ in 0..<20 {
-            // About a segment and a third, all of it delivered and acknowledged.
-            for _ in 0..<50 {
+        // `count` records (50 are about a segment and a third), all of them delivered and acknowledged.
+        func appendAndAcknowledge(_ count: Int) throws {
+            for _ in 0..<count {
                 try spool.append(record(next))
                 next += 1
             }
             spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).end)
+        }
+        var timesSaidAtTheCap: Int {
+            diagnostics.writes.filter { $0.contains("is at its cap while its cursor can't be saved") }.count
+        }
+        var mostFiles = 0
+        for _ in 0..<20 {
+            try appendAndAcknowledge(50)
             mostFiles = max(mostFiles, files.segments.count)
         }
         #expect(mostFiles <= 4, "the cap is 4 segments of 8 KiB; at most \(mostFiles) segment files were on disk")
         #expect(spool.counterSnapshot.droppedRecords == 0, "every record was acknowledged: none is dropped at the cap")
         // Said once: after a restart, the events of the segments deleted for the cap may be counted lost.
-        #expect(diagnostics.writes.filter { $0.contains("is at its cap while its cursor can't be saved") }.count == 1)
+        #expect(timesSaidAtTheCap == 1)
 
         // The cursor saves again: the next acknowledgement deletes every segment kept for it.
         try #require(dup2(working, cursor) == cursor)
-        try spool.append(record(next))
-        next += 1
-        spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).end)
+        try appendAndAcknowledge(1)
         #expect(files.segments.count == spool.counterSnapshot.segmentCount, "\(files.segments)")
 
         // A second bout of failing saves is said again.
         try #require(dup2(full, cursor) == cursor)
-        for _ in 0..<10 {
-            for _ in 0..<50 {
-                try spool.append(record(next))
-                next += 1
-            }
-            spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 1000).end)
-        }
-        #expect(diagnostics.writes.filter { $0.contains("is at its cap while its cursor can't be saved") }.count == 2)
+        for _ in 0..<10 { try appendAndAcknowledge(50) }
+        #expect(timesSaidAtTheCap == 2)
         try #require(dup2(working, cursor) == cursor)
     }
 

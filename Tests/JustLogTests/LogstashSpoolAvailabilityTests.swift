@@ -40,17 +40,6 @@ private final class MessageCollector: Sendable {
     func stop() async { await receiver.stop() }
 }
 
-/// Runs `/bin/mount` or `/bin/umount` with `arguments`; returns the exit status.
-private func runMount(_ tool: String, _ arguments: [String]) async throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = arguments
-    try process.run()
-    _ = await eventually(timeout: .seconds(120)) { !process.isRunning }
-    process.waitUntilExit()
-    return process.terminationStatus
-}
-
 /// Fills the file system holding `path` with one file until writes fail (a full disk).
 private func fill(_ path: String) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -69,8 +58,7 @@ private func isRoot() -> Bool { getuid() == 0 }
 
 /// Mounts a tmpfs of `size` at `path` (a new folder), runs `body`, and unmounts it whatever happens.
 private func withTmpfs(size: String, at path: String, _ body: () async throws -> Void) async throws {
-    mkdir(path, 0o700)
-    try #require(try await runMount("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", path]) == 0)
+    let disk = try TmpfsMount(at: path, size: size)
     let outcome: Result<Void, any Error>
     do {
         try await body()
@@ -78,7 +66,7 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
     } catch {
         outcome = .failure(error)
     }
-    _ = try? await runMount("/bin/umount", ["-l", path])
+    disk.unmount()
     try outcome.get()
 }
 
