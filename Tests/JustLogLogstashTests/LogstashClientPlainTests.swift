@@ -58,7 +58,8 @@ func makeClient(
 }
 
 /// A client of the collectors on `first` and `second` (loopback, plain TCP) that backs off an hour: a test of
-/// failover can't pass by waiting a backoff out.
+/// failover can't pass by waiting a backoff out. Its shutdown has a minute (``shutdownTestBudget``), not the default 5 s:
+/// the tests whose subject is the shutdown's budget set their own.
 func clientOfTwoHosts(
     _ first: Int,
     then second: Int,
@@ -71,9 +72,16 @@ func clientOfTwoHosts(
         $0.hosts.append(.init(host: "127.0.0.1", port: second))
         $0.backoffMinimum = .seconds(3600)
         $0.backoffMaximum = .seconds(3600)
+        $0.shutdownTimeout = shutdownTestBudget
         change(&$0)
     }
 }
+
+/// The shutdown timeout of the failover tests whose subject is not the budget: long enough for a loaded machine's
+/// shared event loop (in a CI run a shutdown right after start ran out of the default 5 s before the second host
+/// took the records), still far below the hour's backoff, so a client that waited for the backoff instead of moving
+/// to the next host fails them.
+let shutdownTestBudget: Duration = .seconds(60)
 
 /// A client of hosts on 127.0.0.1 that never answer, then `receiver`, with 50 records spooled (not started): the
 /// connect timeout is an hour, so that only a shutdown's share ends an attempt.

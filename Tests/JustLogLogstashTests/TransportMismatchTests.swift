@@ -195,6 +195,7 @@ private func tlsClientOfTwoHosts(
     configuration.caFile = certificates.caFile
     configuration.backoffMinimum = .seconds(3600)
     configuration.backoffMaximum = .seconds(3600)
+    configuration.shutdownTimeout = shutdownTestBudget
     change(&configuration)
     return try LogstashClient(
         configuration: configuration,
