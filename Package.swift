@@ -13,8 +13,8 @@
 // Not products: JustLogReceivers (the json_lines and Beats servers of `justlog receive`, the demo and the tests),
 // CJustLogZlib (the system zlib, for compressed Beats frames), CJustLogAtomics (the C11 atomics every log call
 // reads: the level gate, the fast lane's sequence lock; on Linux also the futex lock it takes), CJustLogCRC32C
-// (the records' checksum, by the processor's CRC instruction) and CJustLogText (JSON escaping's clean prefix,
-// sixteen bytes at a time).
+// (the records' checksum, by the processor's CRC instruction), CJustLogFiles (the `ioctl` that turns a journal
+// segment's copy-on-write off on btrfs) and CJustLogText (JSON escaping's clean prefix, sixteen bytes at a time).
 import PackageDescription
 
 let package = Package(
@@ -40,9 +40,13 @@ let package = Package(
     ],
     targets: [
         // MARK: - Libraries
-        .target(name: "JustLogCore", dependencies: ["CJustLogAtomics", "CJustLogCRC32C", "CJustLogText"]),
+        .target(
+            name: "JustLogCore",
+            dependencies: ["CJustLogAtomics", "CJustLogCRC32C", "CJustLogFiles", "CJustLogText"]
+        ),
         .target(name: "CJustLogAtomics"),
         .target(name: "CJustLogCRC32C"),
+        .target(name: "CJustLogFiles"),
         .target(name: "CJustLogText"),
         .systemLibrary(name: "CJustLogZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(

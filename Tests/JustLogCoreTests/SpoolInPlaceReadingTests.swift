@@ -78,7 +78,7 @@ import Testing
         let spool = try spool(in: folder)
         defer { spool.close() }
         try spool.append(record(0))
-        guard let reserved = try spool.reserveRecord(record(1).count, whileQueuedBytesBelow: .max) else {
+        guard let reserved = try spool.reserveRecord(record(1), whileQueuedBytesBelow: .max) else {
             Issue.record("no place reserved below an unlimited size")
             return
         }

@@ -53,7 +53,7 @@ import Glibc
     }
 
     private func reserve(_ index: Int, in spool: Spool) throws -> SpoolReservation {
-        guard let reservation = try spool.reserveRecord(record(index).count, whileQueuedBytesBelow: .max) else {
+        guard let reservation = try spool.reserveRecord(record(index), whileQueuedBytesBelow: .max) else {
             throw JustLogError(code: .spoolUnavailable, message: "no place reserved below an unlimited size")
         }
         return reservation
@@ -391,7 +391,7 @@ import Glibc
         spool.acknowledge(upTo: ends[99])
         var count = 150
         while count < 1_000,
-            let reservation = try spool.reserveRecord(record(count).count, whileQueuedBytesBelow: limit)
+            let reservation = try spool.reserveRecord(record(count), whileQueuedBytesBelow: limit)
         {
             fill(reservation, with: count)
             count += 1

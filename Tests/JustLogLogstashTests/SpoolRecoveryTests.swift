@@ -1101,3 +1101,91 @@ private func openDescriptor(of path: String) -> Int32? {
     }
     return nil
 }
+
+/// Segments written through the file (`pwrite`, a read-only mapping: `SpoolSegment`'s discussion), as on btrfs, ZFS
+/// and bcachefs, where a write into the mapping of a full disk raised `SIGBUS`: chosen here on whatever disk the tests
+/// run on. `JournalCrashTests` fills a real btrfs under a program that journals.
+@Suite struct SpoolThroughFileTests {
+    private func settings(
+        _ directory: TemporaryDirectory,
+        writes: LogstashSpool.Configuration.SegmentWrites = .throughFile
+    ) -> LogstashSpool.Configuration {
+        var settings = configuration(directory)
+        settings.segmentWrites = writes
+        return settings
+    }
+
+    /// Appended, or reserved and filled (a journal's log call), across several segments: read back in order, and
+    /// — acknowledged in part — found again from the cursor by a spool that writes through the mapping (the files
+    /// are the same either way).
+    @Test func recordsWrittenThroughTheFileAreReadBackAndRecoveredInOrder() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-through-file")
+        let spool = try LogstashSpool(configuration: settings(directory), diagnostics: LineCapture().diagnostics)
+        for index in 0..<400 {
+            if index.isMultiple(of: 2) {
+                try spool.append(record(index))
+                continue
+            }
+            guard let reservation = try spool.reserveRecord(record(index), whileQueuedBytesBelow: .max) else {
+                Issue.record("no place reserved below an unlimited size")
+                return
+            }
+            var unfilled: SpoolReservation? = consume reservation
+            record(index).withUnsafeBytes { unfilled.take()?.fill(with: $0) }
+        }
+        #expect(SpoolFiles(directory: directory).segments.count > 3)
+        #expect(readAll(spool) == (0..<400).map(text))
+        spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 150).end)
+        spool.close()
+
+        let capture = LineCapture()
+        let reopened = try LogstashSpool(
+            configuration: settings(directory, writes: .mapped),
+            diagnostics: capture.diagnostics
+        )
+        defer { reopened.close() }
+        #expect(readAll(reopened) == (150..<400).map(text))
+        #expect(reopened.takeLossesToReport() == 0)
+        #expect(capture.writes.isEmpty, "\(capture.writes)")
+    }
+
+    /// A write the disk refuses (`ENOSPC`: a copy-on-write file system full, where copy-on-write could not be turned
+    /// off) appends nothing — the append, or the reservation, throws — and the next record takes its place: no gap
+    /// in the serials, nothing counted lost, nothing damaged at the next open.
+    @Test func aRecordTheDiskRefusesIsNotAppendedAndTheNextTakesItsPlace() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-through-file-full")
+        let spool = try LogstashSpool(configuration: settings(directory), diagnostics: LineCapture().diagnostics)
+        for index in 0..<10 { try spool.append(record(index)) }
+        // The segment's descriptor writes to /dev/full (every write fails with ENOSPC) until restored; the mapping
+        // readers read through still shows the file.
+        let segment = try #require(SpoolFiles(directory: directory).segments.last)
+        let descriptor = try #require(openDescriptor(of: segment), "the spool keeps its segment open")
+        let working = dup(descriptor)
+        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        defer {
+            close(working)
+            close(full)
+        }
+        try #require(working >= 0 && full >= 0 && dup2(full, descriptor) == descriptor)
+        let queued = spool.counterSnapshot.queuedRecords
+        let appendError = #expect(throws: JustLogError.self) { try spool.append(record(10)) }
+        #expect("\(String(describing: appendError))".contains("No space left on device"))
+        let reserveError = #expect(throws: JustLogError.self) {
+            _ = try spool.reserveRecord(record(10), whileQueuedBytesBelow: .max)
+        }
+        #expect(reserveError?.code == .spoolUnavailable)
+        #expect(spool.counterSnapshot.queuedRecords == queued)
+        #expect(readAll(spool) == (0..<10).map(text))
+        try #require(dup2(working, descriptor) == descriptor)
+
+        for index in 10..<20 { try spool.append(record(index)) }
+        #expect(readAll(spool) == (0..<20).map(text))
+        spool.close()
+        let capture = LineCapture()
+        let reopened = try LogstashSpool(configuration: settings(directory), diagnostics: capture.diagnostics)
+        defer { reopened.close() }
+        #expect(readAll(reopened) == (0..<20).map(text))
+        #expect(reopened.takeLossesToReport() == 0)
+        #expect(capture.writes.isEmpty, "\(capture.writes)")
+    }
+}

@@ -47,3 +47,12 @@ public enum Fixtures {
         )
     }
 }
+
+extension Spool {
+    /// ``reserveRecord(_:whileQueuedBytesBelow:)`` of the bytes of `record`.
+    package func reserveRecord(_ record: [UInt8], whileQueuedBytesBelow limit: Int) throws -> SpoolReservation? {
+        var reserved: SpoolReservation?
+        try record.withUnsafeBytes { reserved = try reserveRecord($0, whileQueuedBytesBelow: limit) }
+        return reserved
+    }
+}

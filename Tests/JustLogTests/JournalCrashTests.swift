@@ -168,6 +168,32 @@ import Testing
         #expect(try indexes(in: logFile) == Array(0..<5_000))
     }
 
+    /// On a full btrfs (copy on write: a page of the journal's mapping written back needs new blocks to be written
+    /// again, even blocks reserved with `posix_fallocate`), the child's first log call after the disk filled was
+    /// killed by SIGBUS (`Scripts/btrfs-full-disk/run` shows the same without JustLog). The journal now writes its
+    /// segments there with `pwrite`, copy-on-write turned off: the program lives, the journal keeps taking events
+    /// (no "can't journal" line), and every event reaches the destination that is not on the full disk.
+    @Test(
+        .enabled(
+            if: LoopMountedBtrfs.isAvailable || (geteuid() == 0 && Collectors.required),
+            "\(LoopMountedBtrfs.unavailability ?? "")"
+        )
+    )
+    func aFullBtrfsNeitherKillsAProgramThatJournalsNorStopsItsJournal() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let disk = try LoopMountedBtrfs(at: folder.path + "/disk", image: folder.path + "/btrfs.image")
+        defer { disk.unmount() }
+        let child = try ChildProcess(arguments: ["journal-full-disk", disk.path, "-"])
+        let status = await child.waitForExit(timeout: .seconds(300))
+        let output = child.outputLines
+        #expect(status == 0, "exit status \(String(describing: status)); \(output.suffix(3)); \(child.errorOutput)")
+        #expect(output.contains { $0.hasPrefix("filling ") } && output.last == "done", "\(output.suffix(3))")
+        let events = output.filter { $0.hasPrefix("journal event ") }
+        #expect(events == (0..<2_200).map { "journal event \($0)" }, "\(events.count) events")
+        #expect(!child.errorOutput.contains("can't journal"), "\(child.errorOutput)")
+    }
+
     /// The file's rotated predecessors (`child.log.5` … `child.log.1`) come first. Before the restart, the last
     /// line may be torn (the kill came mid-write): `wholeLinesOnly: false` skips it.
     private func indexes(in file: URL, wholeLinesOnly: Bool = true) throws -> [Int] {

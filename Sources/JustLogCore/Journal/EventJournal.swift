@@ -47,6 +47,8 @@ public final class EventJournal: Sendable {
         package var now: @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
         /// Called each time the journal tries to start a segment (tests count the tries).
         package var onStartingASegment: (@Sendable () -> Void)?
+        /// How records reach the segment files (see ``Spool/Configuration/SegmentWrites``): by the file system.
+        package var segmentWrites = Spool.Configuration.SegmentWrites.byFileSystem
 
         public init(directory: String, segmentBytes: Int = 4 << 20, maxTotalBytes: Int = 64 << 20) {
             self.directory = directory
@@ -96,6 +98,7 @@ public final class EventJournal: Sendable {
         spoolConfiguration.segmentRetryInterval = configuration.segmentRetryInterval
         spoolConfiguration.now = configuration.now
         spoolConfiguration.onStartingASegment = configuration.onStartingASegment
+        spoolConfiguration.segmentWrites = configuration.segmentWrites
         self.spool = try Spool(configuration: spoolConfiguration, diagnostics: diagnostics)
         self.recoveryCount = spool.counterSnapshot.queuedRecords
         self.recoveryEnd = spool.endPosition
@@ -154,14 +157,14 @@ public final class EventJournal: Sendable {
         }
     }
 
-    /// Takes the place of a record of `count` bytes while the journal has room for it below its half (looked at under
+    /// Takes the place of `record` while the journal has room for it below its half (looked at under
     /// the spool's lock, with the reservation: see ``roomBelowHalf(for:)``), for the caller to fill once it has
     /// released its own lock (see ``SpoolReservation``); `nil` otherwise — with `noRoom` set when that look found no
     /// room (the caller may wait for some), left alone when the place can't be taken at all (said once).
     @inline(__always)
-    func reserveBelowHalf(_ count: Int, noRoom: inout Bool) -> SpoolReservation? {
+    func reserveBelowHalf(_ record: UnsafeRawBufferPointer, noRoom: inout Bool) -> SpoolReservation? {
         do {
-            guard let reservation = try spool.reserveRecord(count, whileQueuedBytesBelow: halfOfTheJournal) else {
+            guard let reservation = try spool.reserveRecord(record, whileQueuedBytesBelow: halfOfTheJournal) else {
                 noRoom = true
                 return nil
             }

@@ -346,13 +346,14 @@ final class PipelineQueue: @unchecked Sendable {
         // Room and place taken in one look under the spool's lock: the condition a caller then waits for is exactly
         // the one that failed (``waitForRoom(bytes:journaling:patience:orReconfiguration:orJournalRoom:)``).
         var noRoom = false
-        guard let reservation = journal.reserveBelowHalf(encoded!.record.count, noRoom: &noRoom) else {
-            return noRoom ? .journalHalfFull : .notSpilled
-        }
         let sequence = nextSequence
-        queueJournaled(from: reservation.start, to: reservation.end)
-        var unfilled: SpoolReservation? = consume reservation
-        encoded!.record.withUnsafeBytes { unfilled.take()?.fill(with: $0) }
+        let journaled = encoded!.record.withUnsafeBytes { record in
+            guard let reservation = journal.reserveBelowHalf(record, noRoom: &noRoom) else { return false }
+            queueJournaled(from: reservation.start, to: reservation.end)
+            reservation.fill(with: record)
+            return true
+        }
+        guard journaled else { return noRoom ? .journalHalfFull : .notSpilled }
         if !dispatcher.inlineRoutes.isEmpty { dispatcher.writeInline(dispatcher.record(event, sequence: sequence)) }
         unlockWakingTheWorker()
         return .spilled
@@ -439,7 +440,9 @@ final class PipelineQueue: @unchecked Sendable {
         JournalCodec.setSequence(nextSequence, in: record)
         var reserved: SpoolReservation?
         var noRoom = false
-        journal._withUnsafeGuaranteedRef { reserved = $0.reserveBelowHalf(record.count, noRoom: &noRoom) }
+        journal._withUnsafeGuaranteedRef {
+            reserved = $0.reserveBelowHalf(UnsafeRawBufferPointer(record), noRoom: &noRoom)
+        }
         guard let reservation = reserved.take() else {
             lock.unlock()
             return noRoom ? .journalFull : .declined

@@ -136,3 +136,55 @@ final class StallingDestination: LogDestination {
         }
     }
 }
+
+/// `journal-full-disk FOLDER -`: `Logger.shared` with its file (journaled by default) in FOLDER, the root of a disk of
+/// its own, and a destination that prints each event's message on stdout. Logs "journal event <i>" 200 times, makes
+/// the journal's pages durable (`sync`: on a copy-on-write file system a page written back needs new blocks the
+/// next time it is written), fills the disk with FOLDER/filler, logs 2,000 more, flushes, prints "done" and exits 0.
+/// On a full btrfs, a write into a page of the journal's mapping written before killed the program with SIGBUS.
+func journalFullDisk(_ logger: Logger, folder: String) {
+    logger.additionalDestinations = [.init(PrintingDestination())]
+    logger.setup()
+    for index in 0..<200 {
+        logger.info("journal event \(index)", userInfo: ["index": index])
+    }
+    _ = logger.pipeline.flush(timeout: 120)
+    sync()
+    FileHandle.standardOutput.write(Data("filling \(fillDisk(file: folder + "/filler")) bytes\n".utf8))
+    for index in 200..<2_200 {
+        logger.info("journal event \(index)", userInfo: ["index": index])
+    }
+    // The file can't take what it is given on the full disk: it says so, and its flush fails.
+    if let error = logger.pipeline.flush(timeout: 120) {
+        FileHandle.standardError.write(Data("flush: \(error)\n".utf8))
+    }
+    FileHandle.standardOutput.write(Data("done\n".utf8))
+    exit(0)
+}
+
+/// Writes `file` until the disk is full (64 KiB writes, then 4 KiB ones, each round made durable: a file system that
+/// frees space as it writes back takes more); returns the bytes written.
+private func fillDisk(file: String) -> Int {
+    let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return 0 }
+    defer { close(fd) }
+    var filled = 0
+    let chunk = [UInt8](repeating: 0x5A, count: 64 << 10)
+    for size in [64 << 10, 4 << 10, 4 << 10] {
+        while true {
+            let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, size) }
+            guard written > 0 else { break }
+            filled += written
+        }
+        fsync(fd)
+    }
+    return filled
+}
+
+/// Prints each record's message on stdout, a line each.
+final class PrintingDestination: LogDestination {
+    func write(_ batch: LogBatch) {
+        let text = batch.records.map { $0.message + "\n" }.joined()
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}

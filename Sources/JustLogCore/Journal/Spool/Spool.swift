@@ -1,3 +1,5 @@
+import CJustLogFiles
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -95,6 +97,35 @@ public final class Spool: @unchecked Sendable {
         /// Called each time the spool tries to start a segment (tests count the tries; it runs under the spool's
         /// lock: it must not call the spool).
         package var onStartingASegment: (@Sendable () -> Void)?
+
+        /// How records reach the segment files: see ``SegmentWrites``. Tests choose; programs leave it to the file
+        /// system.
+        package var segmentWrites = SegmentWrites.byFileSystem
+
+        /// How records reach a segment's file (see `SpoolSegment`'s discussion).
+        package enum SegmentWrites: Sendable, Hashable {
+            /// Through the file on btrfs, ZFS and bcachefs, where a write into a mapping of a full disk raises
+            /// `SIGBUS` (or waits in the kernel); through the mapping elsewhere.
+            case byFileSystem
+            /// Copied into the mapping, whatever the file system.
+            case mapped
+            /// With `pwrite`, whatever the file system (tests of that path on any disk).
+            case throughFile
+
+            /// Whether the segment open on `fd` is written through the file.
+            func throughFile(_ fd: CInt) -> Bool {
+                switch self {
+                case .mapped: false
+                case .throughFile: true
+                case .byFileSystem: Self.fileSystemCopiesOnWrite(fd)
+                }
+            }
+
+            /// Whether `fd` is on btrfs, ZFS or bcachefs (`statfs`'s `f_type`).
+            static func fileSystemCopiesOnWrite(_ fd: CInt) -> Bool {
+                cjustlog_file_system_copies_on_write(fd) != 0
+            }
+        }
 
         /// The most segment files the spool keeps (at least two): it drops its oldest when it needs one more.
         package var maxSegments: Int { max(2, maxTotalBytes / segmentBytes) }
@@ -224,7 +255,8 @@ public final class Spool: @unchecked Sendable {
     /// Appends one record (a JSON object, *without* its trailing `\n`) and returns its position.
     ///
     /// No system call unless a segment fills up (then one new file is created, and perhaps the oldest
-    /// deleted). Once this returns, the record survives the process being killed.
+    /// deleted) — but on btrfs, ZFS and bcachefs, where the record is written with `pwrite` (four calls) instead of
+    /// copied into the mapping: see `SpoolSegment`. Once this returns, the record survives the process being killed.
     ///
     /// - Throws: ``JustLogError`` with code ``JustLogError/Code/recordTooLarge`` if the record is larger
     ///   than ``Configuration/maxRecordBytes`` (nothing is spooled: truncate or replace the record and
@@ -246,19 +278,24 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    /// Takes the place of a record of `count` bytes, to be copied in with ``SpoolReservation/fill(with:)`` after this
-    /// returns (outside the spool's lock), if the records not yet acknowledged take fewer than `limit` bytes and the
+    /// Takes the place of `record`, to be copied in with ``SpoolReservation/fill(with:)`` after this returns
+    /// (outside the spool's lock), if the records not yet acknowledged take fewer than `limit` bytes and the
     /// record drops nothing at the cap; `nil`, and nothing reserved, otherwise. Throws as ``appendRecord(_:)`` does.
     /// Once filled, the record is appended exactly as ``appendRecord(_:)`` appends it; a process killed before the
-    /// fill leaves a frame that recovery skips, not a loss (the call that reserved it never returned).
-    package func reserveRecord(_ count: Int, whileQueuedBytesBelow limit: Int) throws -> SpoolReservation? {
+    /// fill leaves a frame that recovery skips, not a loss (the call that reserved it never returned). (Where
+    /// segments are written through the file, `record` is written here, under the lock, and the fill does nothing.)
+    package func reserveRecord(
+        _ record: UnsafeRawBufferPointer,
+        whileQueuedBytesBelow limit: Int
+    ) throws -> SpoolReservation? {
+        let count = record.count
         try check(count: count)
         lock.lock()
         defer { lock.unlock() }
         guard let open = openStorageReference else { throw notOpen() }
         let place = try open._withUnsafeGuaranteedRef { storage -> SpoolReservation.Place? in
             guard storage.hasRoom(for: count, whileQueuedBytesBelow: limit) else { return nil }
-            return try storage.reserve(count)
+            return try storage.reserve(record)
         }
         guard let place else { return nil }
         return SpoolReservation(place)

@@ -14,6 +14,8 @@ package struct SpoolReservation: ~Copyable {
         var end: SpoolPosition
         var frame: UnsafeMutableRawPointer
         var count: Int
+        /// Whether the record is written already (a segment written through the file): the fill does nothing.
+        var isWritten: Bool
     }
 
     private let place: Place
@@ -31,6 +33,6 @@ package struct SpoolReservation: ~Copyable {
     /// lock.
     package consuming func fill(with record: UnsafeRawBufferPointer) {
         precondition(record.count == place.count, "a spool reservation is filled with a record of the size reserved")
-        SpoolSegment.fill(place.frame, with: record)
+        if !place.isWritten { SpoolSegment.fill(place.frame, with: record) }
     }
 }

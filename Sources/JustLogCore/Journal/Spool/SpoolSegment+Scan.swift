@@ -31,7 +31,7 @@ struct SegmentScan: Sendable {
     var unreadableTail: Int?
     /// The serial of the last record appended, as the segment header says, if the header is intact.
     var committedSerial: UInt64?
-    /// The header's magic was damaged and was written again.
+    /// The header's magic was damaged (and was written again, if it could be).
     var repairedHeader = false
 
     /// The lowest and highest serial seen in the file (intact, damaged or committed), if any.
@@ -77,8 +77,8 @@ extension SpoolSegment {
             if check(at: firstFrameOffset) == .none, check(at: firstFrameOffset, checksum: .crc32) != .none {
                 format = .framed(.crc32)
             }
-            let magic = format.magic
-            magic.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: magic.count) }
+            // Through the file, on a full disk, it may not be written: the next open writes it then.
+            _ = write(format.magic, at: 0)
             result.repairedHeader = true
         }
         result.committedSerial = committedSerial

@@ -1,4 +1,5 @@
 import CJustLogAtomics
+import CJustLogFiles
 
 #if canImport(Glibc)
 import Glibc
@@ -43,6 +44,18 @@ import Darwin
 /// that records spooled or journaled by an earlier version are sent; nothing is appended to such a segment:
 /// format 2 (`JLSPOOL2`) is this layout with CRC-32 (zlib's) checksums; format 1 (`JLSPOOL1`) has a 16-byte header
 /// and 8-byte frames `[length][CRC-32][payload]`, no serials.
+///
+/// ## Written through the mapping, or through the file
+/// Where a write into a shared mapping can kill the program, the segment is written with `pwrite` instead and mapped
+/// read-only (``writesThroughFile``): on btrfs (and ZFS, bcachefs) every write allocates new blocks (copy on write),
+/// blocks reserved with `posix_fallocate` included, so on a full disk the first write into a page written before
+/// raised `SIGBUS` (`Scripts/btrfs-full-disk/run`). There a record is written whole under the spool's lock (no
+/// place is reserved to be filled after it): the payload, the frame header with the reserved mark, the header's
+/// serial, then the commit mark, each with `pwrite`, so a failed write (`ENOSPC`) throws and appends nothing (see
+/// ``appendThroughFile(_:serial:)``). On btrfs a new segment
+/// also has copy-on-write turned off before its blocks are reserved (`chattr +C`): its writes then land in those
+/// blocks and need no free space. Elsewhere (ext4, XFS, tmpfs, APFS) reserved blocks are written in place, and the
+/// mapping is written directly: a log call copies its record in without a system call.
 ///
 /// Not thread-safe: ``Spool`` guards every segment with its lock (a retired one, out of its list, belongs to the thread
 /// that retired it) — but for a reserved frame's bytes, which the thread that reserved it fills without the lock
@@ -130,6 +143,9 @@ final class SpoolSegment {
     @exclusivity(unchecked) var format: Format
     let base: UnsafeMutableRawPointer
     private let fd: CInt
+    /// Whether the segment's bytes are written with `pwrite`, its mapping read-only (see the type's discussion):
+    /// records are appended with ``appendThroughFile(_:serial:)``, never reserved (``reserve(_:serial:)``).
+    let writesThroughFile: Bool
     /// The offset just past the last intact record (where the next one is appended).
     @exclusivity(unchecked) var end: Int
     /// Whether the segment may become the spool's spare once acknowledged (see ``retireAsSpare(directory:)``):
@@ -163,13 +179,23 @@ final class SpoolSegment {
 
     /// Creates a new, empty segment file of `capacity` bytes, with its blocks reserved so that a full disk
     /// (or a file-size limit) is an error here instead of a `SIGBUS` while copying a record into the mapping.
-    static func create(directory: String, sequence: UInt64, capacity: Int) throws -> SpoolSegment {
+    /// `writes` says how its records reach the file (see ``Spool/Configuration/SegmentWrites``).
+    static func create(
+        directory: String,
+        sequence: UInt64,
+        capacity: Int,
+        writes: Spool.Configuration.SegmentWrites
+    ) throws -> SpoolSegment {
         // Past `ulimit -f` the kernel would kill the process with SIGXFSZ; ignored, the reservation fails
         // with EFBIG and the spool reports it like a full disk.
         FileSizeLimit.failWritesInsteadOfKilling()
         let path = directory + "/" + fileName(sequence)
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw spoolError("can't create spool segment \(path)") }
+        let throughFile = writes.throughFile(fd)
+        // Before any block is reserved: the flag can only be set on an empty file. Where it can't be set (not
+        // btrfs, or a btrfs mounted to compress), writes may fail on a full disk — with an error, not a signal.
+        if throughFile { _ = cjustlog_disable_copy_on_write(fd) }
         #if os(Linux)
         let rc = posix_fallocate(fd, 0, off_t(capacity))
         if rc != 0 {
@@ -191,21 +217,31 @@ final class SpoolSegment {
         #endif
         let segment: SpoolSegment
         do {
-            segment = try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: capacity, format: .current)
+            segment = try SpoolSegment(
+                path: path,
+                sequence: sequence,
+                fd: fd,
+                capacity: capacity,
+                format: .current,
+                throughFile: throughFile
+            )
+            // Not mapped (ENOMEM, a map count limit), or its header not written (through the file, a full disk): no
+            // file of its size and reserved blocks is left behind.
+            try segment.writeHeader()
         } catch {
-            // Not mapped (ENOMEM, a map count limit): no file of its size and reserved blocks is left behind.
             unlink(path)
             throw error
         }
-        segment.writeHeader()
-        segment.isRecyclable = true
+        // Reusing a segment zeroes it through the mapping: one written through the file is deleted instead.
+        segment.isRecyclable = !throughFile
         return segment
     }
 
     /// An empty segment's header: the magic, and no record yet.
-    private func writeHeader() {
-        Self.magic.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: Self.magic.count) }
-        commit(serial: 0)
+    private func writeHeader() throws(JustLogError) {
+        guard write(Self.magic, at: 0), commit(serial: 0) else {
+            throw spoolError("can't write the header of spool segment \(path)")
+        }
     }
 
     // MARK: - Reusing
@@ -242,14 +278,18 @@ final class SpoolSegment {
         guard rename(path, target) == 0 else { throw spoolError("can't reuse spool segment \(path) as \(target)") }
         path = target
         self.sequence = sequence
-        writeHeader()
+        try writeHeader()
     }
 
     /// Maps an existing segment file; ``scan()`` then finds its records. Returns `nil` for a file too short to
     /// hold a header (a process killed between creating and sizing it, or a file truncated to nothing).
     ///
     /// - Throws: ``SpoolOpenFailure`` if it can't be opened, its blocks reserved (see below) or it mapped.
-    static func openExisting(path: String, sequence: UInt64) throws(SpoolOpenFailure) -> SpoolSegment? {
+    static func openExisting(
+        path: String,
+        sequence: UInt64,
+        writes: Spool.Configuration.SegmentWrites
+    ) throws(SpoolOpenFailure) -> SpoolSegment? {
         let fd = openReadWrite(path)
         guard fd >= 0 else { throw SpoolOpenFailure("can't open spool segment \(path)") }
         var info = stat()
@@ -300,7 +340,14 @@ final class SpoolSegment {
             return nil
         }
         do {
-            return try SpoolSegment(path: path, sequence: sequence, fd: fd, capacity: size, format: format)
+            return try SpoolSegment(
+                path: path,
+                sequence: sequence,
+                fd: fd,
+                capacity: size,
+                format: format,
+                throughFile: writes.throughFile(fd)
+            )
         } catch {
             throw SpoolOpenFailure(error, lasts: SpoolOpenFailure.lasts(errno))
         }
@@ -328,8 +375,18 @@ final class SpoolSegment {
         )
     }
 
-    private init(path: String, sequence: UInt64, fd: CInt, capacity: Int, format: Format) throws(JustLogError) {
-        guard let mapping = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
+    private init(
+        path: String,
+        sequence: UInt64,
+        fd: CInt,
+        capacity: Int,
+        format: Format,
+        throughFile: Bool
+    ) throws(JustLogError) {
+        // Read-only when written through the file: a write into the mapping missed there faults at once, in tests,
+        // instead of on a user's full disk.
+        let protection = throughFile ? PROT_READ : PROT_READ | PROT_WRITE
+        guard let mapping = mmap(nil, capacity, protection, MAP_SHARED, fd, 0),
             mapping != UnsafeMutableRawPointer(bitPattern: -1)
         else {
             let error = spoolError("can't map spool segment \(path)")
@@ -342,6 +399,7 @@ final class SpoolSegment {
         self.capacity = capacity
         self.format = format
         self.base = mapping
+        self.writesThroughFile = throughFile
         self.end = format.headerSize
         self.recordCount = 0
         self.payloadBytes = 0
@@ -353,6 +411,37 @@ final class SpoolSegment {
     }
 
     // MARK: - Appending
+
+    /// Writes `bytes` at `offset`: into the mapping, or with `pwrite` when the segment is written through the file.
+    /// Returns whether every byte was written.
+    func write(_ bytes: some Collection<UInt8>, at offset: Int) -> Bool {
+        bytes.withContiguousStorageIfAvailable { buffer in
+            let raw = UnsafeRawBufferPointer(buffer)
+            guard writesThroughFile else {
+                (base + offset).copyMemory(from: raw.baseAddress!, byteCount: raw.count)
+                return true
+            }
+            return Self.writeAll(fd, raw, at: offset)
+        } ?? write(Array(bytes), at: offset)
+    }
+
+    /// `pwrite(2)` of all of `bytes` at `offset` (a write the kernel cut short is finished; one interrupted is tried
+    /// again). Returns whether every byte was written; `errno` says why not.
+    private static func writeAll(_ fd: CInt, _ bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            if written > 0 {
+                done += written
+            } else if written < 0, errno == EINTR {
+                continue
+            } else {
+                if written == 0 { errno = EIO }
+                return false
+            }
+        }
+        return true
+    }
 
     /// `true` if a record of `payloadCount` bytes fits after ``end``.
     func fits(_ payloadCount: Int) -> Bool {
@@ -367,6 +456,7 @@ final class SpoolSegment {
     /// appended from now on (``end``, ``recordCount``); readers wait for its commit mark (``isCommitted(at:)``).
     @inline(__always)
     func reserve(_ payloadCount: Int, serial: UInt64) -> UnsafeMutableRawPointer {
+        assert(!writesThroughFile, "a segment written through the file has no place to fill after the lock")
         let frame = base + end
         frame.storeBytes(of: UInt32(payloadCount).littleEndian, toByteOffset: 4, as: UInt32.self)
         frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
@@ -380,7 +470,7 @@ final class SpoolSegment {
         end &+= Self.frameHeaderSize &+ payloadCount
         recordCount &+= 1
         payloadBytes &+= payloadCount
-        commit(serial: serial)
+        commitMapped(serial: serial)
         return frame
     }
 
@@ -404,6 +494,41 @@ final class SpoolSegment {
             frame.assumingMemoryBound(to: UInt8.self),
             UInt8(truncatingIfNeeded: frameMagic)
         )
+    }
+
+    /// Appends a record of `payload` with `serial` after ``end`` (it ``fits(_:)``) to a segment written through the
+    /// file (``writesThroughFile``), under the spool's lock, and returns where its frame starts: the payload, the
+    /// frame's header with the reserved mark and its checksums, then the header's last serial, then the commit mark —
+    /// four `pwrite`s. A
+    /// process killed in between leaves a record whose mark is missing, which recovery skips (its call never
+    /// returned). Throws, having appended nothing, if a write fails (a full disk where copy-on-write could not be
+    /// turned off): the next record is written over what got written.
+    @inline(never)
+    func appendThroughFile(_ payload: UnsafeRawBufferPointer, serial: UInt64) throws -> Int {
+        let offset = end
+        var header = (UInt64(0), UInt64(0), UInt64(0))
+        let written = withUnsafeMutableBytes(of: &header) { frame -> Bool in
+            let frame = frame.baseAddress!
+            frame.storeBytes(of: Self.reservedMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
+            frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+            frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
+            let checksums = CRC32C.frameChecksums(payload, header: frame, magic: Self.frameMagic)
+            frame.storeBytes(of: checksums.littleEndian, toByteOffset: 16, as: UInt64.self)
+            // The payload first: a write that fails part-way leaves bytes no frame header claims (the header's last
+            // serial says no record is there), not a frame whose payload does not match its checksum (a loss).
+            let headerBytes = UnsafeRawBufferPointer(start: frame, count: Self.frameHeaderSize)
+            return Self.writeAll(fd, payload, at: offset + Self.frameHeaderSize)
+                && Self.writeAll(fd, headerBytes, at: offset)
+        }
+        guard written, commit(serial: serial),
+            withUnsafeBytes(of: UInt8(truncatingIfNeeded: Self.frameMagic), { Self.writeAll(fd, $0, at: offset) })
+        else {
+            throw spoolError("can't write a record to spool segment \(path)")
+        }
+        end = offset + Self.frameHeaderSize + payload.count
+        recordCount += 1
+        payloadBytes += payload.count
+        return offset
     }
 
     /// The checksum a reserved frame's header has once it is committed — of the frame magic, the length and serial
@@ -441,8 +566,20 @@ final class SpoolSegment {
         }
     }
 
-    /// Records `serial` as the last one appended, with its complement.
-    private func commit(serial: UInt64) {
+    /// Records `serial` as the last one appended, with its complement. Returns whether it was written (always, into
+    /// the mapping).
+    private func commit(serial: UInt64) -> Bool {
+        guard writesThroughFile else {
+            commitMapped(serial: serial)
+            return true
+        }
+        let words = (serial.littleEndian, (~serial).littleEndian)
+        return withUnsafeBytes(of: words) { Self.writeAll(fd, $0, at: 8) }
+    }
+
+    /// ``commit(serial:)`` into the mapping (every log call's: inlined).
+    @inline(__always)
+    private func commitMapped(serial: UInt64) {
         base.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
         base.storeBytes(of: (~serial).littleEndian, toByteOffset: 16, as: UInt64.self)
     }

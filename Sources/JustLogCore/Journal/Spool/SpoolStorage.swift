@@ -121,7 +121,11 @@ final class SpoolStorage {
             let path = directory + "/" + SpoolSegment.fileName(sequence)
             let existing: SpoolSegment?
             do {
-                existing = try SpoolSegment.openExisting(path: path, sequence: sequence)
+                existing = try SpoolSegment.openExisting(
+                    path: path,
+                    sequence: sequence,
+                    writes: configuration.segmentWrites
+                )
             } catch let failure where failure.lasts {
                 setAside.append(try Self.moveAside(path, because: failure.error))
                 unopenable.append(sequence)
@@ -174,7 +178,8 @@ final class SpoolStorage {
             let segment = try SpoolSegment.create(
                 directory: directory,
                 sequence: sequence,
-                capacity: configuration.segmentBytes
+                capacity: configuration.segmentBytes,
+                writes: configuration.segmentWrites
             )
             segments.append(segment)
             cursor = SpoolPosition(segment: sequence, offset: segment.firstFrameOffset)
@@ -347,48 +352,73 @@ final class SpoolStorage {
     /// Appends one record (already checked: not empty, not too large) and returns its position and the position
     /// just after it.
     func append(_ record: UnsafeRawBufferPointer) throws -> (start: SpoolPosition, end: SpoolPosition) {
-        let (start, frame, end) = try takePlace(record.count, reserving: false)
-        SpoolSegment.fill(frame, with: record)
+        let (start, frame, end, isWritten) = try takePlace(record, reserving: false)
+        if !isWritten { SpoolSegment.fill(frame, with: record) }
         return (start, end)
     }
 
-    /// Reserves the place of a record of `count` bytes (already checked: not empty, not too large) for the caller to
-    /// copy in after the spool's lock is released: see ``SpoolReservation``. Inlined into the fast lane's one
-    /// caller (``Spool/reserveRecord(_:whileQueuedBytesBelow:)``), with the segment's stub: a call less on every log
-    /// call.
+    /// Reserves the place of `record` (already checked: not empty, not too large) for the caller to copy it in after
+    /// the spool's lock is released: see ``SpoolReservation`` — or, in a segment written through the file, writes it
+    /// now (the place says so: ``SpoolReservation/Place/isWritten``). Inlined into the fast lane's one caller
+    /// (``Spool/reserveRecord(_:whileQueuedBytesBelow:)``), with the segment's stub: a call less on every log call.
     @inline(__always)
-    func reserve(_ count: Int) throws -> SpoolReservation.Place {
-        let (start, frame, end) = try takePlace(count, reserving: true)
-        return SpoolReservation.Place(start: start, end: end, frame: frame, count: count)
+    func reserve(_ record: UnsafeRawBufferPointer) throws -> SpoolReservation.Place {
+        let (start, frame, end, isWritten) = try takePlace(record, reserving: true)
+        return SpoolReservation.Place(start: start, end: end, frame: frame, count: record.count, isWritten: isWritten)
     }
 
-    /// The frame of the next record, of `count` bytes, reserved in the last segment (or a new one): the serial, the
+    /// The frame of the next record, `record`, reserved in the last segment (or a new one): the serial, the
     /// counters and the frame's stub (``SpoolSegment/reserve(_:serial:)``); the caller fills it — after the spool's
-    /// lock when `reserving` (noted in the segment, for ``waitForFills(in:)``).
+    /// lock when `reserving` (noted in the segment, for ``waitForFills(in:)``). In a segment written through the file
+    /// the record is written now instead (``SpoolSegment/appendThroughFile(_:serial:)``), and `isWritten` says so (the
+    /// frame is then in the read-only mapping).
     @inline(__always)
     private func takePlace(
-        _ count: Int,
+        _ record: UnsafeRawBufferPointer,
         reserving: Bool
-    ) throws -> (start: SpoolPosition, frame: UnsafeMutableRawPointer, end: SpoolPosition) {
+    ) throws -> (start: SpoolPosition, frame: UnsafeMutableRawPointer, end: SpoolPosition, isWritten: Bool) {
+        let count = record.count
         // Unretained (an append spares a retain and a release): `segments` holds the segment throughout.
         var last = Unmanaged.passUnretained(segments[segments.count - 1])
         if !last._withUnsafeGuaranteedRef({ $0.fits(count) }) {
             last = .passUnretained(try startSegment())
+        }
+        if last._withUnsafeGuaranteedRef({ $0.writesThroughFile }) {
+            return try appendThroughFile(record, to: last.takeUnretainedValue())
         }
         let serial = nextSerial
         let place = last._withUnsafeGuaranteedRef { segment in
             let start = SpoolPosition(segment: segment.sequence, offset: segment.end)
             if reserving { segment.firstReservedOffset = min(segment.firstReservedOffset, start.offset) }
             let frame = segment.reserve(count, serial: serial)
-            return (start, frame, SpoolPosition(segment: segment.sequence, offset: segment.end))
+            return (start, frame, SpoolPosition(segment: segment.sequence, offset: segment.end), false)
         }
+        countAppended(count)
+        return place
+    }
+
+    /// ``takePlace(_:reserving:)`` in a segment written through the file: `record` is written now, or nothing is
+    /// (the write throws). Out of line: the mapped path is every log call's.
+    @inline(never)
+    private func appendThroughFile(
+        _ record: UnsafeRawBufferPointer,
+        to segment: SpoolSegment
+    ) throws -> (start: SpoolPosition, frame: UnsafeMutableRawPointer, end: SpoolPosition, isWritten: Bool) {
+        let start = SpoolPosition(segment: segment.sequence, offset: segment.end)
+        let offset = try segment.appendThroughFile(record, serial: nextSerial)
+        countAppended(record.count)
+        return (start, segment.base + offset, SpoolPosition(segment: segment.sequence, offset: segment.end), true)
+    }
+
+    /// Counts a record of `count` bytes appended, and gives the next one the next serial.
+    @inline(__always)
+    private func countAppended(_ count: Int) {
         // Wrapping adds: each is bounded far below its type's range (records and bytes the spool holds, a serial
         // a record), and an overflow check on each cost every log call its branch.
         nextSerial &+= 1
         counters.queuedRecords &+= 1
         counters.queuedBytes &+= count &+ 1
         counters.appendedRecords &+= 1
-        return place
     }
 
     /// Whether a record of `count` bytes would be appended now without dropping records not yet acknowledged at the
@@ -468,7 +498,8 @@ final class SpoolStorage {
             ?? SpoolSegment.create(
                 directory: configuration.directory,
                 sequence: sequence,
-                capacity: configuration.segmentBytes
+                capacity: configuration.segmentBytes,
+                writes: configuration.segmentWrites
             )
         // Once the segment exists: a failed start is tried again with the same number.
         highestSegmentNumber = sequence
