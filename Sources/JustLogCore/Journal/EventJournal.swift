@@ -68,6 +68,9 @@ public final class EventJournal: Sendable {
     /// Where the earlier run's records end: this run's own begin there.
     let recoveryEnd: SpoolPosition
     private let diagnostics: DiagnosticSink
+    /// The once-key of ``reportAppendFailure(_:)``, built once: while a full disk refuses the journal, every log call
+    /// reports again, and only the first says it.
+    private let appendFailureKey: String
     private let openingTaken = LockedValue(false)
     /// Whether a pipeline runs with the journal (see ``claim()``).
     private let service = LockedValue(Service.free)
@@ -88,6 +91,7 @@ public final class EventJournal: Sendable {
     public init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         self.configuration = configuration
         self.diagnostics = diagnostics
+        self.appendFailureKey = "journal.append.\(configuration.directory)"
         var spoolConfiguration = Spool.Configuration(
             directory: configuration.directory,
             segmentBytes: configuration.segmentBytes,
@@ -178,7 +182,7 @@ public final class EventJournal: Sendable {
     /// Says once that events can't be journaled, and why.
     private func reportAppendFailure(_ error: any Error) {
         diagnostics.reportOnce(
-            key: "journal.append.\(configuration.directory)",
+            key: appendFailureKey,
             "can't journal an event in \(configuration.directory) (\(error)); it is still written, but would be lost if the program were killed first"
         )
     }

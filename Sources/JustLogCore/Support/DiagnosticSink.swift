@@ -27,10 +27,10 @@ public struct DiagnosticSink: Sendable {
     }
 
     /// Reports `message` only the first time `key` is seen by this sink (and its copies), so that a
-    /// failing disk prints one line, not one per event.
-    public func reportOnce(key: String, _ message: String) {
+    /// failing disk prints one line, not one per event. `message` is built only then.
+    public func reportOnce(key: String, _ message: @autoclosure () -> String) {
         let first = reported.withLock { $0.insert(key).inserted }
-        if first { report(message) }
+        if first { report(message()) }
     }
 
     /// Forgets `key`, so that the next failure of that kind is reported again (after a recovery).

@@ -85,10 +85,11 @@ public final class Spool: @unchecked Sendable {
 
         /// How long the spool waits, after a segment could not be started (a full disk, a file-size limit, a
         /// folder it may no longer write), before it tries to start one again: until then an append that needs a new
-        /// segment fails at once with the same error, without a system call. `nil`: every such append tries. The
-        /// journal waits a second: on a full disk every log call otherwise paid two tries at a segment — an
-        /// `open`, a `posix_fallocate` and an `unlink` each — a few hundred times a call's cost. (The Logstash
-        /// destination holds records in memory, and tries again on its own timer.)
+        /// segment fails at once with the same error, without a system call. The same after a record could not be
+        /// written through the file (`SpoolSegment.writesThroughFile`): until then every append fails so. `nil`:
+        /// every such append tries. The journal waits a second: on a full disk every log call otherwise paid two
+        /// tries at a segment — an `open`, a `posix_fallocate` and an `unlink` each — a few hundred times a call's
+        /// cost. (The Logstash destination holds records in memory, and tries again on its own timer.)
         package var segmentRetryInterval: Duration?
 
         /// The clock of ``segmentRetryInterval`` (tests pass their own).
@@ -255,7 +256,7 @@ public final class Spool: @unchecked Sendable {
     /// Appends one record (a JSON object, *without* its trailing `\n`) and returns its position.
     ///
     /// No system call unless a segment fills up (then one new file is created, and perhaps the oldest
-    /// deleted) — but on btrfs, ZFS and bcachefs, where the record is written with `pwrite` (four calls) instead of
+    /// deleted) — but on btrfs, ZFS and bcachefs, where the record is written with `pwrite` (five calls) instead of
     /// copied into the mapping: see `SpoolSegment`. Once this returns, the record survives the process being killed.
     ///
     /// - Throws: ``JustLogError`` with code ``JustLogError/Code/recordTooLarge`` if the record is larger
@@ -307,8 +308,12 @@ public final class Spool: @unchecked Sendable {
         guard count > 0, count <= configuration.maxRecordBytes else { return .never }
         return lock.withLock {
             guard let open = openStorageReference else { return .never }
-            return open._withUnsafeGuaranteedRef { $0.hasRoom(for: count, whileQueuedBytesBelow: limit) }
-                ? .available : .notNow
+            return open._withUnsafeGuaranteedRef { storage in
+                guard storage.hasRoom(for: count, whileQueuedBytesBelow: limit) else { return .notNow }
+                // Reserving would throw what the last try at a segment, or at a write, did (a full disk), until its
+                // retry.
+                return storage.waitsForARetry(toAppend: count) ? .never : .available
+            }
         }
     }
 
@@ -590,7 +595,8 @@ package enum RecordRoom: Equatable, Sendable {
     /// Not now: the records not yet acknowledged take the limit, or the record would drop some at the cap. Room comes
     /// as they are acknowledged.
     case notNow
-    /// Not by waiting for acknowledgements: the record is empty or too large for the spool, or the spool is not open
-    /// (closed, or not opened yet) — reserving throws.
+    /// Not by waiting for acknowledgements: the record is empty or too large for the spool, the spool is not open
+    /// (closed, or not opened yet), or the last try at what the record needs — a segment, or a write through the file
+    /// — failed less than ``Spool/Configuration/segmentRetryInterval`` ago (a full disk) — reserving throws.
     case never
 }

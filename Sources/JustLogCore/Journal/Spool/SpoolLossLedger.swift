@@ -7,8 +7,10 @@ import Darwin
 #endif
 
 /// The serials of records already reported lost, kept in the spool's `losses` file so that a damaged record
-/// is reported once — not again each time the program starts before the collector got past it — and of reserved
-/// places never filled (calls that never returned), so that one written over later is never taken for a loss.
+/// is reported once — not again each time the program starts before the collector got past it — of reserved
+/// places never filled (calls that never returned), so that one written over later is never taken for a loss, and
+/// of records delivered whose segments were deleted before a cursor past them could be saved (see `SpoolStorage`),
+/// so that the next open, starting from the cursor saved last, does not count them lost.
 ///
 /// Layout: `JLLOSS01`, a count `UInt32`, the CRC-32 of the ranges `UInt32`, then each range as two
 /// little-endian `UInt64` (first serial, serial after the last). Written to a temporary file and renamed, and
@@ -77,6 +79,20 @@ struct SpoolLossLedger: Equatable {
             return false
         }
         return true
+    }
+
+    /// This ledger with `more` ranges too, overlapping or adjacent ones joined (``unreported(in:)`` needs them
+    /// disjoint).
+    func adding(_ more: [Range<UInt64>]) -> SpoolLossLedger {
+        var joined: [Range<UInt64>] = []
+        for range in (ranges + more).filter({ !$0.isEmpty }).sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = joined.last, range.lowerBound <= last.upperBound {
+                joined[joined.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                joined.append(range)
+            }
+        }
+        return SpoolLossLedger(ranges: joined)
     }
 
     /// How many serials of `lost` (disjoint ranges) this ledger does not hold yet.

@@ -50,12 +50,13 @@ import Darwin
 /// read-only (``writesThroughFile``): on btrfs (and ZFS, bcachefs) every write allocates new blocks (copy on write),
 /// blocks reserved with `posix_fallocate` included, so on a full disk the first write into a page written before
 /// raised `SIGBUS` (`Scripts/btrfs-full-disk/run`). There a record is written whole under the spool's lock (no
-/// place is reserved to be filled after it): the payload, the frame header with the reserved mark, the header's
-/// serial, then the commit mark, each with `pwrite`, so a failed write (`ENOSPC`) throws and appends nothing (see
-/// ``appendThroughFile(_:serial:)``). On btrfs a new segment
-/// also has copy-on-write turned off before its blocks are reserved (`chattr +C`): its writes then land in those
-/// blocks and need no free space. Elsewhere (ext4, XFS, tmpfs, APFS) reserved blocks are written in place, and the
-/// mapping is written directly: a log call copies its record in without a system call.
+/// place is reserved to be filled after it): the frame's stub, the payload, its checksums, the header's serial,
+/// then the commit mark, each with `pwrite`, so a failed write (`ENOSPC`) throws and appends nothing (see
+/// ``appendThroughFile(_:serial:)``). On btrfs a new segment also has copy-on-write turned off before its blocks are
+/// reserved (`chattr +C`): its writes then land in those blocks and need no free space for their data. Elsewhere (ext4, XFS, tmpfs) reserved blocks are written in place,
+/// and the mapping is written directly: a log call copies its record in without a system call. Not detected: a
+/// stacked file system over one of the three (overlayfs with its upper layer on btrfs, FUSE), and Apple's platforms
+/// (nothing is reserved there: the file is sized with `ftruncate`).
 ///
 /// Not thread-safe: ``Spool`` guards every segment with its lock (a retired one, out of its list, belongs to the thread
 /// that retired it) — but for a reserved frame's bytes, which the thread that reserved it fills without the lock
@@ -497,9 +498,8 @@ final class SpoolSegment {
     }
 
     /// Appends a record of `payload` with `serial` after ``end`` (it ``fits(_:)``) to a segment written through the
-    /// file (``writesThroughFile``), under the spool's lock, and returns where its frame starts: the payload, the
-    /// frame's header with the reserved mark and its checksums, then the header's last serial, then the commit mark —
-    /// four `pwrite`s. A
+    /// file (``writesThroughFile``), under the spool's lock, and returns where its frame starts: the frame's stub, the
+    /// payload, the checksums, then the header's last serial, then the commit mark — five `pwrite`s. A
     /// process killed in between leaves a record whose mark is missing, which recovery skips (its call never
     /// returned). Throws, having appended nothing, if a write fails (a full disk where copy-on-write could not be
     /// turned off): the next record is written over what got written.
@@ -509,16 +509,20 @@ final class SpoolSegment {
         var header = (UInt64(0), UInt64(0), UInt64(0))
         let written = withUnsafeMutableBytes(of: &header) { frame -> Bool in
             let frame = frame.baseAddress!
+            // The stub first, as a reservation leaves it (see ``reserve(_:serial:)``), then the payload, then the
+            // checksums over the stub's check: whatever a failed write leaves, a frame header that checks out with
+            // its checksums always has its payload behind it — recovery skips a stub, or a frame without its mark,
+            // as a call that never returned, and never counts it lost.
             frame.storeBytes(of: Self.reservedMagic.littleEndian, toByteOffset: 0, as: UInt32.self)
             frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
             frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
-            let checksums = CRC32C.frameChecksums(payload, header: frame, magic: Self.frameMagic)
-            frame.storeBytes(of: checksums.littleEndian, toByteOffset: 16, as: UInt64.self)
-            // The payload first: a write that fails part-way leaves bytes no frame header claims (the header's last
-            // serial says no record is there), not a frame whose payload does not match its checksum (a loss).
-            let headerBytes = UnsafeRawBufferPointer(start: frame, count: Self.frameHeaderSize)
-            return Self.writeAll(fd, payload, at: offset + Self.frameHeaderSize)
-                && Self.writeAll(fd, headerBytes, at: offset)
+            let check = Self.reservationCheck(length: payload.count, serial: serial)
+            frame.storeBytes(of: check.littleEndian, toByteOffset: 16, as: UInt64.self)
+            guard Self.writeAll(fd, UnsafeRawBufferPointer(start: frame, count: Self.frameHeaderSize), at: offset),
+                Self.writeAll(fd, payload, at: offset + Self.frameHeaderSize)
+            else { return false }
+            let checksums = CRC32C.frameChecksums(payload, header: frame, magic: Self.frameMagic).littleEndian
+            return withUnsafeBytes(of: checksums) { Self.writeAll(fd, $0, at: offset + 16) }
         }
         guard written, commit(serial: serial),
             withUnsafeBytes(of: UInt8(truncatingIfNeeded: Self.frameMagic), { Self.writeAll(fd, $0, at: offset) })
@@ -582,6 +586,15 @@ final class SpoolSegment {
     private func commitMapped(serial: UInt64) {
         base.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
         base.storeBytes(of: (~serial).littleEndian, toByteOffset: 16, as: UInt64.self)
+    }
+
+    /// The serials of the segment's records, first to last as its first frame and its header say; `nil` if it has
+    /// none, or the legacy format, or a damaged header.
+    var serials: Range<UInt64>? {
+        guard recordCount > 0, let last = committedSerial, let first = serial(at: frameStart(firstFrameOffset)),
+            first <= last
+        else { return nil }
+        return first..<(last + 1)
     }
 
     /// The serial of the last record appended, as the header says, or `nil` if the header is damaged (or the

@@ -31,6 +31,9 @@ final class SpoolStorage {
     /// Why the last try at starting a segment failed, and when the next may be made (see
     /// ``Spool/Configuration/segmentRetryInterval``); `nil` while segments start.
     @exclusivity(unchecked) private var segmentStartFailure: (error: any Error, retryAt: ContinuousClock.Instant)?
+    /// The same for the last write of a record through the file (``SpoolSegment/writesThroughFile``) that failed: a
+    /// full disk where copy-on-write could not be turned off refuses every record, not only a segment.
+    @exclusivity(unchecked) private var writeFailure: (error: any Error, retryAt: ContinuousClock.Instant)?
     private let cursorFile: SpoolCursorFile
     /// Holds an exclusive `flock` on `<folder>/spool.lock` while open: one spool per folder, across
     /// processes and within one (two spools on one folder would write over each other's records).
@@ -398,14 +401,26 @@ final class SpoolStorage {
     }
 
     /// ``takePlace(_:reserving:)`` in a segment written through the file: `record` is written now, or nothing is
-    /// (the write throws). Out of line: the mapped path is every log call's.
+    /// (the write throws) — and, within ``Spool/Configuration/segmentRetryInterval`` of a write that failed, nothing
+    /// is tried: that write's error is thrown again without a system call. Out of line: the mapped path is every log
+    /// call's.
     @inline(never)
     private func appendThroughFile(
         _ record: UnsafeRawBufferPointer,
         to segment: SpoolSegment
     ) throws -> (start: SpoolPosition, frame: UnsafeMutableRawPointer, end: SpoolPosition, isWritten: Bool) {
+        if let failure = writeFailure, configuration.now() < failure.retryAt { throw failure.error }
         let start = SpoolPosition(segment: segment.sequence, offset: segment.end)
-        let offset = try segment.appendThroughFile(record, serial: nextSerial)
+        let offset: Int
+        do {
+            offset = try segment.appendThroughFile(record, serial: nextSerial)
+            writeFailure = nil
+        } catch {
+            if let interval = configuration.segmentRetryInterval {
+                writeFailure = (error, configuration.now().advanced(by: interval))
+            }
+            throw error
+        }
         countAppended(record.count)
         return (start, segment.base + offset, SpoolPosition(segment: segment.sequence, offset: segment.end), true)
     }
@@ -464,6 +479,16 @@ final class SpoolStorage {
                 onWaiting: configuration.onWaitingForAFill
             )
         }
+    }
+
+    /// Whether appending a record of `count` bytes would throw a remembered failure's error: it needs a segment (it
+    /// does not fit the last) and the last try to start one failed, or the last segment is written through the file
+    /// and the last write failed — within ``Spool/Configuration/segmentRetryInterval``.
+    func waitsForARetry(toAppend count: Int) -> Bool {
+        let last = segments[segments.count - 1]
+        let failure = last.fits(count) ? (last.writesThroughFile ? writeFailure : nil) : segmentStartFailure
+        guard let failure else { return false }
+        return configuration.now() < failure.retryAt
     }
 
     /// Opens the next segment (``startSegmentNow()``) — or, within ``Spool/Configuration/segmentRetryInterval`` of
@@ -536,8 +561,9 @@ final class SpoolStorage {
 
     /// At the cap, the segments kept for a cursor that could not be saved give their room before any record not yet
     /// acknowledged is dropped: all of them if the cursor can be saved now; else the oldest ones, until a segment
-    /// may start — their records were delivered, but the next open, starting from the cursor saved last, will count
-    /// them lost (over-counted, never silent; the failed save was reported).
+    /// may start — their records were delivered, but the next open starts from the cursor saved last and finds them
+    /// gone: their serials go into the loss ledger first (``SpoolLossLedger``), so that it does not count them lost.
+    /// If the ledger can't be saved either, it will (over-counted, never silent; this says so once).
     private func deleteRetiredSegmentsAtTheCap() {
         if write(persistedCursor) {
             for segment in retiredBeforeAnUnsavedCursor { segment.remove() }
@@ -545,17 +571,26 @@ final class SpoolStorage {
             reportedDeletingRetiredBeforeAnUnsavedCursor = false
             return
         }
-        if !reportedDeletingRetiredBeforeAnUnsavedCursor {
-            reportedDeletingRetiredBeforeAnUnsavedCursor = true
-            diagnostics.report(
-                "the \(configuration.name) in \(configuration.directory) is at its cap while its cursor can't be saved: deleting segments whose events were sent; after a restart they may be counted lost"
-            )
-        }
+        var deleted: [SpoolSegment] = []
         while !retiredBeforeAnUnsavedCursor.isEmpty,
             segments.count + retiredBeforeAnUnsavedCursor.count >= maxSegments
         {
-            retiredBeforeAnUnsavedCursor.removeFirst().remove()
+            deleted.append(retiredBeforeAnUnsavedCursor.removeFirst())
         }
+        let directory = configuration.directory
+        let marked = SpoolLossLedger.load(directory: directory).adding(deleted.compactMap(\.serials))
+            .save(directory: directory)
+        if !reportedDeletingRetiredBeforeAnUnsavedCursor {
+            reportedDeletingRetiredBeforeAnUnsavedCursor = true
+            let restart =
+                marked
+                ? "a restart sends again what is after the cursor saved last"
+                : "after a restart they may be counted lost (the loss ledger can't be saved either)"
+            diagnostics.report(
+                "the \(configuration.name) in \(directory) is at its cap while its cursor can't be saved: deleting segments whose events were sent; \(restart)"
+            )
+        }
+        for segment in deleted { segment.remove() }
     }
 
     /// Keeps `retired` — segments wholly before a cursor that ``write(_:)`` could not save — on disk and under the
