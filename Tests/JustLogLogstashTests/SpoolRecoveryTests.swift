@@ -874,10 +874,8 @@ private func spoolWithDeletedNewestSegment(
         for index in 0..<200 { try spool.append(record(index)) }
         #expect(SpoolFiles(directory: directory).segments.count >= 4)
         // The cursor file's descriptor writes to /dev/full from now on: every save fails (ENOSPC).
-        let cursor = try #require(openDescriptor(of: directory.file("cursor")), "the spool keeps its cursor file open")
-        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
-        defer { close(full) }
-        try #require(full >= 0 && dup2(full, cursor) == cursor)
+        let cursor = try FullDiskSwitch(of: directory.file("cursor"))
+        try cursor.fail()
         spool.acknowledge(upTo: spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 150).end)
         spool.close()
         #expect(failed.text.contains("can't save the"), "\(failed.writes)")
@@ -913,14 +911,8 @@ private func spoolWithDeletedNewestSegment(
         defer { spool.close() }
         let files = SpoolFiles(directory: directory)
         // Every cursor save fails from now on (the cursor file's descriptor writes to /dev/full), until restored.
-        let cursor = try #require(openDescriptor(of: directory.file("cursor")), "the spool keeps its cursor file open")
-        let working = dup(cursor)
-        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
-        defer {
-            close(working)
-            close(full)
-        }
-        try #require(working >= 0 && full >= 0 && dup2(full, cursor) == cursor)
+        let cursor = try FullDiskSwitch(of: directory.file("cursor"))
+        try cursor.fail()
         var next = 0
         // `count` records (50 are about a segment and a third), all of them delivered and acknowledged.
         func appendAndAcknowledge(_ count: Int) throws {
@@ -944,15 +936,15 @@ private func spoolWithDeletedNewestSegment(
         #expect(timesSaidAtTheCap == 1)
 
         // The cursor saves again: the next acknowledgement deletes every segment kept for it.
-        try #require(dup2(working, cursor) == cursor)
+        try cursor.restore()
         try appendAndAcknowledge(1)
         #expect(files.segments.count == spool.counterSnapshot.segmentCount, "\(files.segments)")
 
         // A second bout of failing saves is said again.
-        try #require(dup2(full, cursor) == cursor)
+        try cursor.fail()
         for _ in 0..<10 { try appendAndAcknowledge(50) }
         #expect(timesSaidAtTheCap == 2)
-        try #require(dup2(working, cursor) == cursor)
+        try cursor.restore()
     }
 
     /// Review (helper-43 #1): the segments deleted at the cap while cursor saves failed (above) were counted lost by
@@ -969,10 +961,8 @@ private func spoolWithDeletedNewestSegment(
         let diagnostics = LineCapture()
         let spool = try LogstashSpool(configuration: settings, diagnostics: diagnostics.diagnostics)
         // Every cursor save fails from now on, the close's too (the cursor file's descriptor writes to /dev/full).
-        let cursor = try #require(openDescriptor(of: directory.file("cursor")), "the spool keeps its cursor file open")
-        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
-        defer { close(full) }
-        try #require(full >= 0 && dup2(full, cursor) == cursor)
+        let cursor = try FullDiskSwitch(of: directory.file("cursor"))
+        try cursor.fail()
         var next = 0
         for _ in 0..<20 where !diagnostics.text.contains("is at its cap while its cursor can't be saved") {
             for _ in 0..<50 {
@@ -1144,6 +1134,32 @@ private func openDescriptor(of path: String) -> Int32? {
     return nil
 }
 
+/// The descriptor this process holds open on a spool file, switched to write to `/dev/full` — every write fails with
+/// `ENOSPC`: a full disk for that file alone — and back.
+private final class FullDiskSwitch {
+    private let descriptor: Int32
+    private let working: Int32
+    private let full: Int32
+
+    init(of path: String) throws {
+        descriptor = try #require(openDescriptor(of: path), "the spool keeps \(path) open")
+        working = dup(descriptor)
+        full = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        try #require(working >= 0 && full >= 0)
+    }
+
+    deinit {
+        close(working)
+        close(full)
+    }
+
+    /// Every write to the file fails from now on.
+    func fail() throws { try #require(dup2(full, descriptor) == descriptor) }
+
+    /// Writes reach the file again.
+    func restore() throws { try #require(dup2(working, descriptor) == descriptor) }
+}
+
 /// Segments written through the file (`pwrite`, a read-only mapping: `SpoolSegment`'s discussion), as on btrfs, ZFS
 /// and bcachefs, where a write into the mapping of a full disk raised `SIGBUS`: chosen here on whatever disk the tests
 /// run on. `JournalCrashTests` fills a real btrfs under a program that journals.
@@ -1198,29 +1214,30 @@ private func openDescriptor(of path: String) -> Int32? {
         let directory = try TemporaryDirectory(prefix: "spool-through-file-retry")
         let clock = LockedValue(ContinuousClock.now)
         var configuration = settings(directory)
+        configuration.segmentBytes = 8 << 10
         configuration.segmentRetryInterval = .seconds(1)
         configuration.now = { clock.current }
         let spool = try LogstashSpool(configuration: configuration, diagnostics: LineCapture().diagnostics)
         defer { spool.close() }
-        for index in 0..<10 { try spool.append(record(index)) }
-        let segment = try #require(SpoolFiles(directory: directory).segments.last)
-        let descriptor = try #require(openDescriptor(of: segment), "the spool keeps its segment open")
-        let working = dup(descriptor)
-        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
-        defer {
-            close(working)
-            close(full)
-        }
-        try #require(working >= 0 && full >= 0 && dup2(full, descriptor) == descriptor)
-        #expect(throws: JustLogError.self) { try spool.append(record(10)) }
+        // 25 records of ~220 bytes in their frames: the largest record (4 KiB) no longer fits the segment.
+        for index in 0..<25 { try spool.append(record(index)) }
+        let segment = try FullDiskSwitch(of: try #require(SpoolFiles(directory: directory).segments.last))
+        try segment.fail()
+        #expect(throws: JustLogError.self) { try spool.append(record(25)) }
         // The disk takes writes again, but the retry is not due: refused without a try.
-        try #require(dup2(working, descriptor) == descriptor)
+        try segment.restore()
         #expect(spool.room(for: 1_000, whileQueuedBytesBelow: .max) == .never)
-        #expect(throws: JustLogError.self) { try spool.append(record(10)) }
+        // Nor one that would start a segment (review, helper-45: it said `available`, the segment started, and the
+        // record was refused in it).
+        #expect(spool.room(for: 4 << 10, whileQueuedBytesBelow: .max) == .never)
+        #expect(throws: JustLogError.self) { try spool.append(record(25)) }
+        let large = Array(#"{"message":"\#(String(repeating: "x", count: 4_000))"}"#.utf8)
+        #expect(throws: JustLogError.self) { try spool.append(large) }
+        #expect(SpoolFiles(directory: directory).segments.count == 1, "no segment started for a refused record")
         clock.withLock { $0 = $0.advanced(by: .seconds(1)) }
         #expect(spool.room(for: 1_000, whileQueuedBytesBelow: .max) == .available)
-        try spool.append(record(10))
-        #expect(readAll(spool) == (0..<11).map(text))
+        try spool.append(record(25))
+        #expect(readAll(spool) == (0..<26).map(text))
     }
 
     /// What failed writes through the file leave is never counted lost at the next open (review, helper-44): a
@@ -1292,15 +1309,8 @@ private func openDescriptor(of path: String) -> Int32? {
         for index in 0..<10 { try spool.append(record(index)) }
         // The segment's descriptor writes to /dev/full (every write fails with ENOSPC) until restored; the mapping
         // readers read through still shows the file.
-        let segment = try #require(SpoolFiles(directory: directory).segments.last)
-        let descriptor = try #require(openDescriptor(of: segment), "the spool keeps its segment open")
-        let working = dup(descriptor)
-        let full = open("/dev/full", O_WRONLY | O_CLOEXEC)
-        defer {
-            close(working)
-            close(full)
-        }
-        try #require(working >= 0 && full >= 0 && dup2(full, descriptor) == descriptor)
+        let segment = try FullDiskSwitch(of: try #require(SpoolFiles(directory: directory).segments.last))
+        try segment.fail()
         let queued = spool.counterSnapshot.queuedRecords
         let appendError = #expect(throws: JustLogError.self) { try spool.append(record(10)) }
         #expect("\(String(describing: appendError))".contains("No space left on device"))
@@ -1310,7 +1320,7 @@ private func openDescriptor(of path: String) -> Int32? {
         #expect(reserveError?.code == .spoolUnavailable)
         #expect(spool.counterSnapshot.queuedRecords == queued)
         #expect(readAll(spool) == (0..<10).map(text))
-        try #require(dup2(working, descriptor) == descriptor)
+        try segment.restore()
 
         for index in 10..<20 { try spool.append(record(index)) }
         #expect(readAll(spool) == (0..<20).map(text))

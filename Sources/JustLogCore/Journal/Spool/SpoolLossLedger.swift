@@ -55,6 +55,15 @@ struct SpoolLossLedger: Equatable {
         }
     }
 
+    /// The ledger in `directory` to add ranges to: as ``load(directory:)``, but `nil` if a ledger is there and can't
+    /// be opened now (no descriptor left, no memory): saved over, what it holds would be forgotten.
+    static func loadToAdd(directory: String) -> SpoolLossLedger? {
+        let fd = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return errno == ENOENT ? SpoolLossLedger() : nil }
+        closeDescriptor(fd)
+        return load(directory: directory)
+    }
+
     /// Writes the ledger to `directory` (atomically: a temporary file, renamed). Returns whether it worked.
     @discardableResult
     func save(directory: String) -> Bool {

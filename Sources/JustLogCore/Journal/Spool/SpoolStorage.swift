@@ -481,13 +481,15 @@ final class SpoolStorage {
         }
     }
 
-    /// Whether appending a record of `count` bytes would throw a remembered failure's error: it needs a segment (it
-    /// does not fit the last) and the last try to start one failed, or the last segment is written through the file
-    /// and the last write failed — within ``Spool/Configuration/segmentRetryInterval``.
+    /// Whether appending a record of `count` bytes would throw a remembered failure's error: the last segment is
+    /// written through the file and the last write failed, or the record needs a segment (it does not fit the last)
+    /// and the last try to start one failed — within ``Spool/Configuration/segmentRetryInterval``.
     func waitsForARetry(toAppend count: Int) -> Bool {
         let last = segments[segments.count - 1]
-        let failure = last.fits(count) ? (last.writesThroughFile ? writeFailure : nil) : segmentStartFailure
-        guard let failure else { return false }
+        // A write refused through the file refuses every record, one that would start a segment too (see
+        // ``startSegment()``).
+        if last.writesThroughFile, let failure = writeFailure, configuration.now() < failure.retryAt { return true }
+        guard let failure = segmentStartFailure, !last.fits(count) else { return false }
         return configuration.now() < failure.retryAt
     }
 
@@ -495,6 +497,9 @@ final class SpoolStorage {
     /// a try that failed, throws what that one did.
     private func startSegment() throws -> SpoolSegment {
         if let failure = segmentStartFailure, configuration.now() < failure.retryAt { throw failure.error }
+        // Nor after a write the disk refused (a segment written through the file): the record that needs a segment
+        // would be refused the same way, after the segment had started (and the oldest, at the cap, been dropped).
+        if let failure = writeFailure, configuration.now() < failure.retryAt { throw failure.error }
         configuration.onStartingASegment?()
         do {
             let segment = try startSegmentNow()
@@ -578,14 +583,16 @@ final class SpoolStorage {
             deleted.append(retiredBeforeAnUnsavedCursor.removeFirst())
         }
         let directory = configuration.directory
-        let marked = SpoolLossLedger.load(directory: directory).adding(deleted.compactMap(\.serials))
-            .save(directory: directory)
+        let serials = deleted.compactMap(\.serials)
+        let saved = SpoolLossLedger.loadToAdd(directory: directory)?.adding(serials).save(directory: directory) ?? false
+        // A segment whose header is damaged has no serials to mark: the next open may count its records lost.
+        let marked = saved && serials.count == deleted.count
         if !reportedDeletingRetiredBeforeAnUnsavedCursor {
             reportedDeletingRetiredBeforeAnUnsavedCursor = true
             let restart =
                 marked
                 ? "a restart sends again what is after the cursor saved last"
-                : "after a restart they may be counted lost (the loss ledger can't be saved either)"
+                : "after a restart they may be counted lost (the loss ledger can't be saved, or a segment's header is damaged)"
             diagnostics.report(
                 "the \(configuration.name) in \(directory) is at its cap while its cursor can't be saved: deleting segments whose events were sent; \(restart)"
             )
