@@ -20,9 +20,12 @@ private func record(_ index: Int) -> [UInt8] {
 private func text(_ index: Int) -> String { String(decoding: record(index), as: UTF8.self) }
 
 /// Small segments, so that a few thousand records span many files.
-private func configuration(_ directory: TemporaryDirectory, segmentBytes: Int = 16 << 10) -> LogstashSpool.Configuration
-{
-    .init(directory: directory.path, segmentBytes: segmentBytes, maxTotalBytes: 64 << 20, maxRecordBytes: 4 << 10)
+private func configuration(
+    _ directory: TemporaryDirectory,
+    segmentBytes: Int = 16 << 10,
+    maxTotalBytes: Int = 64 << 20
+) -> LogstashSpool.Configuration {
+    .init(directory: directory.path, segmentBytes: segmentBytes, maxTotalBytes: maxTotalBytes, maxRecordBytes: 4 << 10)
 }
 
 /// Appends record `index` to `spool` and closes it; opened again, the spool reads `expected` and has nothing new to
@@ -900,12 +903,7 @@ private func spoolWithDeletedNewestSegment(
         let directory = try TemporaryDirectory(prefix: "recovery-cursor-unsaved-cap")
         let diagnostics = LineCapture()
         let spool = try LogstashSpool(
-            configuration: .init(
-                directory: directory.path,
-                segmentBytes: 8 << 10,
-                maxTotalBytes: 32 << 10,
-                maxRecordBytes: 4 << 10
-            ),
+            configuration: configuration(directory, segmentBytes: 8 << 10, maxTotalBytes: 32 << 10),
             diagnostics: diagnostics.diagnostics
         )
         defer { spool.close() }
@@ -952,12 +950,7 @@ private func spoolWithDeletedNewestSegment(
     /// was delivered. Their serials now go into the loss ledger before they are deleted.
     @Test func segmentsDeletedAtTheCapForAnUnsavedCursorAreNotCountedLostAfterARestart() throws {
         let directory = try TemporaryDirectory(prefix: "recovery-cursor-unsaved-restart")
-        let settings = LogstashSpool.Configuration(
-            directory: directory.path,
-            segmentBytes: 8 << 10,
-            maxTotalBytes: 32 << 10,
-            maxRecordBytes: 4 << 10
-        )
+        let settings = configuration(directory, segmentBytes: 8 << 10, maxTotalBytes: 32 << 10)
         let diagnostics = LineCapture()
         let spool = try LogstashSpool(configuration: settings, diagnostics: diagnostics.diagnostics)
         // Every cursor save fails from now on, the close's too (the cursor file's descriptor writes to /dev/full).

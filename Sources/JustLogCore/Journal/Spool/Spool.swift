@@ -113,18 +113,14 @@ public final class Spool: @unchecked Sendable {
             /// With `pwrite`, whatever the file system (tests of that path on any disk).
             case throughFile
 
-            /// Whether the segment open on `fd` is written through the file.
+            /// Whether the segment open on `fd` is written through the file (by the file system: whether `statfs`
+            /// says btrfs, ZFS or bcachefs).
             func throughFile(_ fd: CInt) -> Bool {
                 switch self {
                 case .mapped: false
                 case .throughFile: true
-                case .byFileSystem: Self.fileSystemCopiesOnWrite(fd)
+                case .byFileSystem: cjustlog_file_system_copies_on_write(fd) != 0
                 }
-            }
-
-            /// Whether `fd` is on btrfs, ZFS or bcachefs (`statfs`'s `f_type`).
-            static func fileSystemCopiesOnWrite(_ fd: CInt) -> Bool {
-                cjustlog_file_system_copies_on_write(fd) != 0
             }
         }
 

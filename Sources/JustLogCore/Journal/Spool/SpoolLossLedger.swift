@@ -31,10 +31,16 @@ struct SpoolLossLedger: Equatable {
         )
     }
 
-    /// The ledger in `directory`, or an empty one if there is none or it does not check out.
+    /// The ledger in `directory`, or an empty one if there is none, it can't be opened, or it does not check out.
     static func load(directory: String) -> SpoolLossLedger {
+        loadToAdd(directory: directory) ?? SpoolLossLedger()
+    }
+
+    /// The ledger in `directory` to add ranges to: as ``load(directory:)``, but `nil` if a ledger is there and can't
+    /// be opened now (no descriptor left, no memory): saved over, what it holds would be forgotten.
+    static func loadToAdd(directory: String) -> SpoolLossLedger? {
         let fd = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return SpoolLossLedger() }
+        guard fd >= 0 else { return errno == ENOENT ? SpoolLossLedger() : nil }
         defer { closeDescriptor(fd) }
         let limit = 16 + 16 * maximumRanges
         var bytes = [UInt8](repeating: 0, count: limit + 1)
@@ -53,15 +59,6 @@ struct SpoolLossLedger: Equatable {
             }
             return SpoolLossLedger(ranges: ranges)
         }
-    }
-
-    /// The ledger in `directory` to add ranges to: as ``load(directory:)``, but `nil` if a ledger is there and can't
-    /// be opened now (no descriptor left, no memory): saved over, what it holds would be forgotten.
-    static func loadToAdd(directory: String) -> SpoolLossLedger? {
-        let fd = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return errno == ENOENT ? SpoolLossLedger() : nil }
-        closeDescriptor(fd)
-        return load(directory: directory)
     }
 
     /// Writes the ledger to `directory` (atomically: a temporary file, renamed). Returns whether it worked.

@@ -53,10 +53,11 @@ import Darwin
 /// place is reserved to be filled after it): the frame's stub, the payload, its checksums, the header's serial,
 /// then the commit mark, each with `pwrite`, so a failed write (`ENOSPC`) throws and appends nothing (see
 /// ``appendThroughFile(_:serial:)``). On btrfs a new segment also has copy-on-write turned off before its blocks are
-/// reserved (`chattr +C`): its writes then land in those blocks and need no free space for their data. Elsewhere (ext4, XFS, tmpfs) reserved blocks are written in place,
-/// and the mapping is written directly: a log call copies its record in without a system call. Not detected: a
-/// stacked file system over one of the three (overlayfs with its upper layer on btrfs, FUSE), and Apple's platforms
-/// (nothing is reserved there: the file is sized with `ftruncate`).
+/// reserved (`chattr +C`): its writes then land in those blocks and need no free space for their data. Elsewhere
+/// (ext4, XFS, tmpfs) reserved blocks are written in place, and the mapping is written directly: a log call copies
+/// its record in without a system call. Not detected: a stacked file system over one of the three (overlayfs with
+/// its upper layer on btrfs, FUSE), and Apple's platforms (nothing is reserved there: the file is sized with
+/// `ftruncate`).
 ///
 /// Not thread-safe: ``Spool`` guards every segment with its lock (a retired one, out of its list, belongs to the thread
 /// that retired it) — but for a reserved frame's bytes, which the thread that reserved it fills without the lock
@@ -415,15 +416,14 @@ final class SpoolSegment {
 
     /// Writes `bytes` at `offset`: into the mapping, or with `pwrite` when the segment is written through the file.
     /// Returns whether every byte was written.
-    func write(_ bytes: some Collection<UInt8>, at offset: Int) -> Bool {
-        bytes.withContiguousStorageIfAvailable { buffer in
-            let raw = UnsafeRawBufferPointer(buffer)
+    func write(_ bytes: [UInt8], at offset: Int) -> Bool {
+        bytes.withUnsafeBytes { raw in
             guard writesThroughFile else {
                 (base + offset).copyMemory(from: raw.baseAddress!, byteCount: raw.count)
                 return true
             }
             return Self.writeAll(fd, raw, at: offset)
-        } ?? write(Array(bytes), at: offset)
+        }
     }
 
     /// `pwrite(2)` of all of `bytes` at `offset` (a write the kernel cut short is finished; one interrupted is tried

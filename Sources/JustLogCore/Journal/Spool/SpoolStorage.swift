@@ -30,10 +30,12 @@ final class SpoolStorage {
     @exclusivity(unchecked) private var reportedDeletingRetiredBeforeAnUnsavedCursor = false
     /// Why the last try at starting a segment failed, and when the next may be made (see
     /// ``Spool/Configuration/segmentRetryInterval``); `nil` while segments start.
-    @exclusivity(unchecked) private var segmentStartFailure: (error: any Error, retryAt: ContinuousClock.Instant)?
+    @exclusivity(unchecked) private var segmentStartFailure: RememberedFailure?
     /// The same for the last write of a record through the file (``SpoolSegment/writesThroughFile``) that failed: a
     /// full disk where copy-on-write could not be turned off refuses every record, not only a segment.
-    @exclusivity(unchecked) private var writeFailure: (error: any Error, retryAt: ContinuousClock.Instant)?
+    @exclusivity(unchecked) private var writeFailure: RememberedFailure?
+    /// A failure's error, and when the next try may be made.
+    private typealias RememberedFailure = (error: any Error, retryAt: ContinuousClock.Instant)
     private let cursorFile: SpoolCursorFile
     /// Holds an exclusive `flock` on `<folder>/spool.lock` while open: one spool per folder, across
     /// processes and within one (two spools on one folder would write over each other's records).
@@ -409,16 +411,14 @@ final class SpoolStorage {
         _ record: UnsafeRawBufferPointer,
         to segment: SpoolSegment
     ) throws -> (start: SpoolPosition, frame: UnsafeMutableRawPointer, end: SpoolPosition, isWritten: Bool) {
-        if let failure = writeFailure, configuration.now() < failure.retryAt { throw failure.error }
+        if let error = pending(writeFailure) { throw error }
         let start = SpoolPosition(segment: segment.sequence, offset: segment.end)
         let offset: Int
         do {
             offset = try segment.appendThroughFile(record, serial: nextSerial)
             writeFailure = nil
         } catch {
-            if let interval = configuration.segmentRetryInterval {
-                writeFailure = (error, configuration.now().advanced(by: interval))
-            }
+            writeFailure = remembering(error)
             throw error
         }
         countAppended(record.count)
@@ -488,27 +488,35 @@ final class SpoolStorage {
         let last = segments[segments.count - 1]
         // A write refused through the file refuses every record, one that would start a segment too (see
         // ``startSegment()``).
-        if last.writesThroughFile, let failure = writeFailure, configuration.now() < failure.retryAt { return true }
-        guard let failure = segmentStartFailure, !last.fits(count) else { return false }
-        return configuration.now() < failure.retryAt
+        if last.writesThroughFile, pending(writeFailure) != nil { return true }
+        return !last.fits(count) && pending(segmentStartFailure) != nil
+    }
+
+    /// The error of `failure` while its retry is not due (see ``Spool/Configuration/segmentRetryInterval``).
+    private func pending(_ failure: RememberedFailure?) -> (any Error)? {
+        guard let failure, configuration.now() < failure.retryAt else { return nil }
+        return failure.error
+    }
+
+    /// `error`, to be thrown again without a try until ``Spool/Configuration/segmentRetryInterval`` has passed; `nil`
+    /// without an interval (every append tries).
+    private func remembering(_ error: any Error) -> RememberedFailure? {
+        configuration.segmentRetryInterval.map { (error, configuration.now().advanced(by: $0)) }
     }
 
     /// Opens the next segment (``startSegmentNow()``) — or, within ``Spool/Configuration/segmentRetryInterval`` of
     /// a try that failed, throws what that one did.
     private func startSegment() throws -> SpoolSegment {
-        if let failure = segmentStartFailure, configuration.now() < failure.retryAt { throw failure.error }
         // Nor after a write the disk refused (a segment written through the file): the record that needs a segment
         // would be refused the same way, after the segment had started (and the oldest, at the cap, been dropped).
-        if let failure = writeFailure, configuration.now() < failure.retryAt { throw failure.error }
+        if let error = pending(segmentStartFailure) ?? pending(writeFailure) { throw error }
         configuration.onStartingASegment?()
         do {
             let segment = try startSegmentNow()
             segmentStartFailure = nil
             return segment
         } catch {
-            if let interval = configuration.segmentRetryInterval {
-                segmentStartFailure = (error, configuration.now().advanced(by: interval))
-            }
+            segmentStartFailure = remembering(error)
             throw error
         }
     }
