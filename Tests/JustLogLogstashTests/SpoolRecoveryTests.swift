@@ -1237,9 +1237,11 @@ private final class FullDiskSwitch {
     /// record whose serial or commit mark could not be written (its append threw), and then the next record's stub
     /// and part of its payload written over it before that one failed too. Its stub checks out, and no call that
     /// returned wrote it. (The first version wrote the payload before the frame's header: the header of the first
-    /// failed record and the payload of the second, which no longer matched, counted one record lost.)
-    @Test(arguments: [false, true])
-    func whatFailedWritesLeaveIsNoLossAtTheNextOpen(writtenOverByASecond: Bool) throws {
+    /// failed record and the payload of the second, which no longer matched, counted one record lost.) Nor a frame
+    /// still marked reserved where the intact records end whose serial the header names, however little of its stub
+    /// a short write left: no call that returned wrote it either.
+    @Test(arguments: [Leftover.refusedSerial, .overwrittenBySecond, .shortStubOverACommittedSerial])
+    func whatFailedWritesLeaveIsNoLossAtTheNextOpen(leftover: Leftover) throws {
         let directory = try TemporaryDirectory(prefix: "spool-through-file-leftover")
         let spool = try LogstashSpool(configuration: settings(directory), diagnostics: LineCapture().diagnostics)
         for index in 0..<10 { try spool.append(record(index)) }
@@ -1276,11 +1278,20 @@ private final class FullDiskSwitch {
         try write(header(first, checked: false), at: offset)
         try write(first, at: offset + 24)
         try write(header(first, checked: true).suffix(8), at: offset + 16)
-        if writtenOverByASecond {
+        switch leftover {
+        case .refusedSerial:
+            break
+        case .overwrittenBySecond:
             // The second, shorter: its stub, then half its payload before the disk refused the rest.
             let second = record(7)
             try write(header(second, checked: false), at: offset)
             try write(second.prefix(second.count / 2), at: offset + 24)
+        case .shortStubOverACommittedSerial:
+            // The first's serial went into the segment's header (only its commit mark was refused); the second, the
+            // same serial, got 12 bytes of its stub written: a frame that is neither a stub nor checks out, under a
+            // header that names it (review, helper-45: counted 1 lost).
+            try write(withUnsafeBytes(of: (serial.littleEndian, (~serial).littleEndian)) { Array($0) }, at: 8)
+            try write(header(record(7), checked: false).prefix(12), at: offset)
         }
 
         let capture = LineCapture()
@@ -1291,6 +1302,75 @@ private final class FullDiskSwitch {
         #expect(readAll(reopened) == (0..<10).map(text))
         try reopened.append(record(10))
         #expect(readAll(reopened) == (0..<11).map(text))
+    }
+
+    /// A record refused partway (its stub written) leaves its serial to the next record, which goes to the next
+    /// segment if it does not fit: the stub left behind is a call that never returned, but its serial is that
+    /// record's, and the ledger of serials not to report again must not take it. Before, it did: that record's
+    /// later damage was never reported.
+    @Test func aStubLeftBehindDoesNotHideALaterLossOfItsRecordInTheNextSegment() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-through-file-stub-left")
+        var configuration = settings(directory)
+        configuration.segmentBytes = 8 << 10
+        let spool = try LogstashSpool(configuration: configuration, diagnostics: LineCapture().diagnostics)
+        for index in 0..<25 { try spool.append(record(index)) }
+        let end = spool.endPosition.offset
+        // 4 KiB: no longer fits the first segment.
+        let large = Array(#"{"message":"\#(String(repeating: "x", count: 4_000))"}"#.utf8)
+        try spool.append(large)
+        for index in 25..<30 { try spool.append(record(index)) }
+        spool.close()
+        let segments = SpoolFiles(directory: directory).segments
+        try #require(segments.count == 2)
+        /// Opens segment `index` for `body`.
+        func withSegment(_ index: Int, _ body: (CInt) throws -> Void) throws {
+            let fd = open(segments[index], O_RDWR | O_CLOEXEC)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            try body(fd)
+        }
+        // What a record refused before the large one left in the first segment: its stub (the payload was refused).
+        try withSegment(0) { fd in
+            var lastSerial: UInt64 = 0
+            try #require(pread(fd, &lastSerial, 8, 8) == 8)
+            let serial = UInt64(littleEndian: lastSerial) + 1
+            var stub = [UInt8](repeating: 0, count: 24)
+            stub.withUnsafeMutableBytes { frame in
+                frame.storeBytes(of: UInt32(0x3252_4AFA).littleEndian, toByteOffset: 0, as: UInt32.self)
+                let refused = UInt64(record(99).count)
+                frame.storeBytes(of: UInt32(refused).littleEndian, toByteOffset: 4, as: UInt32.self)
+                frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
+                let check = ~serial ^ (refused &* 0x9E37_79B9_7F4A_7C15)
+                frame.storeBytes(of: check.littleEndian, toByteOffset: 16, as: UInt64.self)
+            }
+            try #require(stub.withUnsafeBytes { pwrite(fd, $0.baseAddress, 24, off_t(end)) } == 24)
+        }
+        let first = try LogstashSpool(configuration: configuration, diagnostics: LineCapture().diagnostics)
+        #expect(first.takeLossesToReport() == 0)
+        first.close()
+        // Then the large record's payload is damaged (its frame starts right after the 32-byte header).
+        try withSegment(1) { fd in
+            var byte: UInt8 = 0
+            try #require(pread(fd, &byte, 1, 100) == 1)
+            byte ^= 0xFF
+            try #require(pwrite(fd, &byte, 1, 100) == 1)
+        }
+        let capture = LineCapture()
+        let second = try LogstashSpool(configuration: configuration, diagnostics: capture.diagnostics)
+        defer { second.close() }
+        #expect(second.takeLossesToReport() == 1, "\(capture.writes)")
+        #expect(readAll(second) == (0..<30).map(text))
+    }
+
+    /// What ``whatFailedWritesLeaveIsNoLossAtTheNextOpen(leftover:)`` leaves after ten records.
+    enum Leftover: CaseIterable, Sendable {
+        /// A record whose serial (or commit mark) could not be written.
+        case refusedSerial
+        /// The same, then a shorter record's stub and half its payload written over it.
+        case overwrittenBySecond
+        /// A record whose serial went into the header and whose commit mark was refused, then part of the next
+        /// one's stub written over it.
+        case shortStubOverACommittedSerial
     }
 
     /// A write the disk refuses (`ENOSPC`: a copy-on-write file system full, where copy-on-write could not be turned

@@ -56,7 +56,7 @@ struct SpoolRecovery {
     var newestMadeSegment: UInt64 = 0
     /// The serials of reserved frames never filled (calls that never returned), kept in the ledger: the next record
     /// appended may be written over such a frame at the end of the records, and its serial then lies in a gap
-    /// that would otherwise be taken for a loss.
+    /// that would otherwise be taken for a loss. Not those an intact record has.
     var unfinishedSerials: [UInt64] = []
 
     /// - Parameters:
@@ -164,7 +164,14 @@ struct SpoolRecovery {
             )
         }
         // Reserved frames never filled were calls that never returned: not lost.
-        let unfinished = segments.flatMap(\.scan.unfinishedSerials).sorted()
+        // But for a serial a record has, intact or damaged: a record refused partway through the file leaves its
+        // serial to the next one, maybe in the next segment, whose loss must be reported.
+        let recorded =
+            segments.flatMap { $0.scan.runs.map { $0.firstSerial...$0.lastSerial } }
+            + segments.flatMap { $0.scan.damagedSerials.map { $0...$0 } }
+        let unfinished = segments.flatMap(\.scan.unfinishedSerials).filter { serial in
+            !recorded.contains { $0.contains(serial) }
+        }.sorted()
         if !unfinished.isEmpty { losses = losses.flatMap { $0.excluding(unfinished) } }
         unfinishedSerials = unfinished
         newlyLost = ledger.unreported(in: losses.map(\.serials))

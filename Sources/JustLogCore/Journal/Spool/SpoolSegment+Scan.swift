@@ -118,6 +118,15 @@ extension SpoolSegment {
                 if skipStart == nil { skipStart = offset }
                 result.unfinishedSerials.append(serial)
                 offset += headerSize + length
+            case .none where offset == end && isLastReservedFrame(at: offset, committedSerial: result.committedSerial):
+                // Where the intact records end, a frame never committed whose serial the header names, though
+                // neither its stub nor its record checks out: a write through the file refused partway (its header
+                // serial written, its commit mark not), then part of the next try's stub written over it. Its call
+                // never returned; what follows it is found by its checksums.
+                skipStart = offset
+                result.unfinishedSerials.append(result.committedSerial!)
+                guard let next = nextCandidate(after: offset) else { break scanning }
+                offset = next
             case .none:
                 if skipStart == nil { skipStart = offset }
                 if damageStart == nil { damageStart = offset }
@@ -192,6 +201,13 @@ extension SpoolSegment {
         let payload = UnsafeRawBufferPointer(start: base + offset + Self.frameHeaderSize, count: length)
         return CRC32C.checksum(payload) == payloadCRC
             ? .unfinished(length: length, serial: serial) : .damaged(length: length, serial: serial)
+    }
+
+    /// Whether the frame at `offset` starts with the reserved magic and holds `committedSerial`, the header's.
+    private func isLastReservedFrame(at offset: Int, committedSerial: UInt64?) -> Bool {
+        guard let committedSerial, offset + Self.frameHeaderSize <= capacity else { return false }
+        return UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) == Self.reservedMagic
+            && UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)) == committedSerial
     }
 
     /// The next offset after `offset` where a frame header that checks out starts, if any.
