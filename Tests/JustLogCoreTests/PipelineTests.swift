@@ -481,6 +481,21 @@ import Testing
         await #expect(throws: JustLogError.self) { try await logger.flush() }
     }
 
+    /// Loggers that share a diagnostics sink (every logger's default is standard error) each say their own problems:
+    /// the once-only reports are once per logger, not once per sink. Before, the second logger's events dropped
+    /// after its shutdown went unsaid, as did a journal's or a file's failure after an earlier one on the same path.
+    @Test func loggersSharingADiagnosticsSinkEachReportTheirOwnProblems() async throws {
+        let diagnostics = LineCapture()
+        let sink = diagnostics.diagnostics
+        for _ in 0..<2 {
+            let logger = logger([.init(CapturingDestination())], diagnostics: sink)
+            #expect(await logger.pipeline.shutdown(timeout: 5) == nil)
+            logger.info("after")
+            logger.info("after, again")
+        }
+        #expect(diagnostics.writes.filter { $0.contains("after shutdown") }.count == 2, "\(diagnostics.writes)")
+    }
+
     @Test func flushWithTimeoutReportsASlowDestination() {
         let blocking = BlockingDestination()
         let logger = logger([.init(blocking)])

@@ -58,7 +58,7 @@ struct RotatingFileWriter: Sendable {
         self.maximumFileSize = maximumFileSize
         self.retainedFileCount = retainedFileCount
         self.retryInterval = retryInterval
-        self.diagnostics = diagnostics
+        self.diagnostics = diagnostics.withOwnReports()
         self.closer = closer
     }
 

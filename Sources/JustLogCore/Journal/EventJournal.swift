@@ -90,7 +90,7 @@ public final class EventJournal: Sendable {
     ///   locked (another process uses it) or read, or a newer version of JustLog wrote it (it is left as it is).
     public init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         self.configuration = configuration
-        self.diagnostics = diagnostics
+        self.diagnostics = diagnostics.withOwnReports()
         self.appendFailureKey = "journal.append.\(configuration.directory)"
         var spoolConfiguration = Spool.Configuration(
             directory: configuration.directory,

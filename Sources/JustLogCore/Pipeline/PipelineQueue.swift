@@ -161,7 +161,7 @@ final class PipelineQueue: @unchecked Sendable {
         self.fastLaneVersion = fastLane.publish(intake)
         self.fastLaneJournal = intake.journalOnly ? intake.journal.map(Unmanaged.passUnretained) : nil
         self.holdCapacity = holdCapacity.map { max(1, $0) }
-        self.diagnostics = diagnostics
+        self.diagnostics = diagnostics.withOwnReports()
         self.now = now
         items.reserveCapacity(min(configuration.capacity, 4096))
     }

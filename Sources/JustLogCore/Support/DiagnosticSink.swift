@@ -16,6 +16,13 @@ public struct DiagnosticSink: Sendable {
         self.write = write
     }
 
+    /// This sink, with once-only reports of its own: what one owner (a pipeline, a journal, a file, a Logstash
+    /// destination) reports once is still said by the next one that writes to the same sink — every logger's
+    /// default is ``standardError``.
+    package func withOwnReports() -> DiagnosticSink {
+        DiagnosticSink(write)
+    }
+
     /// Writes to the process's standard error, unbuffered.
     public static let standardError = DiagnosticSink { line in
         writeAll(2, Array((line.hasSuffix("\n") ? line : line + "\n").utf8))
@@ -26,8 +33,9 @@ public struct DiagnosticSink: Sendable {
         write("JustLog: " + message)
     }
 
-    /// Reports `message` only the first time `key` is seen by this sink (and its copies), so that a
-    /// failing disk prints one line, not one per event. `message` is built only then.
+    /// Reports `message` only the first time `key` is seen by this sink (and its copies, but not those made by
+    /// ``withOwnReports()``), so that a failing disk prints one line, not one per event. `message` is built only
+    /// then.
     public func reportOnce(key: String, _ message: @autoclosure () -> String) {
         let first = reported.withLock { $0.insert(key).inserted }
         if first { report(message()) }

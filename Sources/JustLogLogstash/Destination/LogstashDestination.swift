@@ -132,6 +132,8 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
             )
         }
         self.configuration = configuration
+        // Its own once-only reports (and its spool's, client's): another destination's don't silence them.
+        let diagnostics = diagnostics.withOwnReports()
         self.diagnostics = diagnostics
         self.limiter = RecordSizeLimiter(maximumBytes: configuration.spool.maxRecordBytes)
         let spool = try LogstashSpool(unopened: configuration.spool, diagnostics: diagnostics)
