@@ -14,17 +14,25 @@ int cjustlog_disable_copy_on_write(int fd) {
     flags |= FS_NOCOW_FL;
     return ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0 ? 0 : errno;
 }
-int cjustlog_file_system_copies_on_write(int fd) {
+int cjustlog_segment_copies_on_write(int fd, int empty) {
     struct statfs info;
-    if (fstatfs(fd, &info) != 0) return 0;
-    switch ((unsigned int)info.f_type) {
-    case 0x9123683Eu:  // btrfs
-    case 0x2FC12FC1u:  // ZFS
-    case 0xCA451A4Eu:  // bcachefs
-        return 1;
-    default:
-        return 0;
+    if (fstatfs(fd, &info) == 0) {
+        switch ((unsigned int)info.f_type) {
+        case 0x9123683Eu:  // btrfs
+        case 0x2FC12FC1u:  // ZFS
+        case 0xCA451A4Eu:  // bcachefs
+            return 1;
+        case 0xEF53u:      // ext2, ext3, ext4
+        case 0x58465342u:  // XFS
+        case 0x01021994u:  // tmpfs
+            return 0;
+        default:
+            break;
+        }
     }
+    if (empty) return cjustlog_disable_copy_on_write(fd) == 0;
+    int flags = 0;
+    return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL) != 0;
 }
 #else
 int cjustlog_disable_copy_on_write(int fd) {
@@ -32,8 +40,9 @@ int cjustlog_disable_copy_on_write(int fd) {
     return ENOTSUP;
 }
 
-int cjustlog_file_system_copies_on_write(int fd) {
+int cjustlog_segment_copies_on_write(int fd, int empty) {
     (void)fd;
+    (void)empty;
     return 0;
 }
 #endif

@@ -1362,6 +1362,57 @@ private final class FullDiskSwitch {
         #expect(readAll(second) == (0..<30).map(text))
     }
 
+    /// Under an overlay (a container's file system), segments are written through the file where its upper layer
+    /// is btrfs — the mapping is read-only — and through the mapping where it is not (tmpfs here; Docker's ext4 or
+    /// XFS refuse to turn copy-on-write off just as tmpfs does): `statfs` names neither, the segment's flags do.
+    @Test(
+        .enabled(
+            if: (LoopMountedBtrfs.isAvailable && OverlayMount.unavailability == nil)
+                || (geteuid() == 0 && Collectors.required),
+            "\(LoopMountedBtrfs.unavailability ?? OverlayMount.unavailability ?? "")"
+        ),
+        arguments: [true, false]
+    )
+    func underAnOverlaySegmentsAreWrittenThroughTheFileOnlyWhereItsUpperLayerIsBtrfs(upperOnBtrfs: Bool) throws {
+        let folder = try TemporaryDirectory(prefix: "spool-overlay")
+        defer { folder.remove() }
+        let disk: (path: String, unmount: () -> Void)
+        if upperOnBtrfs {
+            let btrfs = try LoopMountedBtrfs(at: folder.path + "/disk", image: folder.path + "/btrfs.image")
+            disk = (btrfs.path, btrfs.unmount)
+        } else {
+            let tmpfs = try TmpfsMount(at: folder.path + "/disk", size: "64m")
+            disk = (tmpfs.path, tmpfs.unmount)
+        }
+        defer { disk.unmount() }
+        let overlay = try OverlayMount(at: folder.path + "/overlay", upperOn: disk.path, lower: folder.path + "/lower")
+        defer { overlay.unmount() }
+        let directory = overlay.path + "/spool"
+        let settings = LogstashSpool.Configuration(
+            directory: directory,
+            segmentBytes: 1 << 20,
+            maxTotalBytes: 8 << 20,
+            maxRecordBytes: 4 << 10
+        )
+        let spool = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        for index in 0..<10 { try spool.append(record(index)) }
+        // One segment: ten records of ~200 bytes.
+        let segment = directory + "/00000000000000000001.seg"
+        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        let mapping = maps.split(separator: "\n").first { $0.hasSuffix(" " + segment) }
+        let permissions = mapping?.split(separator: " ").dropFirst().first.map(String.init)
+        #expect(permissions == (upperOnBtrfs ? "r--s" : "rw-s"), "\(mapping ?? "no mapping of \(segment)")")
+        #expect(readAll(spool) == (0..<10).map(text))
+        spool.close()
+        // Opened again: the same way.
+        let reopened = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        defer { reopened.close() }
+        let again = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8).split(separator: "\n")
+            .first { $0.hasSuffix(" " + segment) }
+        #expect(again?.split(separator: " ").dropFirst().first.map(String.init) == permissions)
+        #expect(readAll(reopened) == (0..<10).map(text))
+    }
+
     /// What ``whatFailedWritesLeaveIsNoLossAtTheNextOpen(leftover:)`` leaves after ten records.
     enum Leftover: CaseIterable, Sendable {
         /// A record whose serial (or commit mark) could not be written.

@@ -16,7 +16,7 @@ public struct LoopMountedBtrfs: Sendable {
 
     /// Why a btrfs can't be mounted here, or `nil` if it can.
     public static var unavailability: String? {
-        if geteuid() != 0 { return "mounting a file system needs root" }
+        if let reason = TmpfsMount.mountingUnavailability { return reason }
         if mkfs == nil { return "mkfs.btrfs is not installed (apt-get install btrfs-progs)" }
         if access("/dev/loop-control", F_OK) != 0 { return "no loop device (/dev/loop-control)" }
         return nil

@@ -17,6 +17,20 @@ public struct TmpfsMount: Sendable {
     /// The folder it is mounted on.
     public let path: String
 
+    /// Why nothing can be mounted here, or `nil` if a tmpfs could be (tried once, on a folder of its own): not root,
+    /// or a container that does not allow mounting (no `CAP_SYS_ADMIN`, a seccomp filter).
+    public static let mountingUnavailability: String? = {
+        if geteuid() != 0 { return "mounting a file system needs root" }
+        var template = Array((NSTemporaryDirectory() + "/justlog-mount-probe.XXXXXX").utf8CString)
+        guard let folder = mkdtemp(&template).map({ String(cString: $0) }) else { return "can't make a folder" }
+        defer { rmdir(folder) }
+        let mounted = mount("tmpfs", folder, "tmpfs", 0, "size=64k")
+        let reason = String(cString: strerror(errno))
+        guard mounted == 0 else { return "mounting a tmpfs was refused (\(reason)): a container without mount rights?" }
+        if umount(folder) != 0 { _ = umount2(folder, Int32(MNT_DETACH)) }
+        return nil
+    }()
+
     /// Mounts a tmpfs of `size` (`mount`'s syntax: `"100k"`, `"1m"`) on `path`, creating the folder if missing.
     public init(at path: String, size: String) throws {
         mkdir(path, 0o700)

@@ -8,8 +8,12 @@
 // `errno` of the failure (`ENOTSUP` where the system has no such flag).
 int cjustlog_disable_copy_on_write(int fd);
 
-// Whether `fd` is on a copy-on-write file system — btrfs, ZFS or bcachefs (`fstatfs`'s `f_type`) — where a write
-// into a shared mapping of a full disk raises SIGBUS or waits in the kernel: 1 if so, 0 if not or unknown.
-int cjustlog_file_system_copies_on_write(int fd);
+// Whether `fd`, a segment file, is on a copy-on-write file system, where a write into a shared mapping of a full disk
+// raises SIGBUS or waits in the kernel: 1 if so, 0 if not. `fstatfs`'s `f_type` says so for btrfs, ZFS and bcachefs
+// (1) and for ext4, XFS and tmpfs (0). Elsewhere — a stacked file system such as overlayfs, whose upper layer may be
+// btrfs (Podman's default on Fedora), FUSE, anything else — the file's flags tell: for a new, still empty file
+// (`empty` non-zero), 1 if copy-on-write could be turned off for it (which only btrfs allows, under whatever stacks
+// on it; the flag is then left set); for an existing one, 1 if it is off (a segment made so).
+int cjustlog_segment_copies_on_write(int fd, int empty);
 
 #endif

@@ -106,20 +106,21 @@ public final class Spool: @unchecked Sendable {
         /// How records reach a segment's file (see `SpoolSegment`'s discussion).
         package enum SegmentWrites: Sendable, Hashable {
             /// Through the file on btrfs, ZFS and bcachefs, where a write into a mapping of a full disk raises
-            /// `SIGBUS` (or waits in the kernel); through the mapping elsewhere.
+            /// `SIGBUS` (or waits in the kernel) — also under overlayfs, whose upper layer may be btrfs (told by
+            /// whether copy-on-write can be turned off for a new segment); through the mapping elsewhere.
             case byFileSystem
             /// Copied into the mapping, whatever the file system.
             case mapped
             /// With `pwrite`, whatever the file system (tests of that path on any disk).
             case throughFile
 
-            /// Whether the segment open on `fd` is written through the file (by the file system: whether `statfs`
-            /// says btrfs, ZFS or bcachefs).
-            func throughFile(_ fd: CInt) -> Bool {
+            /// Whether the segment open on `fd` (`isNew`: created, still empty) is written through the file (by the
+            /// file system: see `cjustlog_segment_copies_on_write`).
+            func throughFile(_ fd: CInt, isNew: Bool) -> Bool {
                 switch self {
                 case .mapped: false
                 case .throughFile: true
-                case .byFileSystem: cjustlog_file_system_copies_on_write(fd) != 0
+                case .byFileSystem: cjustlog_segment_copies_on_write(fd, isNew ? 1 : 0) != 0
                 }
             }
         }

@@ -55,9 +55,12 @@ import Darwin
 /// ``appendThroughFile(_:serial:)``). On btrfs a new segment also has copy-on-write turned off before its blocks are
 /// reserved (`chattr +C`): its writes then land in those blocks and need no free space for their data. Elsewhere
 /// (ext4, XFS, tmpfs) reserved blocks are written in place, and the mapping is written directly: a log call copies
-/// its record in without a system call. Not detected: a stacked file system over one of the three (overlayfs with
-/// its upper layer on btrfs, FUSE), and Apple's platforms (nothing is reserved there: the file is sized with
-/// `ftruncate`).
+/// its record in without a system call. On a file system `statfs` does not name (overlayfs, whose upper layer may be
+/// btrfs, as Podman's is on Fedora), a new segment for which copy-on-write can be turned off is on btrfs, and is
+/// written through the file (`cjustlog_segment_copies_on_write`; overlayfs over ext4 or XFS refuses the flag and
+/// keeps the mapping). Not detected: ZFS or bcachefs under a stacked file system; FUSE (which raises no `SIGBUS`,
+/// but may drop a mapping's pages on a full disk); Apple's platforms (nothing is reserved there: the file is sized
+/// with `ftruncate`).
 ///
 /// Not thread-safe: ``Spool`` guards every segment with its lock (a retired one, out of its list, belongs to the thread
 /// that retired it) — but for a reserved frame's bytes, which the thread that reserved it fills without the lock
@@ -194,9 +197,10 @@ final class SpoolSegment {
         let path = directory + "/" + fileName(sequence)
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw spoolError("can't create spool segment \(path)") }
-        let throughFile = writes.throughFile(fd)
-        // Before any block is reserved: the flag can only be set on an empty file. Where it can't be set (not
-        // btrfs, or a btrfs mounted to compress), writes may fail on a full disk — with an error, not a signal.
+        let throughFile = writes.throughFile(fd, isNew: true)
+        // Before any block is reserved: the flag can only be set on an empty file (and may be already, by the
+        // file system's probe). Where it can't be set (not btrfs, or a btrfs mounted to compress), writes may fail
+        // on a full disk — with an error, not a signal.
         if throughFile { _ = cjustlog_disable_copy_on_write(fd) }
         #if os(Linux)
         let rc = posix_fallocate(fd, 0, off_t(capacity))
@@ -348,7 +352,7 @@ final class SpoolSegment {
                 fd: fd,
                 capacity: size,
                 format: format,
-                throughFile: writes.throughFile(fd)
+                throughFile: writes.throughFile(fd, isNew: false)
             )
         } catch {
             throw SpoolOpenFailure(error, lasts: SpoolOpenFailure.lasts(errno))
