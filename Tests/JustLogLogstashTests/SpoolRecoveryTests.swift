@@ -980,6 +980,31 @@ private func spoolWithDeletedNewestSegment(
         #expect(again == (first..<next).map(text))
     }
 
+    /// Review (helper-42): at the cap, the oldest segment's undelivered records are dropped and counted — and when
+    /// the cursor moved past them could not be saved, the next open started from the cursor saved last, found them
+    /// gone, and counted them again, as lost. Their serials now go into the loss ledger before the segment goes.
+    @Test func recordsDroppedAtTheCapWhileTheCursorCantBeSavedAreNotCountedAgainAfterARestart() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-drop-unsaved-cursor")
+        let settings = configuration(directory, segmentBytes: 8 << 10, maxTotalBytes: 32 << 10)
+        let spool = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        let cursor = try FullDiskSwitch(of: directory.file("cursor"))
+        try cursor.fail()
+        // Nothing delivered: 400 records of ~200 bytes in a spool of four 8 KiB segments.
+        for index in 0..<400 { try spool.append(record(index)) }
+        let dropped = spool.counterSnapshot.droppedRecords
+        try #require(dropped > 0)
+        spool.close()
+        try cursor.restore()
+
+        let capture = LineCapture()
+        let reopened = try LogstashSpool(configuration: settings, diagnostics: capture.diagnostics)
+        defer { reopened.close() }
+        #expect(reopened.takeLossesToReport() == 0, "\(capture.writes)")
+        let left = readAll(reopened)
+        #expect(left == (400 - left.count..<400).map(text))
+        #expect(UInt64(left.count) + dropped == 400)
+    }
+
     @Test func randomDamageNeverCrashesNorLosesAnIntactRecord() throws {
         // Fixed seed, bounded: 150 spools of 600 records in 8 KiB segments, each damaged at random.
         var generator = SplitMix64(seed: 0x5EED)

@@ -646,7 +646,13 @@ final class SpoolStorage {
         }
         if cursor.segment <= oldest.sequence {
             cursor = SpoolPosition(segment: segments[0].sequence, offset: segments[0].firstFrameOffset)
-            persistCursor()
+            // Not saved: the next open starts from the cursor saved last and finds these records gone — counted
+            // here as dropped, they would be counted again as lost; their serials go into the loss ledger first
+            // (review, helper-42). If that can't be saved either, they will be (over-counted, never silent).
+            if !write(persistedCursor), let serials = oldest.serials {
+                let directory = configuration.directory
+                _ = SpoolLossLedger.loadToAdd(directory: directory)?.adding([serials]).save(directory: directory)
+            }
         }
         counters.queuedRecords -= lost.records
         counters.queuedBytes -= lost.bytes + lost.records
