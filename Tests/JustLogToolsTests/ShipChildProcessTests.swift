@@ -85,7 +85,13 @@ struct ShipChildProcessTests {
         let name = signal == SIGINT ? "SIGINT" : "SIGKILL"
         print("\(name) after \(afterKill) of 20000 lines at syslog-ng (interrupted mid-way: \(killedMidway))")
         if signal == SIGINT, killedMidway {
-            #expect(first.terminationReason == .exit && first.terminationStatus == 130, "Ctrl-C exits 130 after saving")
+            // 130: stopped after saving; 0: it had shipped everything, and was exiting (on a loaded machine the
+            // signal can come that late). Never killed by the signal itself (it was, when it came after the work).
+            #expect(
+                first.terminationReason == .exit
+                    && (first.terminationStatus == 130 || first.terminationStatus == 0),
+                "Ctrl-C exits 130 after saving, or 0 when it had finished: \(first.terminationReason) \(first.terminationStatus)"
+            )
         }
 
         // Second run: continues from the checkpoint; the spool resends what may not have arrived.
