@@ -12,8 +12,12 @@ int cjustlog_disable_copy_on_write(int fd) {
     if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return errno;
     if (flags & FS_NOCOW_FL) return 0;
     flags |= FS_NOCOW_FL;
-    return ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0 ? 0 : errno;
+    if (ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0) return errno;
+    // Read back: f2fs and nilfs2 drop a flag they can't set and succeed (review, helper-47).
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return errno;
+    return (flags & FS_NOCOW_FL) ? 0 : EOPNOTSUPP;
 }
+
 int cjustlog_segment_copies_on_write(int fd, int empty) {
     struct statfs info;
     if (fstatfs(fd, &info) == 0) {
@@ -32,7 +36,8 @@ int cjustlog_segment_copies_on_write(int fd, int empty) {
     }
     if (empty) return cjustlog_disable_copy_on_write(fd) == 0;
     int flags = 0;
-    return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL) != 0;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL) != 0) return 1;
+    return -1;
 }
 #else
 int cjustlog_disable_copy_on_write(int fd) {

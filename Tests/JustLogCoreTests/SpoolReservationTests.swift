@@ -460,3 +460,18 @@ private final class ReservationBox: @unchecked Sendable {
         reservation.fill(with: UnsafeRawBufferPointer(buffer))
     }
 }
+
+/// The recovery's filter of unfinished serials that a record has (review, helper-47: a linear search per serial
+/// made an open after a crash loop quadratic).
+@Suite struct SpoolRecoverySerialFilterTests {
+    @Test func serialsInsideAnyRangeAreLeftOutAndTheRestKeptInOrder() {
+        let sorted: [UInt64] = [1, 3, 3, 5, 8, 13, 21]
+        #expect(SpoolRecovery.serials(sorted, outside: []) == sorted)
+        #expect(SpoolRecovery.serials([], outside: [1...5]) == [])
+        #expect(SpoolRecovery.serials(sorted, outside: [3...5, 21...21, 100...200]) == [1, 8, 13])
+        #expect(SpoolRecovery.serials(sorted, outside: [0...UInt64.max]) == [])
+        let many: [UInt64] = (0..<UInt64(100_000)).map { $0 * 2 }
+        let runs: [ClosedRange<UInt64>] = many.map { serial in (serial + 1)...(serial + 1) }
+        #expect(SpoolRecovery.serials(many, outside: runs) == many)
+    }
+}

@@ -1387,55 +1387,77 @@ private final class FullDiskSwitch {
         #expect(readAll(second) == (0..<30).map(text))
     }
 
+    /// What is under ``underAnOverlaySegmentsAreWrittenThroughTheFileOnlyWhereItsUpperLayerIsBtrfs(_:)``'s overlay.
+    enum UpperLayer: CaseIterable, Sendable {
+        case btrfs
+        case tmpfs
+        /// btrfs, and a segment made before there with copy-on-write on (by an earlier version, or copied up
+        /// from a lower layer).
+        case btrfsWithAMappedSegment
+    }
+
     /// Under an overlay (a container's file system), segments are written through the file where its upper layer
     /// is btrfs — the mapping is read-only — and through the mapping where it is not (tmpfs here; Docker's ext4 or
-    /// XFS refuse to turn copy-on-write off just as tmpfs does): `statfs` names neither, the segment's flags do.
+    /// XFS refuse to turn copy-on-write off just as tmpfs does): `statfs` names neither, the segment's flags do,
+    /// or, for a segment whose copy-on-write is on, a new file's in the same folder (review, helper-47: such a
+    /// segment was mapped again, and on a full disk would have raised `SIGBUS`).
     @Test(
         .enabled(
             if: (LoopMountedBtrfs.isAvailable && OverlayMount.unavailability == nil)
                 || (geteuid() == 0 && Collectors.required),
             "\(LoopMountedBtrfs.unavailability ?? OverlayMount.unavailability ?? "")"
         ),
-        arguments: [true, false]
+        arguments: UpperLayer.allCases
     )
-    func underAnOverlaySegmentsAreWrittenThroughTheFileOnlyWhereItsUpperLayerIsBtrfs(upperOnBtrfs: Bool) throws {
+    func underAnOverlaySegmentsAreWrittenThroughTheFileOnlyWhereItsUpperLayerIsBtrfs(_ upper: UpperLayer) throws {
         let folder = try TemporaryDirectory(prefix: "spool-overlay")
         defer { folder.remove() }
         let disk: (path: String, unmount: () -> Void)
-        if upperOnBtrfs {
-            let btrfs = try LoopMountedBtrfs(at: folder.path + "/disk", image: folder.path + "/btrfs.image")
-            disk = (btrfs.path, btrfs.unmount)
-        } else {
+        if upper == .tmpfs {
             let tmpfs = try TmpfsMount(at: folder.path + "/disk", size: "64m")
             disk = (tmpfs.path, tmpfs.unmount)
+        } else {
+            let btrfs = try LoopMountedBtrfs(at: folder.path + "/disk", image: folder.path + "/btrfs.image")
+            disk = (btrfs.path, btrfs.unmount)
         }
         defer { disk.unmount() }
         let overlay = try OverlayMount(at: folder.path + "/overlay", upperOn: disk.path, lower: folder.path + "/lower")
         defer { overlay.unmount() }
         let directory = overlay.path + "/spool"
-        let settings = LogstashSpool.Configuration(
+        var settings = LogstashSpool.Configuration(
             directory: directory,
             segmentBytes: 1 << 20,
             maxTotalBytes: 8 << 20,
             maxRecordBytes: 4 << 10
         )
+        if upper == .btrfsWithAMappedSegment { settings.segmentWrites = .mapped }
         let spool = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
         for index in 0..<10 { try spool.append(record(index)) }
         // One segment: ten records of ~200 bytes.
         let segment = directory + "/00000000000000000001.seg"
-        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
-        let mapping = maps.split(separator: "\n").first { $0.hasSuffix(" " + segment) }
-        let permissions = mapping?.split(separator: " ").dropFirst().first.map(String.init)
-        #expect(permissions == (upperOnBtrfs ? "r--s" : "rw-s"), "\(mapping ?? "no mapping of \(segment)")")
+        /// The permissions of the segment's mapping, and its line in `/proc/self/maps` (read to its end: Foundation
+        /// reads a file whose size `stat` says is 0 only in part).
+        func mapping() throws -> (permissions: String?, line: String?) {
+            let maps = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+            defer { try? maps.close() }
+            let text = String(decoding: try maps.readToEnd() ?? Data(), as: UTF8.self)
+            let line = text.split(separator: "\n").first { $0.hasSuffix(" " + segment) }
+            return (line?.split(separator: " ").dropFirst().first.map(String.init), line.map(String.init))
+        }
+        let (permissions, line) = try mapping()
+        #expect(permissions == (upper == .btrfs ? "r--s" : "rw-s"), "\(line ?? "no mapping of \(segment)")")
         #expect(readAll(spool) == (0..<10).map(text))
         spool.close()
-        // Opened again: the same way.
+        // Opened again: the same way, but for the segment made mapped on btrfs.
+        settings.segmentWrites = .byFileSystem
         let reopened = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
         defer { reopened.close() }
-        let again = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8).split(separator: "\n")
-            .first { $0.hasSuffix(" " + segment) }
-        #expect(again?.split(separator: " ").dropFirst().first.map(String.init) == permissions)
+        #expect(try mapping().permissions == (upper == .tmpfs ? "rw-s" : "r--s"))
         #expect(readAll(reopened) == (0..<10).map(text))
+        try reopened.append(record(10))
+        #expect(readAll(reopened) == (0..<11).map(text))
+        let probes = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("probe") }
+        #expect(probes.isEmpty, "\(probes)")
     }
 
     /// What ``whatFailedWritesLeaveIsNoLossAtTheNextOpen(leftover:)`` leaves after ten records.

@@ -4,8 +4,9 @@
 #define CJUSTLOG_FILES_H
 
 // Turns copy-on-write off for `fd`, an empty file on btrfs (`chattr +C`): its blocks reserved with
-// `posix_fallocate` are then written in place, so a write into them needs no free space. Returns 0, or the
-// `errno` of the failure (`ENOTSUP` where the system has no such flag).
+// `posix_fallocate` are then written in place, so a write into them needs no free space. Returns 0 once the flag
+// reads back set, or the `errno` of the failure (`EOPNOTSUPP` where the file system dropped it, `ENOTSUP` where the
+// system has no such flag).
 int cjustlog_disable_copy_on_write(int fd);
 
 // Whether `fd`, a segment file, is on a copy-on-write file system, where a write into a shared mapping of a full disk
@@ -13,7 +14,8 @@ int cjustlog_disable_copy_on_write(int fd);
 // (1) and for ext4, XFS and tmpfs (0). Elsewhere — a stacked file system such as overlayfs, whose upper layer may be
 // btrfs (Podman's default on Fedora), FUSE, anything else — the file's flags tell: for a new, still empty file
 // (`empty` non-zero), 1 if copy-on-write could be turned off for it (which only btrfs allows, under whatever stacks
-// on it; the flag is then left set); for an existing one, 1 if it is off (a segment made so).
+// on it; the flag is then left set), else 0; for an existing one, 1 if it is off (a segment made so), else -1: not
+// told (ask a new file in the same folder).
 int cjustlog_segment_copies_on_write(int fd, int empty);
 
 #endif

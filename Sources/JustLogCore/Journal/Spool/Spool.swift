@@ -114,14 +114,35 @@ public final class Spool: @unchecked Sendable {
             /// With `pwrite`, whatever the file system (tests of that path on any disk).
             case throughFile
 
-            /// Whether the segment open on `fd` (`isNew`: created, still empty) is written through the file (by the
-            /// file system: see `cjustlog_segment_copies_on_write`).
-            func throughFile(_ fd: CInt, isNew: Bool) -> Bool {
+            /// Whether the segment open on `fd` in `directory` (`isNew`: created, still empty) is written through the
+            /// file (by the file system: see `cjustlog_segment_copies_on_write`).
+            func throughFile(_ fd: CInt, isNew: Bool, directory: String) -> Bool {
                 switch self {
                 case .mapped: false
                 case .throughFile: true
-                case .byFileSystem: cjustlog_segment_copies_on_write(fd, isNew ? 1 : 0) != 0
+                case .byFileSystem:
+                    switch cjustlog_segment_copies_on_write(fd, isNew ? 1 : 0) {
+                    case 0: false
+                    case 1: true
+                    default: Self.newFileCopiesOnWrite(in: directory)
+                    }
                 }
+            }
+
+            /// For an existing segment on a file system its type does not name, whose copy-on-write is on — made by
+            /// an earlier version, or copied up from an overlay's lower layer (review, helper-47) — whether a new
+            /// file in the same folder takes the flag that turns it off: then the folder is on btrfs, and the
+            /// segment is written through the file (a write there may fail on a full disk; it raises no `SIGBUS`).
+            /// If no such file can be made, through the file too: slower, never a signal.
+            private static func newFileCopiesOnWrite(in directory: String) -> Bool {
+                var template = Array((directory + "/.copy-on-write-probe.XXXXXX").utf8CString)
+                let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+                guard fd >= 0 else { return true }
+                defer {
+                    closeDescriptor(fd)
+                    template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+                }
+                return cjustlog_segment_copies_on_write(fd, 1) == 1
             }
         }
 

@@ -169,9 +169,7 @@ struct SpoolRecovery {
         let recorded =
             segments.flatMap { $0.scan.runs.map { $0.firstSerial...$0.lastSerial } }
             + segments.flatMap { $0.scan.damagedSerials.map { $0...$0 } }
-        let unfinished = segments.flatMap(\.scan.unfinishedSerials).filter { serial in
-            !recorded.contains { $0.contains(serial) }
-        }.sorted()
+        let unfinished = Self.serials(segments.flatMap(\.scan.unfinishedSerials).sorted(), outside: recorded)
         if !unfinished.isEmpty { losses = losses.flatMap { $0.excluding(unfinished) } }
         unfinishedSerials = unfinished
         newlyLost = ledger.unreported(in: losses.map(\.serials))
@@ -243,6 +241,27 @@ struct SpoolRecovery {
     }
 
     // MARK: - Helpers
+
+    /// `sorted` without the serials in `ranges`, each range found by binary search (a crash loop of many logging
+    /// threads may leave thousands of stubs, each breaking a run in two).
+    static func serials(_ sorted: [UInt64], outside ranges: [ClosedRange<UInt64>]) -> [UInt64] {
+        guard !sorted.isEmpty, !ranges.isEmpty else { return sorted }
+        var inside = [Bool](repeating: false, count: sorted.count)
+        for range in ranges {
+            var low = 0
+            var high = sorted.count
+            while low < high {
+                let middle = (low + high) / 2
+                if sorted[middle] < range.lowerBound { low = middle + 1 } else { high = middle }
+            }
+            var index = low
+            while index < sorted.count, sorted[index] <= range.upperBound {
+                inside[index] = true
+                index += 1
+            }
+        }
+        return sorted.indices.filter { !inside[$0] }.map { sorted[$0] }
+    }
 
     /// Where the first intact record with a serial of at least `serial` is, or the end of the newest segment.
     private static func position(

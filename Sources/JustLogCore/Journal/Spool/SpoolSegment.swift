@@ -197,7 +197,7 @@ final class SpoolSegment {
         let path = directory + "/" + fileName(sequence)
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw spoolError("can't create spool segment \(path)") }
-        let throughFile = writes.throughFile(fd, isNew: true)
+        let throughFile = writes.throughFile(fd, isNew: true, directory: directory)
         // Before any block is reserved: the flag can only be set on an empty file (and may be already, by the
         // file system's probe). Where it can't be set (not btrfs, or a btrfs mounted to compress), writes may fail
         // on a full disk — with an error, not a signal.
@@ -352,7 +352,11 @@ final class SpoolSegment {
                 fd: fd,
                 capacity: size,
                 format: format,
-                throughFile: writes.throughFile(fd, isNew: false)
+                throughFile: writes.throughFile(
+                    fd,
+                    isNew: false,
+                    directory: path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+                )
             )
         } catch {
             throw SpoolOpenFailure(error, lasts: SpoolOpenFailure.lasts(errno))
