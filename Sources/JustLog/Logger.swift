@@ -90,10 +90,16 @@ public final class Logger: @unchecked Sendable {
         set { write(\.file.maximumFileSize, max(1, newValue)) }
     }
 
-    /// How many rotated log files (`name.1` … `name.N`) are kept. Default 5; 0 keeps only the current file.
+    /// How many rotated log files (`name.1` … `name.N`) are kept. Default 5; 0 keeps only the current file; at
+    /// most 10,000 (`FileDestination.Configuration.maximumRetainedFileCount`).
     public var logFileRetainedCount: Int {
         get { read(\.file.retainedFileCount) }
-        set { write(\.file.retainedFileCount, max(0, newValue)) }
+        set {
+            write(
+                \.file.retainedFileCount,
+                min(max(0, newValue), FileDestination.Configuration.maximumRetainedFileCount)
+            )
+        }
     }
 
     /// The lowest level the console shows. Default `LogLevel/verbose` (every level).

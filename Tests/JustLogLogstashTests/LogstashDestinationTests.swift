@@ -19,6 +19,42 @@ import Testing
         }
     }
 
+    /// Sizes that can't work are refused with a clear error (review, helper-48): `Int.max` for "no limit" trapped
+    /// on the event loop at the first batch (a buffer of that many bytes) or in this very check (`window + 2 ×
+    /// segment` overflowed); a negative window overflowed later; no record per batch sent nothing, ever.
+    @Test(arguments: [
+        "maxBatchBytes=max", "maxBatchBytes=0", "maxLineBytes=max", "maxBatchRecords=0", "resendWindowBytes=max",
+        "resendWindowBytes=-1", "segmentBytes=max", "maxRecordBytes=max",
+    ])
+    func sizesThatCantWorkAreAClearErrorNotATrap(_ setting: String) throws {
+        let directory = try TemporaryDirectory(prefix: "destination-absurd")
+        var configuration = LogstashDestination.Configuration(
+            client: .init(host: "127.0.0.1", port: 9),
+            spoolDirectory: directory.file("spool")
+        )
+        switch setting {
+        case "maxBatchBytes=max": configuration.client.maxBatchBytes = .max
+        case "maxBatchBytes=0": configuration.client.maxBatchBytes = 0
+        case "maxLineBytes=max": configuration.client.maxLineBytes = .max
+        case "maxBatchRecords=0": configuration.client.maxBatchRecords = 0
+        case "resendWindowBytes=max": configuration.client.resendWindowBytes = .max
+        case "resendWindowBytes=-1": configuration.client.resendWindowBytes = -1
+        case "segmentBytes=max": configuration.spool.segmentBytes = .max
+        default: configuration.spool.maxRecordBytes = .max
+        }
+        #expect {
+            _ = try LogstashDestination(configuration: configuration)
+        } throws: { error in
+            (error as? LogstashError)?.code == .invalidConfiguration
+                || (error as? JustLogError)?.code == .invalidConfiguration
+        }
+        // And beside a Beats transport, whose window is the batch.
+        configuration.client.transport = .beats(.init())
+        if setting.hasPrefix("maxBatchBytes") {
+            #expect(throws: (any Error).self) { _ = try LogstashDestination(configuration: configuration) }
+        }
+    }
+
     @Test func anOversizedMessageIsTruncatedVisiblyAndKeepsACallersTruncatedBytesKey() throws {
         let directory = try TemporaryDirectory(prefix: "destination-truncate")
         var client = LogstashClient.Configuration(host: "127.0.0.1", port: 9)

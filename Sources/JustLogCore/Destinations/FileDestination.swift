@@ -28,10 +28,14 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
     public struct Configuration: Sendable {
         /// The log file.
         public var url: URL
-        /// The size past which the file rotates. Default 10 MiB.
-        public var maximumFileSize: Int
-        /// How many rotated files (`name.1` … `name.N`) are kept. Default 5.
-        public var retainedFileCount: Int
+        /// The size past which the file rotates: at least 1 byte. Default 10 MiB.
+        public var maximumFileSize: Int { didSet { maximumFileSize = max(1, maximumFileSize) } }
+        /// How many rotated files (`name.1` … `name.N`) are kept: 0 to ``maximumRetainedFileCount``. Default 5.
+        public var retainedFileCount: Int {
+            didSet { retainedFileCount = min(max(0, retainedFileCount), Self.maximumRetainedFileCount) }
+        }
+        /// The most rotated files kept (a rotation renames each one: `Int.max` of them would never end).
+        public static let maximumRetainedFileCount = 10_000
         /// The zone of line times. Default: the local zone.
         public var timeZone: TimeZone
         /// After a write failed, how long (in seconds) batches are counted as lost without trying to write, so
@@ -47,7 +51,7 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         ) {
             self.url = url
             self.maximumFileSize = max(1, maximumFileSize)
-            self.retainedFileCount = max(0, retainedFileCount)
+            self.retainedFileCount = min(max(0, retainedFileCount), Self.maximumRetainedFileCount)
             self.timeZone = timeZone
             self.retryInterval = max(0, retryInterval)
         }

@@ -55,8 +55,8 @@ struct RotatingFileWriter: Sendable {
         closer: DescriptorCloser = .background
     ) {
         self.path = path
-        self.maximumFileSize = maximumFileSize
-        self.retainedFileCount = retainedFileCount
+        self.maximumFileSize = max(1, maximumFileSize)
+        self.retainedFileCount = min(max(0, retainedFileCount), FileDestination.Configuration.maximumRetainedFileCount)
         self.retryInterval = retryInterval
         self.diagnostics = diagnostics.withOwnReports()
         self.closer = closer

@@ -21,18 +21,21 @@
 /// logger.info("a big payload", userInfo: ["ids": Array(0..<5000)])
 /// // the record's userInfo: "ids": [0, …, 99], "truncated": "userInfo.ids: kept 100 of 5000 elements (limit 100)"
 /// ```
+///
+/// A negative limit is 0, set in the initializer or later (review, helper-48: set later, a negative one trapped at
+/// the first log call).
 public struct CaptureLimits: Hashable, Sendable {
     /// How many arrays and objects deep a `userInfo` value may nest. Default 32.
-    public var maximumDepth: Int
+    public var maximumDepth: Int { didSet { maximumDepth = max(0, maximumDepth) } }
     /// Members of one object, the `userInfo` itself included. Default 1 000.
-    public var maximumKeys: Int
+    public var maximumKeys: Int { didSet { maximumKeys = max(0, maximumKeys) } }
     /// Elements of one array or set. Default 1 000.
-    public var maximumElements: Int
+    public var maximumElements: Int { didSet { maximumElements = max(0, maximumElements) } }
     /// About how many bytes of JSON a `userInfo` may hold: keys and strings count their UTF-8 bytes, every other
     /// value 8. Default 1 MiB.
-    public var maximumBytes: Int
+    public var maximumBytes: Int { didSet { maximumBytes = max(0, maximumBytes) } }
     /// UTF-8 bytes of the message. Default 1 MiB, the default line limit of the Logstash destination.
-    public var maximumMessageBytes: Int
+    public var maximumMessageBytes: Int { didSet { maximumMessageBytes = max(0, maximumMessageBytes) } }
 
     public init(
         maximumDepth: Int = 32,

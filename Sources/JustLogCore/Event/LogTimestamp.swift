@@ -26,11 +26,32 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     }
 
     /// The time of `date`, rounded to the microsecond (a `Date` holds no more: `…38.475` must not print as `.474`).
+    /// A timestamp holds the years 1677 to 2262: a date outside (`Date.distantFuture`, an infinite interval) is
+    /// clamped to the nearest one it holds, and a NaN one is the epoch — never a trap (see ``init(exactly:)``).
     public init(_ date: Date) {
+        self = LogTimestamp(exactly: date) ?? LogTimestamp(nanosecondsSinceEpoch: Self.clampedNanoseconds(date))
+    }
+
+    /// The time of `date` as ``init(_:)`` takes it, or `nil` if a timestamp can't hold it (before 1677, after 2262,
+    /// infinite or NaN).
+    public init?(exactly date: Date) {
         let interval = date.timeIntervalSince1970
+        guard Self.representableSeconds.contains(interval) else { return nil }
         let seconds = interval.rounded(.down)
         let micros = ((interval - seconds) * 1_000_000).rounded()
         self.nanosecondsSinceEpoch = Int64(seconds) * 1_000_000_000 + Int64(micros) * 1_000
+    }
+
+    /// Seconds since the epoch whose whole nanoseconds an `Int64` holds (with a second to spare at each end).
+    private static let representableSeconds = -9_223_372_035.0...9_223_372_035.0
+
+    /// `date`'s nanoseconds, clamped to what a timestamp holds; 0 for NaN.
+    private static func clampedNanoseconds(_ date: Date) -> Int64 {
+        let interval = date.timeIntervalSince1970
+        if interval.isNaN { return 0 }
+        return interval < 0
+            ? Int64(representableSeconds.lowerBound) * 1_000_000_000
+            : Int64(representableSeconds.upperBound) * 1_000_000_000
     }
 
     /// The current wall-clock time.
@@ -108,7 +129,11 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
             let zone = zone ?? .current
             seconds -= Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(utcSeconds))))
         }
-        self.nanosecondsSinceEpoch = seconds * 1_000_000_000 + Int64(millis) * 1_000_000
+        // Four digits of years reach past what a timestamp holds (2262): not a time (review, helper-48: a trap, from
+        // a line a collector sent `justlog receive`).
+        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow, nanoseconds <= .max - 999_000_000 else { return nil }
+        self.nanosecondsSinceEpoch = nanoseconds + Int64(millis) * 1_000_000
     }
 
     /// Whole milliseconds since the epoch, rounded down.
@@ -117,7 +142,8 @@ public struct LogTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     /// Whole seconds since the epoch (rounded down) and the milliseconds past them.
     var split: (seconds: Int64, millis: Int) {
         let seconds = nanosecondsSinceEpoch.floorDiv(1_000_000_000)
-        let millis = Int((nanosecondsSinceEpoch - seconds * 1_000_000_000) / 1_000_000)
+        // Wrapping: within a second of `Int64.min`, `seconds * 10^9` is below it; the difference is not.
+        let millis = Int((nanosecondsSinceEpoch &- seconds &* 1_000_000_000) / 1_000_000)
         return (seconds, millis)
     }
 

@@ -127,7 +127,7 @@ public struct ValueCapture {
         case let value as UInt32: return scalar(.uint(UInt64(value)))
         case let value as UInt64: return scalar(.uint(value))
         case let value as Float: return scalar(Self.finite(Double(value)))
-        case let value as Date: return string(LogTimestamp(value).rfc3339)
+        case let value as Date: return string(Self.rfc3339(value))
         case let value as Data: return data(value)
         case let value as URL: return string(value.absoluteString)
         case let value as UUID: return string(value.uuidString)
@@ -504,6 +504,32 @@ public struct ValueCapture {
     }
 
     // MARK: - Helpers
+
+    /// `date` in RFC 3339 UTC with milliseconds — also outside the years a ``LogTimestamp`` holds (1677–2262;
+    /// `Date.distantFuture` is 4001: a trap before, review helper-48). An infinite or NaN interval, or one past any
+    /// calendar `gmtime` knows, is said as a number of seconds.
+    static func rfc3339(_ date: Date) -> String {
+        if let timestamp = LogTimestamp(exactly: date) { return timestamp.rfc3339 }
+        let interval = date.timeIntervalSince1970
+        guard interval.isFinite, abs(interval) < 1e15 else {
+            return "\(interval) s since 1970-01-01T00:00:00Z"
+        }
+        let seconds = interval.rounded(.down)
+        let millis = Int(((interval - seconds) * 1_000).rounded(.down))
+        var time = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return "\(interval) s since 1970-01-01T00:00:00Z" }
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+            Int(parts.tm_year) + 1900,
+            Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday),
+            Int(parts.tm_hour),
+            Int(parts.tm_min),
+            Int(parts.tm_sec),
+            millis
+        )
+    }
 
     static func finite(_ value: Double) -> LogValue {
         if value.isNaN { return .string("NaN") }

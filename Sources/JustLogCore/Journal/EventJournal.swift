@@ -33,8 +33,8 @@ public final class EventJournal: Sendable {
     public struct Configuration: Sendable {
         /// The journal's folder; created owner-only (0700, files 0600) if missing.
         public var directory: String
-        /// The size of one segment file. Default 4 MiB.
-        public var segmentBytes: Int
+        /// The size of one segment file: 64 KiB to 1 GiB. Default 4 MiB.
+        public var segmentBytes: Int { didSet { segmentBytes = min(max(64 << 10, segmentBytes), 1 << 30) } }
         /// The most disk space the journal may take; past it the oldest records are dropped and counted.
         /// Default 64 MiB.
         public var maxTotalBytes: Int
@@ -52,7 +52,8 @@ public final class EventJournal: Sendable {
 
         public init(directory: String, segmentBytes: Int = 4 << 20, maxTotalBytes: Int = 64 << 20) {
             self.directory = directory
-            self.segmentBytes = max(64 << 10, segmentBytes)
+            // At most 1 GiB: a segment is mapped whole (and `2 *` a near-`Int.max` one trapped: review, helper-48).
+            self.segmentBytes = min(max(64 << 10, segmentBytes), 1 << 30)
             self.maxTotalBytes = max(2 * self.segmentBytes, maxTotalBytes)
         }
     }

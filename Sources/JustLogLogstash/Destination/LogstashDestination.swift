@@ -122,13 +122,17 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
         // json_lines forgets records only after `window` more bytes were sent; Beats once they are acknowledged,
         // so at most one window is unconfirmed. A smaller spool would delete delivered records at its cap and
         // report them as dropped.
+        try configuration.client.validate()
         let isBeats = configuration.client.transport.isBeats
         let window = isBeats ? configuration.client.maxBatchBytes : configuration.client.resendWindowBytes
-        guard configuration.spool.maxTotalBytes >= window + 2 * configuration.spool.segmentBytes else {
+        // Checked for overflow: a segment size near `Int.max` is refused, not a trap (review, helper-48).
+        let (segments, segmentsOverflow) = configuration.spool.segmentBytes.multipliedReportingOverflow(by: 2)
+        let (needed, neededOverflow) = window.addingReportingOverflow(segments)
+        guard !segmentsOverflow, !neededOverflow, configuration.spool.maxTotalBytes >= needed else {
             throw LogstashError(
                 code: .invalidConfiguration,
                 message:
-                    "the spool cap (\(configuration.spool.maxTotalBytes) bytes) must be at least the \(isBeats ? "largest window" : "resend window") (\(window) bytes) plus two segments (\(2 * configuration.spool.segmentBytes) bytes); raise the spool capacity"
+                    "the spool cap (\(configuration.spool.maxTotalBytes) bytes) must be at least the \(isBeats ? "largest window" : "resend window") (\(window) bytes) plus two segments of \(configuration.spool.segmentBytes) bytes; raise the spool capacity"
             )
         }
         self.configuration = configuration

@@ -81,6 +81,34 @@ extension LogstashClient {
             self.hosts = hosts.isEmpty ? [Host(host: "localhost", port: 5000)] : hosts
         }
 
+        /// The most ``maxBatchBytes`` and ``maxLineBytes`` may be: 1 GiB (a batch is one buffer).
+        public static let maximumBatchBytes = 1 << 30
+        /// The most ``resendWindowBytes`` may be: 1 TiB.
+        public static let maximumResendWindowBytes = 1 << 40
+
+        /// Throws ``LogstashError`` (``LogstashError/Code/invalidConfiguration``) for sizes that can't work: a batch,
+        /// line or record count below 1, a batch or line past ``maximumBatchBytes``, a negative resend window or one
+        /// past ``maximumResendWindowBytes`` (review, helper-48: such values trapped on the event loop, or sent
+        /// nothing).
+        public func validate() throws {
+            func check(_ valid: Bool, _ message: @autoclosure () -> String) throws {
+                if !valid { throw LogstashError(code: .invalidConfiguration, message: message()) }
+            }
+            try check(
+                (1...Self.maximumBatchBytes).contains(maxBatchBytes),
+                "maxBatchBytes (\(maxBatchBytes)) must be 1 to \(Self.maximumBatchBytes)"
+            )
+            try check(
+                (1...Self.maximumBatchBytes).contains(maxLineBytes),
+                "maxLineBytes (\(maxLineBytes)) must be 1 to \(Self.maximumBatchBytes)"
+            )
+            try check(maxBatchRecords >= 1, "maxBatchRecords (\(maxBatchRecords)) must be at least 1")
+            try check(
+                (0...Self.maximumResendWindowBytes).contains(resendWindowBytes),
+                "resendWindowBytes (\(resendWindowBytes)) must be 0 to \(Self.maximumResendWindowBytes)"
+            )
+        }
+
         /// How activity lines name the first collector: never includes a token.
         var endpoint: String { endpoint(of: hosts[0]) }
 

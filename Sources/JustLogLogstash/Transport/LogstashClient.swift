@@ -188,6 +188,7 @@ public final class LogstashClient: @unchecked Sendable {
         warning: (@Sendable (String) -> Void)?,
         onDeliveryResumed: (@Sendable (UInt64) -> Void)?
     ) throws {
+        try configuration.validate()
         self.configuration = configuration
         self.spool = spool
         self.source = source

@@ -213,9 +213,10 @@ public final class Spool: @unchecked Sendable {
     ///
     /// - Throws: ``JustLogError`` with ``JustLogError/Code/invalidConfiguration`` for sizes that can't work.
     public init(unopened configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
+        // Subtracted, not added: a `maxRecordBytes` near `Int.max` must be refused, not overflow (review, helper-48).
         guard configuration.maxRecordBytes > 0,
-            configuration.segmentBytes >= configuration.maxRecordBytes + SpoolSegment.headerSize
-                + SpoolSegment.frameHeaderSize
+            configuration.segmentBytes - SpoolSegment.headerSize - SpoolSegment.frameHeaderSize
+                >= configuration.maxRecordBytes
         else {
             throw JustLogError(
                 code: .invalidConfiguration,

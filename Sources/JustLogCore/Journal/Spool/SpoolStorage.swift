@@ -331,7 +331,8 @@ final class SpoolStorage {
     /// `fork` until `exec` closes it (`O_CLOEXEC`), so a spool closed a moment ago can still look locked
     /// while the program starts a subprocess. A second logger really using the folder holds it for good.
     private static func lockExclusively(_ descriptor: CInt, wait: Duration) -> Bool {
-        let attempts = max(1, Int(wait / .milliseconds(10)))
+        // At most a day of tries: `Duration.seconds(Int64.max)` ("wait forever") is past what `Int` holds.
+        let attempts = Int(min(max(wait / .milliseconds(10), 1), 8_640_000))
         for attempt in 0..<attempts {
             if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
             guard errno == EWOULDBLOCK || errno == EINTR else { return false }
