@@ -520,7 +520,7 @@ public struct ValueCapture {
         var parts = tm()
         guard gmtime_r(&time, &parts) != nil else { return "\(interval) s since 1970-01-01T00:00:00Z" }
         return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+            format: "%04ld-%02ld-%02ldT%02ld:%02ld:%02ld.%03ldZ",
             Int(parts.tm_year) + 1900,
             Int(parts.tm_mon) + 1,
             Int(parts.tm_mday),
