@@ -102,6 +102,18 @@ import Testing
         #expect(configuration.segmentBytes == 1 << 30)
         configuration.segmentBytes = .min
         #expect(configuration.segmentBytes == 64 << 10)
+        // The cap holds two segments, set later too (review, helper-49).
+        var later = EventJournal.Configuration(directory: "/nonexistent")
+        later.segmentBytes = 256 << 20
+        #expect(later.maxTotalBytes == 512 << 20)
+        // A spool's segment of `Int.min` bytes, or past 1 GiB, is refused (the check subtracted from it), as is a
+        // record limit near `Int.max` (the check added to it).
+        for (segmentBytes, maxRecordBytes) in [(Int.min, 1), (Int.max, 1), ((1 << 30) + 1, 1), (4 << 20, Int.max)] {
+            var spool = Spool.Configuration(directory: "/nonexistent")
+            spool.segmentBytes = segmentBytes
+            spool.maxRecordBytes = maxRecordBytes
+            #expect(throws: JustLogError.self) { _ = try Spool(unopened: spool, diagnostics: DiagnosticSink { _ in }) }
+        }
     }
 
     /// "Wait forever" for a folder's lock (`Duration.seconds(Int64.max)`) trapped converting the tries to `Int`.

@@ -34,7 +34,12 @@ public final class EventJournal: Sendable {
         /// The journal's folder; created owner-only (0700, files 0600) if missing.
         public var directory: String
         /// The size of one segment file: 64 KiB to 1 GiB. Default 4 MiB.
-        public var segmentBytes: Int { didSet { segmentBytes = min(max(64 << 10, segmentBytes), 1 << 30) } }
+        public var segmentBytes: Int {
+            didSet {
+                segmentBytes = min(max(64 << 10, segmentBytes), 1 << 30)
+                maxTotalBytes = max(2 * segmentBytes, maxTotalBytes)
+            }
+        }
         /// The most disk space the journal may take; past it the oldest records are dropped and counted.
         /// Default 64 MiB.
         public var maxTotalBytes: Int

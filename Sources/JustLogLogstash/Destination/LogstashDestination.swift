@@ -123,6 +123,10 @@ public final class LogstashDestination: LogDestination, PlainBatchWriting, Pipel
         // so at most one window is unconfirmed. A smaller spool would delete delivered records at its cap and
         // report them as dropped.
         try configuration.client.validate()
+        // The shorter of the collector's line limit and the spool's record limit holds: they are one limit, and a
+        // program may set one after the configuration copied it into the other (review, helper-49).
+        var configuration = configuration
+        configuration.spool.maxRecordBytes = min(configuration.spool.maxRecordBytes, configuration.client.maxLineBytes)
         let isBeats = configuration.client.transport.isBeats
         let window = isBeats ? configuration.client.maxBatchBytes : configuration.client.resendWindowBytes
         // Checked for overflow: a segment size near `Int.max` is refused, not a trap (review, helper-48).

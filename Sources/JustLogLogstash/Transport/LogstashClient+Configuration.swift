@@ -54,7 +54,8 @@ extension LogstashClient {
         /// Most records per batch (default 1000; json_lines — Beats windows follow ``Transport/Beats``).
         public var maxBatchRecords: Int = 1000
         /// The longest line (record without its `\n`) the collector accepts (default 1 MiB). The spool
-        /// enforces it: see ``LogstashSpool/Configuration/maxRecordBytes``; keep the two equal.
+        /// enforces it: see ``LogstashSpool/Configuration/maxRecordBytes``; a ``LogstashDestination`` takes the
+        /// shorter of the two.
         public var maxLineBytes: Int = 1 << 20
         /// json_lines only: bytes written after a record before the spool may forget it (default 16 MiB); see
         /// ``ConnectionStateMachine`` for why this proves delivery. Beats forgets what the collector acknowledged.

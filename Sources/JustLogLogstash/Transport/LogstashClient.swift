@@ -899,10 +899,11 @@ public final class LogstashClient: @unchecked Sendable {
         let keepable = spoolConfiguration.maxTotalBytes - 2 * spoolConfiguration.segmentBytes
         guard !warnedResendWindow, window > keepable else { return }
         warnedResendWindow = true
-        let mib = { (bytes: Int) in "\((bytes + (1 << 20) - 1) >> 20) MiB" }
+        // Rounded up without `bytes + 2^20 − 1`, which a cap near `Int.max` overflowed (review, helper-49).
+        let mib = { (bytes: Int) in "\(bytes >> 20 + (bytes & ((1 << 20) - 1) == 0 ? 0 : 1)) MiB" }
         let endpoint = configuration.endpoint(of: configuration.hosts[currentHost])
         warning(
-            "JustLog Logstash: the connection to \(endpoint) can hold \(mib(window)) unread, more than the spool keeps unconfirmed (\(mib(keepable)) of its \(mib(spoolConfiguration.maxTotalBytes)) cap): json_lines keeps each event until that much more was sent after it, so a burst longer than the spool makes it drop events at its cap (counted), some before they are sent. Raise the spool capacity above \(mib(window + 2 * spoolConfiguration.segmentBytes)), or use the Beats transport."
+            "JustLog Logstash: the connection to \(endpoint) can hold \(mib(window)) unread, more than the spool keeps unconfirmed (\(mib(keepable)) of its \(mib(spoolConfiguration.maxTotalBytes)) cap): json_lines keeps each event until that much more was sent after it, so a burst longer than the spool makes it drop events at its cap (counted), some before they are sent. Raise the spool capacity above \(mib(window.addingReportingOverflow(2 * spoolConfiguration.segmentBytes).partialValue)), or use the Beats transport."
         )
     }
 

@@ -202,6 +202,9 @@ public final class Spool: @unchecked Sendable {
     /// - Throws: ``JustLogError`` with ``JustLogError/Code/invalidConfiguration`` for sizes that can't
     ///   work, ``JustLogError/Code/spoolUnavailable`` if the folder can't be created, locked or read, or
     ///   its first segment can't be reserved (the message says why).
+    /// The largest segment a spool takes: 1 GiB.
+    public static let maximumSegmentBytes = 1 << 30
+
     public convenience init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         try self.init(unopened: configuration, diagnostics: diagnostics)
         try open()
@@ -213,15 +216,17 @@ public final class Spool: @unchecked Sendable {
     ///
     /// - Throws: ``JustLogError`` with ``JustLogError/Code/invalidConfiguration`` for sizes that can't work.
     public init(unopened configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
-        // Subtracted, not added: a `maxRecordBytes` near `Int.max` must be refused, not overflow (review, helper-48).
-        guard configuration.maxRecordBytes > 0,
-            configuration.segmentBytes - SpoolSegment.headerSize - SpoolSegment.frameHeaderSize
-                >= configuration.maxRecordBytes
+        // Subtracted, not added: a `maxRecordBytes` near `Int.max` must be refused, not overflow (review, helper-48);
+        // a segment is mapped whole, and at most 1 GiB (sizes near `Int.max` overflowed sums elsewhere: helper-49).
+        let overhead = SpoolSegment.headerSize + SpoolSegment.frameHeaderSize
+        guard configuration.maxRecordBytes > 0, configuration.segmentBytes >= overhead,
+            configuration.segmentBytes <= Self.maximumSegmentBytes,
+            configuration.segmentBytes - overhead >= configuration.maxRecordBytes
         else {
             throw JustLogError(
                 code: .invalidConfiguration,
                 message:
-                    "spool segmentBytes (\(configuration.segmentBytes)) must hold one record of maxRecordBytes (\(configuration.maxRecordBytes)) plus \(SpoolSegment.headerSize + SpoolSegment.frameHeaderSize) bytes"
+                    "spool segmentBytes (\(configuration.segmentBytes)) must be at most \(Self.maximumSegmentBytes) and hold one record of maxRecordBytes (\(configuration.maxRecordBytes)) plus \(overhead) bytes"
             )
         }
         self.configuration = configuration
