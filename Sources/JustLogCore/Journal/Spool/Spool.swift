@@ -66,7 +66,8 @@ public final class Spool: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// The spool's folder; created (owner-only, with its missing parents) if missing.
         public var directory: String
-        /// The size of one segment file. Default 4 MiB. Must exceed ``maxRecordBytes`` plus 56 bytes.
+        /// The size of one segment file. Default 4 MiB. Must exceed ``maxRecordBytes`` plus 56 bytes, and be at most
+        /// ``Spool/maximumSegmentBytes`` (1 GiB).
         public var segmentBytes: Int
         /// The most disk space all segments may take; past it the oldest records are dropped. Default 64 MiB.
         public var maxTotalBytes: Int
@@ -195,6 +196,9 @@ public final class Spool: @unchecked Sendable {
 
     // MARK: - Opening
 
+    /// The largest segment a spool takes: 1 GiB.
+    public static let maximumSegmentBytes = 1 << 30
+
     /// Opens the spool in `configuration.directory` now, creating it if needed, and recovers what an earlier
     /// run left there: intact records after the persisted cursor are queued again; damage is reported on
     /// `diagnostics` (see the type's discussion).
@@ -202,9 +206,6 @@ public final class Spool: @unchecked Sendable {
     /// - Throws: ``JustLogError`` with ``JustLogError/Code/invalidConfiguration`` for sizes that can't
     ///   work, ``JustLogError/Code/spoolUnavailable`` if the folder can't be created, locked or read, or
     ///   its first segment can't be reserved (the message says why).
-    /// The largest segment a spool takes: 1 GiB.
-    public static let maximumSegmentBytes = 1 << 30
-
     public convenience init(configuration: Configuration, diagnostics: DiagnosticSink = .standardError) throws {
         try self.init(unopened: configuration, diagnostics: diagnostics)
         try open()
