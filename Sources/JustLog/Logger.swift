@@ -87,19 +87,14 @@ public final class Logger: @unchecked Sendable {
     /// at least 1.
     public var logFileMaximumSize: Int {
         get { read(\.file.maximumFileSize) }
-        set { write(\.file.maximumFileSize, max(1, newValue)) }
+        set { write(\.file.maximumFileSize, newValue) }  // `FileDestination.Configuration` clamps it
     }
 
     /// How many rotated log files (`name.1` … `name.N`) are kept. Default 5; 0 keeps only the current file; at
     /// most 10,000 (`FileDestination.Configuration.maximumRetainedFileCount`).
     public var logFileRetainedCount: Int {
         get { read(\.file.retainedFileCount) }
-        set {
-            write(
-                \.file.retainedFileCount,
-                min(max(0, newValue), FileDestination.Configuration.maximumRetainedFileCount)
-            )
-        }
+        set { write(\.file.retainedFileCount, newValue) }  // `FileDestination.Configuration` clamps it
     }
 
     /// The lowest level the console shows. Default `LogLevel/verbose` (every level).

@@ -1279,20 +1279,8 @@ private final class FullDiskSwitch {
         var lastSerial: UInt64 = 0
         try #require(pread(fd, &lastSerial, 8, 8) == 8)
         let serial = UInt64(littleEndian: lastSerial) + 1
-        /// A frame's stub for `payload`, and its checksums as the fourth write puts them (`checked`).
         func header(_ payload: [UInt8], checked: Bool) -> [UInt8] {
-            var bytes = [UInt8](repeating: 0, count: 24)
-            bytes.withUnsafeMutableBytes { frame in
-                frame.storeBytes(of: UInt32(0x3252_4AFA).littleEndian, toByteOffset: 0, as: UInt32.self)
-                frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
-                frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
-                let check = ~serial ^ (UInt64(payload.count) &* 0x9E37_79B9_7F4A_7C15)
-                let checksums = payload.withUnsafeBytes {
-                    CRC32C.frameChecksums($0, header: frame.baseAddress!, magic: 0x3252_4AF9)
-                }
-                frame.storeBytes(of: (checked ? checksums : check).littleEndian, toByteOffset: 16, as: UInt64.self)
-            }
-            return bytes
+            Self.frameHeader(of: payload, serial: serial, checked: checked)
         }
         func write(_ bytes: some Collection<UInt8>, at position: Int) throws {
             let written = Array(bytes).withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(position)) }
@@ -1359,15 +1347,7 @@ private final class FullDiskSwitch {
             var lastSerial: UInt64 = 0
             try #require(pread(fd, &lastSerial, 8, 8) == 8)
             let serial = UInt64(littleEndian: lastSerial) + 1
-            var stub = [UInt8](repeating: 0, count: 24)
-            stub.withUnsafeMutableBytes { frame in
-                frame.storeBytes(of: UInt32(0x3252_4AFA).littleEndian, toByteOffset: 0, as: UInt32.self)
-                let refused = UInt64(record(99).count)
-                frame.storeBytes(of: UInt32(refused).littleEndian, toByteOffset: 4, as: UInt32.self)
-                frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
-                let check = ~serial ^ (refused &* 0x9E37_79B9_7F4A_7C15)
-                frame.storeBytes(of: check.littleEndian, toByteOffset: 16, as: UInt64.self)
-            }
+            let stub = Self.frameHeader(of: record(99), serial: serial, checked: false)
             try #require(stub.withUnsafeBytes { pwrite(fd, $0.baseAddress, 24, off_t(end)) } == 24)
         }
         let first = try LogstashSpool(configuration: configuration, diagnostics: LineCapture().diagnostics)
@@ -1458,6 +1438,24 @@ private final class FullDiskSwitch {
         #expect(readAll(reopened) == (0..<11).map(text))
         let probes = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("probe") }
         #expect(probes.isEmpty, "\(probes)")
+    }
+
+    /// The 24-byte header of a frame for `payload` with `serial`, as a write through the file lays it down: its stub
+    /// (reserved magic, length, serial, the reservation's check) — or, `checked`, with the checksums the third write
+    /// puts over the check.
+    private static func frameHeader(of payload: [UInt8], serial: UInt64, checked: Bool) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 24)
+        bytes.withUnsafeMutableBytes { frame in
+            frame.storeBytes(of: UInt32(0x3252_4AFA).littleEndian, toByteOffset: 0, as: UInt32.self)
+            frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+            frame.storeBytes(of: serial.littleEndian, toByteOffset: 8, as: UInt64.self)
+            let check = ~serial ^ (UInt64(payload.count) &* 0x9E37_79B9_7F4A_7C15)
+            let checksums = payload.withUnsafeBytes {
+                CRC32C.frameChecksums($0, header: frame.baseAddress!, magic: 0x3252_4AF9)
+            }
+            frame.storeBytes(of: (checked ? checksums : check).littleEndian, toByteOffset: 16, as: UInt64.self)
+        }
+        return bytes
     }
 
     /// What ``whatFailedWritesLeaveIsNoLossAtTheNextOpen(leftover:)`` leaves after ten records.

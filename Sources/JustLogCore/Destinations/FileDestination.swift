@@ -29,13 +29,18 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         /// The log file.
         public var url: URL
         /// The size past which the file rotates: at least 1 byte. Default 10 MiB.
-        public var maximumFileSize: Int { didSet { maximumFileSize = max(1, maximumFileSize) } }
+        public var maximumFileSize: Int { didSet { maximumFileSize = Self.fileSize(maximumFileSize) } }
         /// How many rotated files (`name.1` … `name.N`) are kept: 0 to ``maximumRetainedFileCount``. Default 5.
         public var retainedFileCount: Int {
-            didSet { retainedFileCount = min(max(0, retainedFileCount), Self.maximumRetainedFileCount) }
+            didSet { retainedFileCount = Self.retainedCount(retainedFileCount) }
         }
         /// The most rotated files kept (a rotation renames each one: `Int.max` of them would never end).
         public static let maximumRetainedFileCount = 10_000
+
+        /// `bytes` as ``maximumFileSize`` takes it.
+        private static func fileSize(_ bytes: Int) -> Int { max(1, bytes) }
+        /// `count` as ``retainedFileCount`` takes it.
+        private static func retainedCount(_ count: Int) -> Int { min(max(0, count), maximumRetainedFileCount) }
         /// The zone of line times. Default: the local zone.
         public var timeZone: TimeZone
         /// After a write failed, how long (in seconds) batches are counted as lost without trying to write, so
@@ -50,8 +55,8 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
             retryInterval: Double = 1
         ) {
             self.url = url
-            self.maximumFileSize = max(1, maximumFileSize)
-            self.retainedFileCount = min(max(0, retainedFileCount), Self.maximumRetainedFileCount)
+            self.maximumFileSize = Self.fileSize(maximumFileSize)
+            self.retainedFileCount = Self.retainedCount(retainedFileCount)
             self.timeZone = timeZone
             self.retryInterval = max(0, retryInterval)
         }

@@ -55,8 +55,9 @@ struct RotatingFileWriter: Sendable {
         closer: DescriptorCloser = .background
     ) {
         self.path = path
-        self.maximumFileSize = max(1, maximumFileSize)
-        self.retainedFileCount = min(max(0, retainedFileCount), FileDestination.Configuration.maximumRetainedFileCount)
+        // As `FileDestination.Configuration`, its one caller, clamps them.
+        self.maximumFileSize = maximumFileSize
+        self.retainedFileCount = retainedFileCount
         self.retryInterval = retryInterval
         self.diagnostics = diagnostics.withOwnReports()
         self.closer = closer

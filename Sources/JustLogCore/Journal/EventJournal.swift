@@ -36,7 +36,7 @@ public final class EventJournal: Sendable {
         /// The size of one segment file: 64 KiB to 1 GiB. Default 4 MiB.
         public var segmentBytes: Int {
             didSet {
-                segmentBytes = min(max(64 << 10, segmentBytes), 1 << 30)
+                segmentBytes = Self.segmentSize(segmentBytes)
                 maxTotalBytes = max(2 * segmentBytes, maxTotalBytes)
             }
         }
@@ -55,10 +55,13 @@ public final class EventJournal: Sendable {
         /// How records reach the segment files (see ``Spool/Configuration/SegmentWrites``): by the file system.
         package var segmentWrites = Spool.Configuration.SegmentWrites.byFileSystem
 
+        /// `bytes` as ``segmentBytes`` takes it: 64 KiB to 1 GiB.
+        private static func segmentSize(_ bytes: Int) -> Int { min(max(64 << 10, bytes), 1 << 30) }
+
         public init(directory: String, segmentBytes: Int = 4 << 20, maxTotalBytes: Int = 64 << 20) {
             self.directory = directory
             // At most 1 GiB: a segment is mapped whole (and `2 *` a near-`Int.max` one trapped: review, helper-48).
-            self.segmentBytes = min(max(64 << 10, segmentBytes), 1 << 30)
+            self.segmentBytes = Self.segmentSize(segmentBytes)
             self.maxTotalBytes = max(2 * self.segmentBytes, maxTotalBytes)
         }
     }

@@ -87,6 +87,12 @@ struct SpoolLossLedger: Equatable {
         return true
     }
 
+    /// Adds `ranges` to the ledger in `directory` and saves it; `false` if it could not be read or saved (the caller
+    /// says what that costs: the next open may count those serials lost).
+    static func add(_ ranges: [Range<UInt64>], directory: String) -> Bool {
+        loadToAdd(directory: directory)?.adding(ranges).save(directory: directory) ?? false
+    }
+
     /// This ledger with `more` ranges too, overlapping or adjacent ones joined (``unreported(in:)`` needs them
     /// disjoint).
     func adding(_ more: [Range<UInt64>]) -> SpoolLossLedger {

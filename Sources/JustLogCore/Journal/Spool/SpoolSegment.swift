@@ -292,10 +292,11 @@ final class SpoolSegment {
     ///
     /// - Throws: ``SpoolOpenFailure`` if it can't be opened, its blocks reserved (see below) or it mapped.
     static func openExisting(
-        path: String,
+        directory: String,
         sequence: UInt64,
         writes: Spool.Configuration.SegmentWrites
     ) throws(SpoolOpenFailure) -> SpoolSegment? {
+        let path = directory + "/" + fileName(sequence)
         let fd = openReadWrite(path)
         guard fd >= 0 else { throw SpoolOpenFailure("can't open spool segment \(path)") }
         var info = stat()
@@ -352,11 +353,7 @@ final class SpoolSegment {
                 fd: fd,
                 capacity: size,
                 format: format,
-                throughFile: writes.throughFile(
-                    fd,
-                    isNew: false,
-                    directory: path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-                )
+                throughFile: writes.throughFile(fd, isNew: false, directory: directory)
             )
         } catch {
             throw SpoolOpenFailure(error, lasts: SpoolOpenFailure.lasts(errno))

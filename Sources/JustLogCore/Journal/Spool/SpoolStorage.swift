@@ -127,7 +127,7 @@ final class SpoolStorage {
             let existing: SpoolSegment?
             do {
                 existing = try SpoolSegment.openExisting(
-                    path: path,
+                    directory: directory,
                     sequence: sequence,
                     writes: configuration.segmentWrites
                 )
@@ -593,7 +593,7 @@ final class SpoolStorage {
         }
         let directory = configuration.directory
         let serials = deleted.compactMap(\.serials)
-        let saved = SpoolLossLedger.loadToAdd(directory: directory)?.adding(serials).save(directory: directory) ?? false
+        let saved = SpoolLossLedger.add(serials, directory: directory)
         // A segment whose header is damaged has no serials to mark: the next open may count its records lost.
         let marked = saved && serials.count == deleted.count
         if !reportedDeletingRetiredBeforeAnUnsavedCursor {
@@ -651,8 +651,7 @@ final class SpoolStorage {
             // here as dropped, they would be counted again as lost; their serials go into the loss ledger first
             // (review, helper-42). If that can't be saved either, they will be (over-counted, never silent).
             if !write(persistedCursor), let serials = oldest.serials {
-                let directory = configuration.directory
-                _ = SpoolLossLedger.loadToAdd(directory: directory)?.adding([serials]).save(directory: directory)
+                _ = SpoolLossLedger.add([serials], directory: configuration.directory)
             }
         }
         counters.queuedRecords -= lost.records
