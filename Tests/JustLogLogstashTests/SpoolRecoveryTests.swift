@@ -1440,6 +1440,73 @@ private final class FullDiskSwitch {
         #expect(probes.isEmpty, "\(probes)")
     }
 
+    /// Under an overlay whose upper layer is not btrfs (Docker's on ext4; tmpfs here), `statfs` names no file system,
+    /// and an existing segment's flags do not say whether copy-on-write can be turned off: a new file in the folder is
+    /// asked — once an open, not once a segment (review, helper-49: 32 files made and deleted at a start with a full
+    /// journal and spool). A file such a probe left behind (its process killed before it deleted it) is deleted at
+    /// the next open. The probes are counted as the kernel reports their creation (inotify).
+    @Test(
+        .enabled(
+            if: OverlayMount.unavailability == nil || (geteuid() == 0 && Collectors.required),
+            "\(OverlayMount.unavailability ?? "")"
+        )
+    )
+    func aSpoolUnderAnOverlayAsksItsFolderOnceAnOpenAndDeletesAProbeLeftBehind() throws {
+        let folder = try TemporaryDirectory(prefix: "spool-overlay-probes")
+        defer { folder.remove() }
+        let tmpfs = try TmpfsMount(at: folder.path + "/disk", size: "64m")
+        defer { tmpfs.unmount() }
+        let overlay = try OverlayMount(at: folder.path + "/overlay", upperOn: tmpfs.path, lower: folder.path + "/lower")
+        defer { overlay.unmount() }
+        let directory = overlay.path + "/spool"
+        let settings = LogstashSpool.Configuration(
+            directory: directory,
+            segmentBytes: 16 << 10,
+            maxTotalBytes: 8 << 20,
+            maxRecordBytes: 4 << 10
+        )
+        let first = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        for index in 0..<400 { try first.append(record(index)) }
+        first.close()
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }
+        try #require(segments.count >= 5, "\(segments)")
+        let leftover = directory + "/.copy-on-write-probe.Xk3v9Q"
+        try #require(FileManager.default.createFile(atPath: leftover, contents: nil))
+
+        let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(watch >= 0)
+        defer { close(watch) }
+        try #require(inotify_add_watch(watch, directory, UInt32(IN_CREATE)) >= 0)
+        let reopened = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        defer { reopened.close() }
+        var created: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(watch, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let (nameLength, name) = buffer.withUnsafeBytes { raw -> (Int, String) in
+                    let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    let start = offset + MemoryLayout<inotify_event>.size
+                    let bytes = raw[start..<(start + length)].prefix { $0 != 0 }
+                    return (length, String(decoding: bytes, as: UTF8.self))
+                }
+                created.append(name)
+                offset += MemoryLayout<inotify_event>.size + nameLength
+            }
+        }
+        let probes = created.filter { $0.hasPrefix(".copy-on-write-probe.") }
+        #expect(probes.count == 1, "files made in the folder while it opened: \(created)")
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("probe") }
+        #expect(left.isEmpty, "\(left)")
+        #expect(readAll(reopened) == (0..<400).map(text))
+        // Still written through the mapping, as every segment of a folder not on btrfs.
+        try reopened.append(record(400))
+        #expect(readAll(reopened) == (0..<401).map(text))
+    }
+
     /// The 24-byte header of a frame for `payload` with `serial`, as a write through the file lays it down: its stub
     /// (reserved magic, length, serial, the reservation's check) — or, `checked`, with the checksums the third write
     /// puts over the check.

@@ -118,17 +118,33 @@ public final class Spool: @unchecked Sendable {
             /// Whether the segment open on `fd` in `directory` (`isNew`: created, still empty) is written through the
             /// file (by the file system: see `cjustlog_segment_copies_on_write`).
             func throughFile(_ fd: CInt, isNew: Bool, directory: String) -> Bool {
+                var writes = self
+                return writes.throughFileSettlingTheFolder(fd, isNew: isNew, directory: directory)
+            }
+
+            /// ``throughFile(_:isNew:directory:)`` for the segments of one folder opened one after the other: where
+            /// the answer took a new file in the folder (see ``newFileCopiesOnWrite(in:)``), it holds for the whole
+            /// folder, and `self` becomes it — the next segment's asks no file again (review, helper-49: a start
+            /// in Docker's overlay made and deleted one for each segment of the journal and the spool).
+            mutating func throughFileSettlingTheFolder(_ fd: CInt, isNew: Bool, directory: String) -> Bool {
                 switch self {
-                case .mapped: false
-                case .throughFile: true
+                case .mapped: return false
+                case .throughFile: return true
                 case .byFileSystem:
                     switch cjustlog_segment_copies_on_write(fd, isNew ? 1 : 0) {
-                    case 0: false
-                    case 1: true
-                    default: Self.newFileCopiesOnWrite(in: directory)
+                    case 0: return false
+                    case 1: return true
+                    default:
+                        let throughFile = Self.newFileCopiesOnWrite(in: directory)
+                        self = throughFile ? .throughFile : .mapped
+                        return throughFile
                     }
                 }
             }
+
+            /// The prefix of the name of the file ``newFileCopiesOnWrite(in:)`` makes (and deletes; a process killed
+            /// in between leaves it, and the next open of the folder deletes it).
+            static let probeNamePrefix = ".copy-on-write-probe."
 
             /// For an existing segment on a file system its type does not name, whose copy-on-write is on — made by
             /// an earlier version, or copied up from an overlay's lower layer (review, helper-47) — whether a new
@@ -136,7 +152,7 @@ public final class Spool: @unchecked Sendable {
             /// segment is written through the file (a write there may fail on a full disk; it raises no `SIGBUS`).
             /// If no such file can be made, through the file too: slower, never a signal.
             private static func newFileCopiesOnWrite(in directory: String) -> Bool {
-                var template = Array((directory + "/.copy-on-write-probe.XXXXXX").utf8CString)
+                var template = Array((directory + "/" + probeNamePrefix + "XXXXXX").utf8CString)
                 let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
                 guard fd >= 0 else { return true }
                 defer {

@@ -90,7 +90,8 @@ final class SpoolStorage {
         defer { if !opened { closeDescriptor(lockFD) } }
         // Before anything is opened, moved aside or repaired: a folder a newer version of JustLog wrote (after a
         // downgrade) is not this version's to read, nor to change.
-        for sequence in try Self.segmentSequences(in: directory) {
+        let listing = try Self.listing(of: directory)
+        for sequence in listing.segments {
             if let failure = SpoolSegment.newerVersionFailure(path: directory + "/" + SpoolSegment.fileName(sequence)) {
                 throw failure.error
             }
@@ -122,15 +123,15 @@ final class SpoolStorage {
         var entries: [(segment: SpoolSegment, scan: SegmentScan)] = []
         var emptied: [UInt64] = []
         var unopenable: [UInt64] = []
-        for sequence in try Self.segmentSequences(in: directory) {
+        // Asked of the file system once for all the folder's segments, where that takes a file of its own.
+        var writes = configuration.segmentWrites
+        // Left by a process killed while it asked (the folder's lock is held: no other process is asking).
+        for probe in listing.leftoverProbes { unlink(directory + "/" + probe) }
+        for sequence in listing.segments {
             let path = directory + "/" + SpoolSegment.fileName(sequence)
             let existing: SpoolSegment?
             do {
-                existing = try SpoolSegment.openExisting(
-                    directory: directory,
-                    sequence: sequence,
-                    writes: configuration.segmentWrites
-                )
+                existing = try SpoolSegment.openExisting(directory: directory, sequence: sequence, writes: &writes)
             } catch let failure where failure.lasts {
                 setAside.append(try Self.moveAside(path, because: failure.error))
                 unopenable.append(sequence)
@@ -311,18 +312,24 @@ final class SpoolStorage {
         }
     }
 
-    /// The sequence numbers of the segment files in `directory`, in order.
-    private static func segmentSequences(in directory: String) throws -> [UInt64] {
+    /// The sequence numbers of the segment files in `directory`, in order, and the names of the files a copy-on-write
+    /// probe left there (see ``Spool/Configuration/SegmentWrites/probeNamePrefix``).
+    private static func listing(of directory: String) throws -> (segments: [UInt64], leftoverProbes: [String]) {
         guard let dir = opendir(directory) else { throw spoolError("can't list spool folder \(directory)") }
         defer { closedir(dir) }
         var sequences: [UInt64] = []
+        var probes: [String] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            if name.hasSuffix(".seg"), let sequence = UInt64(name.dropLast(4)) { sequences.append(sequence) }
+            if name.hasSuffix(".seg"), let sequence = UInt64(name.dropLast(4)) {
+                sequences.append(sequence)
+            } else if name.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) {
+                probes.append(name)
+            }
         }
-        return sequences.sorted()
+        return (sequences.sorted(), probes)
     }
 
     /// Takes the folder's exclusive `flock`, waiting up to `wait` for a holder that is about to let go.
