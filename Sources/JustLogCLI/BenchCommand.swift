@@ -52,6 +52,24 @@ struct BenchCommand: ParsableCommand {
     )
     var concurrencyCase = "hot_path"
 
+    /// Counts a run can hold: each timed call keeps its time (8 bytes) until the run ends, and `Int.max` of
+    /// anything trapped or never finished (review, helper-48).
+    func validate() throws {
+        let limits: [(name: String, value: Int?, range: ClosedRange<Int>)] = [
+            ("--iterations", iterations, 1...50_000_000),
+            ("--events", events, 1...1_000_000_000),
+            ("--allocation-calls", allocationCalls, 1...4096),
+            ("--calls", calls, 1...1_000_000_000),
+        ]
+        for limit in limits {
+            if let value = limit.value, !limit.range.contains(value) {
+                throw ValidationError(
+                    "\(limit.name) must be \(limit.range.lowerBound) to \(limit.range.upperBound), not \(value)"
+                )
+            }
+        }
+    }
+
     func run() throws {
         do {
             try measure()

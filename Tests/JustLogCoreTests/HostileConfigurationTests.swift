@@ -96,6 +96,23 @@ import Testing
         #expect(files == ["clamped.log", "clamped.log.1", "clamped.log.2"], "\(files)")
     }
 
+    /// A queue of no events set after the initializer (which clamped it) was always full: every call waited its
+    /// `fullQueueWait` and its event was dropped (review, helper-48).
+    @Test func aQueueSizeSetLaterToNothingIsOne() async throws {
+        var pipeline = LogPipeline.Configuration()
+        pipeline.capacity = 0
+        pipeline.maximumQueuedBytes = .min
+        #expect(pipeline.capacity == 1 && pipeline.maximumQueuedBytes == 1)
+        let capture = CapturingDestination()
+        let logger = StructuredLogger(
+            configuration: .init(destinations: [.init(capture)], runtime: Fixtures.runtime, pipeline: pipeline)
+        )
+        for index in 0..<3 { logger.info("event \(index)") }
+        try await logger.flush()
+        _ = await logger.pipeline.shutdown(timeout: 5)
+        #expect(capture.records.map(\.message) == ["event 0", "event 1", "event 2"])
+    }
+
     /// A journal segment of `Int.max` bytes trapped on `2 *` it; one set to `Int.min` later, on `- 256`.
     @Test func journalSizesAreClamped() {
         var configuration = EventJournal.Configuration(directory: "/nonexistent", segmentBytes: .max)

@@ -15,6 +15,24 @@ import Testing
         }
     }
 
+    /// `justlog bench --iterations 9223372036854775807` trapped (review, helper-48); counts out of range are one
+    /// line that says the range.
+    @Test(arguments: [
+        (["--iterations", "9223372036854775807"], "--iterations must be 1 to 50000000"),
+        (["--iterations", "0"], "--iterations must be 1 to 50000000"),
+        (["--events=-1"], "--events must be 1 to 1000000000"),
+        (["--allocation-calls", "5000"], "--allocation-calls must be 1 to 4096"),
+        (["--only", "hot_path", "--calls", "9223372036854775807"], "--calls must be 1 to 1000000000"),
+    ])
+    func benchRefusesCountsItCantHold(_ arguments: [String], _ message: String) throws {
+        #expect {
+            _ = try BenchCommand.parse(arguments)
+        } throws: { error in
+            BenchCommand.message(for: error).contains(message)
+        }
+        _ = try BenchCommand.parse(["--iterations", "50000000", "--events", "1000", "--allocation-calls", "4096"])
+    }
+
     @Test func receiveParsesItsOptions() throws {
         let command = try ReceiveCommand.parse([
             "--port", "5052", "--tls-cert", "s.pem", "--tls-key", "s.key", "--host", "0.0.0.0",

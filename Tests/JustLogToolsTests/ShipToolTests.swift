@@ -313,6 +313,36 @@ struct ShipToolTests {
     }
 }
 
+/// `checkpoints.json` (``ShipCheckpoints``) as a user may leave it. No collector: the error comes before a connect.
+@Suite struct ShipCheckpointFileTests {
+    /// A checkpoint file edited by hand to a negative offset for the very file being shipped trapped `ship` (the
+    /// file's head was read into an array of that many bytes; review, helper-48): it is one clear error now, as a
+    /// file that is not JSON is.
+    @Test(arguments: [#""offset": -5, "line": 0"#, #""offset": 0, "line": -1"#])
+    func aCheckpointFileWithANegativeOffsetIsOneClearErrorNotATrap(_ position: String) async throws {
+        let folder = try TemporaryDirectory(prefix: "ship-checkpoint")
+        let log = folder.file("app.log")
+        try Data("line\n".utf8).write(to: URL(fileURLWithPath: log))
+        var info = stat()
+        try #require(stat(log, &info) == 0)
+        let spool = folder.file("spool")
+        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+        let checkpoints = """
+            {"version": 1, "files": [{"path": "\(log)", "device": \(info.st_dev), "inode": \(info.st_ino), \(position), \
+            "head": ""}]}
+            """
+        try Data(checkpoints.utf8).write(to: URL(fileURLWithPath: spool + "/checkpoints.json"))
+        var options = ShipTool.Options(files: [log], host: "127.0.0.1", port: 1)
+        options.spoolDirectory = spool
+        await #expect {
+            _ = try await ShipTool(options: options).run()
+        } throws: { error in
+            guard let error = error as? ToolError else { return false }
+            return error.message.contains("is not a checkpoint file written by justlog ship")
+        }
+    }
+}
+
 /// Issue #10: `ship` created `<file>.ship-spool/` next to any input (a read-only or shared folder).
 @Suite struct ShipSpoolLocationTests {
     @Test func theDefaultSpoolIsInTheCacheFolderOnePerInputSetAndCollector() {

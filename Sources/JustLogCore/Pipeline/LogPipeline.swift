@@ -44,10 +44,11 @@ import Foundation
 public final class LogPipeline: Sendable {
     /// Limits and timing of a pipeline; every default is a documented choice.
     public struct Configuration: Sendable {
-        /// Events waiting in memory at most. Default 16 384.
-        public var capacity: Int
-        /// Message bytes waiting in memory at most (a few huge messages must not exhaust memory). Default 32 MiB.
-        public var maximumQueuedBytes: Int
+        /// Events waiting in memory at most (at least 1: set lower, 1). Default 16 384.
+        public var capacity: Int { didSet { capacity = max(1, capacity) } }
+        /// Message bytes waiting in memory at most (a few huge messages must not exhaust memory; at least 1). Default
+        /// 32 MiB.
+        public var maximumQueuedBytes: Int { didSet { maximumQueuedBytes = max(1, maximumQueuedBytes) } }
         /// How long a log call waits in a full queue for the destinations to make progress before its event is
         /// dropped and counted. The wait restarts whenever they do, and time the program did not run (stopped, or
         /// held back for over 50 ms at a time) is not counted. A call on the pipeline's own thread does not wait.

@@ -41,13 +41,18 @@ struct ShipCheckpoints: Codable, Equatable {
     static func load(folder: String) throws -> ShipCheckpoints {
         let path = folder + "/" + fileName
         guard let data = FileManager.default.contents(atPath: path) else { return ShipCheckpoints() }
+        let notOurs = ToolError(
+            "\(path) is not a checkpoint file written by justlog ship: delete it to ship the files from the start"
+        )
+        let checkpoints: ShipCheckpoints
         do {
-            return try JSONDecoder().decode(ShipCheckpoints.self, from: data)
+            checkpoints = try JSONDecoder().decode(ShipCheckpoints.self, from: data)
         } catch {
-            throw ToolError(
-                "\(path) is not a checkpoint file written by justlog ship: delete it to ship the files from the start"
-            )
+            throw notOurs
         }
+        // A negative offset would have trapped reading the file's head (review, helper-48): the file was edited.
+        guard checkpoints.files.allSatisfy({ $0.offset >= 0 && $0.line >= 0 }) else { throw notOurs }
+        return checkpoints
     }
 
     /// Writes the checkpoints atomically (owner-only).
