@@ -1415,15 +1415,7 @@ private final class FullDiskSwitch {
         for index in 0..<10 { try spool.append(record(index)) }
         // One segment: ten records of ~200 bytes.
         let segment = directory + "/00000000000000000001.seg"
-        /// The permissions of the segment's mapping, and its line in `/proc/self/maps` (read to its end: Foundation
-        /// reads a file whose size `stat` says is 0 only in part).
-        func mapping() throws -> (permissions: String?, line: String?) {
-            let maps = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
-            defer { try? maps.close() }
-            let text = String(decoding: try maps.readToEnd() ?? Data(), as: UTF8.self)
-            let line = text.split(separator: "\n").first { $0.hasSuffix(" " + segment) }
-            return (line?.split(separator: " ").dropFirst().first.map(String.init), line.map(String.init))
-        }
+        func mapping() throws -> (permissions: String?, line: String?) { try Self.mapping(of: segment) }
         let (permissions, line) = try mapping()
         #expect(permissions == (upper == .btrfs ? "r--s" : "rw-s"), "\(line ?? "no mapping of \(segment)")")
         #expect(readAll(spool) == (0..<10).map(text))
@@ -1438,6 +1430,66 @@ private final class FullDiskSwitch {
         #expect(readAll(reopened) == (0..<11).map(text))
         let probes = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("probe") }
         #expect(probes.isEmpty, "\(probes)")
+    }
+
+    /// The permissions of the mapping of the file at `path`, and its line in `/proc/self/maps` (read to its end:
+    /// Foundation reads a file whose size `stat` says is 0 only in part).
+    private static func mapping(of path: String) throws -> (permissions: String?, line: String?) {
+        let maps = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+        defer { try? maps.close() }
+        let text = String(decoding: try maps.readToEnd() ?? Data(), as: UTF8.self)
+        let line = text.split(separator: "\n").first { $0.hasSuffix(" " + path) }
+        return (line?.split(separator: " ").dropFirst().first.map(String.init), line.map(String.init))
+    }
+
+    /// A folder on btrfs under an overlay whose new files can't turn copy-on-write off (the folder compresses:
+    /// btrfs refuses both) may still hold segments that did: each stays written through the file, whatever a new
+    /// file in the folder answered for another segment whose copy-on-write is on — the first version of asking the
+    /// folder once took that answer for every later segment, and mapped them writable (review, helper-50: on a full
+    /// disk, `SIGBUS`).
+    @Test(
+        .enabled(
+            if: (LoopMountedBtrfs.isAvailable && OverlayMount.unavailability == nil)
+                || (geteuid() == 0 && Collectors.required),
+            "\(LoopMountedBtrfs.unavailability ?? OverlayMount.unavailability ?? "")"
+        )
+    )
+    func aSegmentThatTurnedCopyOnWriteOffStaysWrittenThroughTheFileWhateverTheFolderAnswers() throws {
+        let folder = try TemporaryDirectory(prefix: "spool-overlay-compressed")
+        defer { folder.remove() }
+        let btrfs = try LoopMountedBtrfs(at: folder.path + "/disk", image: folder.path + "/btrfs.image")
+        defer { btrfs.unmount() }
+        let overlay = try OverlayMount(at: folder.path + "/overlay", upperOn: btrfs.path, lower: folder.path + "/lower")
+        defer { overlay.unmount() }
+        let directory = overlay.path + "/spool"
+        let settings = LogstashSpool.Configuration(
+            directory: directory,
+            segmentBytes: 16 << 10,
+            maxTotalBytes: 8 << 20,
+            maxRecordBytes: 4 << 10
+        )
+        let first = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        for index in 0..<200 { try first.append(record(index)) }
+        first.close()
+        // Segment 1 copied (copy-on-write on, as an earlier version made it); then the folder set to compress.
+        let oldest = directory + "/00000000000000000001.seg"
+        let copy = directory + "/copy"
+        try FileManager.default.copyItem(atPath: oldest, toPath: copy)
+        try #require(rename(copy, oldest) == 0)
+        let chattr = Process()
+        chattr.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        chattr.arguments = ["+c", directory]
+        try chattr.run()
+        chattr.waitUntilExit()
+        try #require(chattr.terminationStatus == 0, "chattr +c \(directory)")
+
+        let reopened = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        defer { reopened.close() }
+        let second = directory + "/00000000000000000002.seg"
+        try #require(FileManager.default.fileExists(atPath: second))
+        let (permissions, line) = try Self.mapping(of: second)
+        #expect(permissions == "r--s", "\(line ?? "no mapping of \(second)")")
+        #expect(readAll(reopened) == (0..<200).map(text))
     }
 
     /// Under an overlay whose upper layer is not btrfs (Docker's on ext4; tmpfs here), `statfs` names no file system,

@@ -118,15 +118,17 @@ public final class Spool: @unchecked Sendable {
             /// Whether the segment open on `fd` in `directory` (`isNew`: created, still empty) is written through the
             /// file (by the file system: see `cjustlog_segment_copies_on_write`).
             func throughFile(_ fd: CInt, isNew: Bool, directory: String) -> Bool {
-                var writes = self
-                return writes.throughFileSettlingTheFolder(fd, isNew: isNew, directory: directory)
+                var folderProbe: Bool?
+                return throughFile(fd, isNew: isNew, directory: directory, folderProbe: &folderProbe)
             }
 
-            /// ``throughFile(_:isNew:directory:)`` for the segments of one folder opened one after the other: where
-            /// the answer took a new file in the folder (see ``newFileCopiesOnWrite(in:)``), it holds for the whole
-            /// folder, and `self` becomes it — the next segment's asks no file again (review, helper-49: a start
-            /// in Docker's overlay made and deleted one for each segment of the journal and the spool).
-            mutating func throughFileSettlingTheFolder(_ fd: CInt, isNew: Bool, directory: String) -> Bool {
+            /// ``throughFile(_:isNew:directory:)`` for the segments of one folder opened one after the other, where
+            /// `folderProbe` keeps what a new file in the folder answered (see ``newFileCopiesOnWrite(in:)``): it is
+            /// asked once, not for each segment (review, helper-49: a start in Docker's overlay made and deleted a
+            /// file for each segment of the journal and the spool). Each segment's own flag is still read first: a
+            /// folder whose new files can't turn copy-on-write off (btrfs compressing the folder) may hold segments
+            /// that did, which must stay written through the file (review, helper-50).
+            func throughFile(_ fd: CInt, isNew: Bool, directory: String, folderProbe: inout Bool?) -> Bool {
                 switch self {
                 case .mapped: return false
                 case .throughFile: return true
@@ -135,9 +137,10 @@ public final class Spool: @unchecked Sendable {
                     case 0: return false
                     case 1: return true
                     default:
-                        let throughFile = Self.newFileCopiesOnWrite(in: directory)
-                        self = throughFile ? .throughFile : .mapped
-                        return throughFile
+                        if let answer = folderProbe { return answer }
+                        let answer = Self.newFileCopiesOnWrite(in: directory)
+                        folderProbe = answer
+                        return answer
                     }
                 }
             }

@@ -288,15 +288,16 @@ final class SpoolSegment {
     }
 
     /// Maps an existing segment file; ``scan()`` then finds its records. Returns `nil` for a file too short to
-    /// hold a header (a process killed between creating and sizing it, or a file truncated to nothing). `writes`
-    /// becomes what it says for every segment of the folder when a file made to ask answered for them all (see
-    /// ``Spool/Configuration/SegmentWrites/throughFileSettlingTheFolder(_:isNew:directory:)``).
+    /// hold a header (a process killed between creating and sizing it, or a file truncated to nothing).
+    /// `folderProbe` keeps, for the folder's next segments, what a file made in the folder to ask answered (see
+    /// ``Spool/Configuration/SegmentWrites/throughFile(_:isNew:directory:folderProbe:)``).
     ///
     /// - Throws: ``SpoolOpenFailure`` if it can't be opened, its blocks reserved (see below) or it mapped.
     static func openExisting(
         directory: String,
         sequence: UInt64,
-        writes: inout Spool.Configuration.SegmentWrites
+        writes: Spool.Configuration.SegmentWrites,
+        folderProbe: inout Bool?
     ) throws(SpoolOpenFailure) -> SpoolSegment? {
         let path = directory + "/" + fileName(sequence)
         let fd = openReadWrite(path)
@@ -355,7 +356,7 @@ final class SpoolSegment {
                 fd: fd,
                 capacity: size,
                 format: format,
-                throughFile: writes.throughFileSettlingTheFolder(fd, isNew: false, directory: directory)
+                throughFile: writes.throughFile(fd, isNew: false, directory: directory, folderProbe: &folderProbe)
             )
         } catch {
             throw SpoolOpenFailure(error, lasts: SpoolOpenFailure.lasts(errno))

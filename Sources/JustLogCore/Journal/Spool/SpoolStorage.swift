@@ -123,15 +123,20 @@ final class SpoolStorage {
         var entries: [(segment: SpoolSegment, scan: SegmentScan)] = []
         var emptied: [UInt64] = []
         var unopenable: [UInt64] = []
-        // Asked of the file system once for all the folder's segments, where that takes a file of its own.
-        var writes = configuration.segmentWrites
+        // Asked of a new file in the folder once for all the folder's segments, where their own flags don't say.
+        var folderProbe: Bool?
         // Left by a process killed while it asked (the folder's lock is held: no other process is asking).
         for probe in listing.leftoverProbes { unlink(directory + "/" + probe) }
         for sequence in listing.segments {
             let path = directory + "/" + SpoolSegment.fileName(sequence)
             let existing: SpoolSegment?
             do {
-                existing = try SpoolSegment.openExisting(directory: directory, sequence: sequence, writes: &writes)
+                existing = try SpoolSegment.openExisting(
+                    directory: directory,
+                    sequence: sequence,
+                    writes: configuration.segmentWrites,
+                    folderProbe: &folderProbe
+                )
             } catch let failure where failure.lasts {
                 setAside.append(try Self.moveAside(path, because: failure.error))
                 unopenable.append(sequence)
