@@ -80,6 +80,36 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(delays.suffix(3).allSatisfy { $0 == .seconds(30) })
     }
 
+    /// A minimum of zero or less, or a jitter of 1, gave a delay of nothing — a collector refusing at once was tried
+    /// again in a busy loop — and a minimum of `Int64.min` seconds overflowed its doubling (a trap). Every delay is
+    /// at least ``ReconnectBackoff/floor`` (10 ms) now, whatever the settings.
+    @Test(arguments: [
+        (Duration.zero, Duration.seconds(30), 0.2, 0.0),
+        (Duration.milliseconds(-500), Duration.seconds(30), 0.2, 0.5),
+        (Duration(secondsComponent: .min, attosecondsComponent: 0), Duration.zero, 0.0, 0.0),
+        (Duration.milliseconds(500), Duration.seconds(30), 1.0, 0.999_999),
+        (Duration.milliseconds(500), Duration(secondsComponent: .min, attosecondsComponent: 0), 0.2, 0.5),
+    ])
+    func noReconnectDelayIsShorterThanTenMilliseconds(
+        minimum: Duration,
+        maximum: Duration,
+        jitter: Double,
+        random: Double
+    ) {
+        let machine = Machine(
+            configuration: configuration {
+                $0.backoffMinimum = minimum
+                $0.backoffMaximum = maximum
+                $0.backoffJitter = jitter
+            },
+            clock: ManualClock(),
+            random: { random }
+        )
+        for failures in [0, 1, 5, 62, 100] {
+            #expect(machine.backoffDelay(failures: failures) >= .milliseconds(10), "after \(failures) failures")
+        }
+    }
+
     @Test(arguments: [0.0, 0.5, 0.999])
     func jitterShortensTheDelayByAtMostTheJitterFraction(random: Double) {
         let machine = Machine(

@@ -316,20 +316,24 @@ struct ShipToolTests {
 /// `checkpoints.json` (``ShipCheckpoints``) as a user may leave it. No collector: the error comes before a connect.
 @Suite struct ShipCheckpointFileTests {
     /// A checkpoint file edited by hand to a negative offset for the very file being shipped trapped `ship` (the
-    /// file's head was read into an array of that many bytes; review, helper-48): it is one clear error now, as a
-    /// file that is not JSON is.
-    @Test(arguments: [#""offset": -5, "line": 0"#, #""offset": 0, "line": -1"#])
-    func aCheckpointFileWithANegativeOffsetIsOneClearErrorNotATrap(_ position: String) async throws {
+    /// file's head was read into an array of that many bytes; review, helper-48), and so did a line number near
+    /// `Int.max` with the file's true head (counting on from it; helper-50): each is one clear error now, as a file
+    /// that is not JSON is.
+    @Test(arguments: [
+        #""offset": -5, "line": 0, "head": """#,
+        #""offset": 0, "line": -1, "head": """#,
+        #""offset": 5, "line": 9223372036854775807, "head": "\#(ShipCheckpointFileTests.headOfTheLog)""#,
+    ])
+    func aCheckpointFileWithAnImpossiblePositionIsOneClearErrorNotATrap(_ position: String) async throws {
         let folder = try TemporaryDirectory(prefix: "ship-checkpoint")
         let log = folder.file("app.log")
-        try Data("line\n".utf8).write(to: URL(fileURLWithPath: log))
+        try Data("line\nmore\n".utf8).write(to: URL(fileURLWithPath: log))
         var info = stat()
         try #require(stat(log, &info) == 0)
         let spool = folder.file("spool")
         try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
         let checkpoints = """
-            {"version": 1, "files": [{"path": "\(log)", "device": \(info.st_dev), "inode": \(info.st_ino), \(position), \
-            "head": ""}]}
+            {"version": 1, "files": [{"path": "\(log)", "device": \(info.st_dev), "inode": \(info.st_ino), \(position)}]}
             """
         try Data(checkpoints.utf8).write(to: URL(fileURLWithPath: spool + "/checkpoints.json"))
         var options = ShipTool.Options(files: [log], host: "127.0.0.1", port: 1)
@@ -341,6 +345,16 @@ struct ShipToolTests {
             return error.message.contains("is not a checkpoint file written by justlog ship")
         }
     }
+
+    /// FNV-1a 64 of the log's first line, `"line\n"`, in hexadecimal: the head a checkpoint at offset 5 holds.
+    static let headOfTheLog: String = {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "line\n".utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }()
 }
 
 /// Issue #10: `ship` created `<file>.ship-spool/` next to any input (a read-only or shared folder).

@@ -57,18 +57,22 @@ package struct ReconnectBackoff: Sendable, Hashable {
     /// Largest fraction taken off a delay at random, 0…1. Default 0.2.
     package var jitter: Double = 0.2
 
+    /// The shortest delay, whatever the settings: a minimum of zero or less, or a jitter of 1, retried a collector
+    /// that refuses at once in a busy loop (and a very negative minimum overflowed its doubling).
+    package static let floor = Duration.milliseconds(10)
+
     package init() {}
 
-    /// The delay after `failures` consecutive failures; `random` is a number in `0..<1`.
+    /// The delay after `failures` consecutive failures; `random` is a number in `0..<1`. At least ``floor``.
     package func delay(failures: Int, random: Double) -> Duration {
-        var delay = minimum
+        var delay = max(minimum, Self.floor)
         for _ in 0..<min(failures, 62) {
             delay = delay * 2
             if delay >= maximum { break }
         }
         delay = min(delay, maximum)
         let jitter = min(max(jitter, 0), 1) * min(max(random, 0), 1)
-        return delay * (1 - jitter)
+        return max(delay * (1 - jitter), Self.floor)
     }
 }
 

@@ -50,8 +50,11 @@ struct ShipCheckpoints: Codable, Equatable {
         } catch {
             throw notOurs
         }
-        // A negative offset would have trapped reading the file's head (review, helper-48): the file was edited.
-        guard checkpoints.files.allSatisfy({ $0.offset >= 0 && $0.line >= 0 }) else { throw notOurs }
+        // The file was edited: a negative offset trapped reading the file's head (review, helper-48), a line number
+        // near `Int.max` counting on (helper-50). Every line takes a byte at least.
+        guard checkpoints.files.allSatisfy({ $0.offset >= 0 && (0...$0.offset).contains($0.line) }) else {
+            throw notOurs
+        }
         return checkpoints
     }
 
