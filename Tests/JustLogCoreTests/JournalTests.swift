@@ -656,7 +656,9 @@ import Testing
         defer { folder.remove() }
         let blocking = BlockingDestination()
         let capture = CapturingDestination()
-        let (pipeline, journal) = try pipeline(on: folder, [blocking, capture], fullQueueWait: 60, writes: writes)
+        // The caller's patience is not what this tests: it must outlast the test's own wait for the caller (a full
+        // run on a loaded machine took over 60 s to see it, and the caller gave up its event).
+        let (pipeline, journal) = try pipeline(on: folder, [blocking, capture], fullQueueWait: 600, writes: writes)
         #expect(pipeline.intake.journalOnly, "every destination reads the journal: the fast lane is open")
         let count = 3_000
         let done = logOnAThread(pipeline, count: count)

@@ -232,16 +232,22 @@ struct KillRunResult: CustomStringConvertible {
             activity: { line in activity.withLock { $0.append(line) } }
         )
         client.start()
-        // Everything is spooled at once; the first receiver is killed while the stream is flowing.
+        // Half is spooled at once; the first receiver is killed while that stream is flowing, then the other half is
+        // spooled — on a loaded machine the first half may all have arrived before the kill (the test's task ran
+        // late: 50,000 of 50,000 to the first receiver in one full run), and the second must then go to the second.
         let total = 50_000
-        for index in 0..<total {
-            try spool.append(beatsRecord(index))
-            client.recordsAppended()
-            if index % 2000 == 0 { await Task.yield() }
+        func spoolRecords(_ range: Range<Int>) async throws {
+            for index in range {
+                try spool.append(beatsRecord(index))
+                client.recordsAppended()
+                if index % 2000 == 0 { await Task.yield() }
+            }
         }
+        try await spoolRecords(0..<(total / 2))
         let (a, b) = (ReceivedEventIDs(outs[0]), ReceivedEventIDs(outs[1]))
         #expect(await eventually(timeout: .seconds(60)) { a.update().lines > 2000 })
         await first.kill9()
+        try await spoolRecords((total / 2)..<total)
         let all = Set((0..<total).map { "e\($0)" })
         let arrived = await eventually(timeout: .seconds(60)) {
             // (the union, of tens of thousands, only once the two could hold them all)
