@@ -34,10 +34,14 @@ int cjustlog_segment_copies_on_write(int fd, int empty) {
             break;
         }
     }
-    if (empty) return cjustlog_disable_copy_on_write(fd) == 0;
+    if (empty && cjustlog_disable_copy_on_write(fd) == 0) return 1;
+    // A file that compresses (`chattr +c`, or a folder that does, whose new files inherit it): btrfs refuses to turn
+    // copy-on-write off for it, and writes through its mapping may still need new blocks (review, helper-51) —
+    // written through the file, as an error on a full disk, never a signal. (Other file systems that compress,
+    // f2fs among them, are slower for it, never unsafe.)
     int flags = 0;
-    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL) != 0) return 1;
-    return -1;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_NOCOW_FL | FS_COMPR_FL)) != 0) return 1;
+    return empty ? 0 : -1;
 }
 #else
 int cjustlog_disable_copy_on_write(int fd) {

@@ -81,14 +81,18 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
     }
 
     /// A minimum of zero or less, or a jitter of 1, gave a delay of nothing — a collector refusing at once was tried
-    /// again in a busy loop — and a minimum of `Int64.min` seconds overflowed its doubling (a trap). Every delay is
-    /// at least ``ReconnectBackoff/floor`` (10 ms) now, whatever the settings.
+    /// again in a busy loop — and a minimum of `Int64.min` seconds, or one near `Duration`'s range, overflowed its
+    /// doubling (a trap; helper-51). Every delay is from ``ReconnectBackoff/floor`` (10 ms) to a year now, whatever
+    /// the settings.
     @Test(arguments: [
         (Duration.zero, Duration.seconds(30), 0.2, 0.0),
         (Duration.milliseconds(-500), Duration.seconds(30), 0.2, 0.5),
         (Duration(secondsComponent: .min, attosecondsComponent: 0), Duration.zero, 0.0, 0.0),
         (Duration.milliseconds(500), Duration.seconds(30), 1.0, 0.999_999),
         (Duration.milliseconds(500), Duration(secondsComponent: .min, attosecondsComponent: 0), 0.2, 0.5),
+        (Duration.seconds(Int64.max) * 18, Duration.seconds(30), 0.2, 0.0),
+        (Duration.seconds(Int64.max) * 18, Duration.seconds(Int64.max) * 18, 0.0, 0.0),
+        (Duration.milliseconds(500), Duration.seconds(Int64.max) * 18, 0.0, 0.0),
     ])
     func noReconnectDelayIsShorterThanTenMilliseconds(
         minimum: Duration,
@@ -106,7 +110,11 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
             random: { random }
         )
         for failures in [0, 1, 5, 62, 100] {
-            #expect(machine.backoffDelay(failures: failures) >= .milliseconds(10), "after \(failures) failures")
+            let delay = machine.backoffDelay(failures: failures)
+            #expect(
+                delay >= .milliseconds(10) && delay <= .seconds(365 * 86_400),
+                "after \(failures) failures: \(delay)"
+            )
         }
     }
 

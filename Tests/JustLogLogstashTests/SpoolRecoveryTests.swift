@@ -1446,7 +1446,8 @@ private final class FullDiskSwitch {
     /// btrfs refuses both) may still hold segments that did: each stays written through the file, whatever a new
     /// file in the folder answered for another segment whose copy-on-write is on — the first version of asking the
     /// folder once took that answer for every later segment, and mapped them writable (review, helper-50: on a full
-    /// disk, `SIGBUS`).
+    /// disk, `SIGBUS`). And a file that compresses is written through the file too: the new segments there, and the
+    /// probe's answer for the others, took "can't turn copy-on-write off" for "not btrfs" (helper-51).
     @Test(
         .enabled(
             if: (LoopMountedBtrfs.isAvailable && OverlayMount.unavailability == nil)
@@ -1485,11 +1486,18 @@ private final class FullDiskSwitch {
 
         let reopened = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
         defer { reopened.close() }
-        let second = directory + "/00000000000000000002.seg"
-        try #require(FileManager.default.fileExists(atPath: second))
-        let (permissions, line) = try Self.mapping(of: second)
-        #expect(permissions == "r--s", "\(line ?? "no mapping of \(second)")")
-        #expect(readAll(reopened) == (0..<200).map(text))
+        for index in 200..<300 { try reopened.append(record(index)) }
+        // Every segment on this btrfs is written through the file, read-only in memory: the one that turned
+        // copy-on-write off, by its flag; the copy, whose copy-on-write is on, and the new ones, which compress and
+        // can't turn it off, because they compress (helper-51: those were mapped writable).
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }
+            .sorted()
+        try #require(segments.count >= 4, "\(segments)")
+        for segment in segments {
+            let (permissions, line) = try Self.mapping(of: directory + "/" + segment)
+            #expect(permissions == "r--s", "\(segment): \(line ?? "not mapped")")
+        }
+        #expect(readAll(reopened) == (0..<300).map(text))
     }
 
     /// Under an overlay whose upper layer is not btrfs (Docker's on ext4; tmpfs here), `statfs` names no file system,

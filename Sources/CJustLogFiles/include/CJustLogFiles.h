@@ -14,8 +14,9 @@ int cjustlog_disable_copy_on_write(int fd);
 // (1) and for ext4, XFS and tmpfs (0). Elsewhere — a stacked file system such as overlayfs, whose upper layer may be
 // btrfs (Podman's default on Fedora), FUSE, anything else — the file's flags tell: for a new, still empty file
 // (`empty` non-zero), 1 if copy-on-write could be turned off for it (which only btrfs allows, under whatever stacks
-// on it; the flag is then left set), else 0; for an existing one, 1 if it is off (a segment made so), else -1: not
-// told (ask a new file in the same folder).
+// on it; the flag is then left set) or if it compresses (btrfs refuses the flag then), else 0; for an existing one, 1
+// if copy-on-write is off (a segment made so) or it compresses, else -1: not told (ask a new file in the same
+// folder).
 int cjustlog_segment_copies_on_write(int fd, int empty);
 
 #endif

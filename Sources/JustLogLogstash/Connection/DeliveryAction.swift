@@ -61,18 +61,24 @@ package struct ReconnectBackoff: Sendable, Hashable {
     /// that refuses at once in a busy loop (and a very negative minimum overflowed its doubling).
     package static let floor = Duration.milliseconds(10)
 
+    /// The longest delay, whatever the settings: doubling a delay near `Duration`'s range trapped (review,
+    /// helper-51). A year is "never" for a reconnect (and what the event loop's timer takes at most).
+    package static let ceiling = Duration.seconds(365 * 86_400)
+
     package init() {}
 
-    /// The delay after `failures` consecutive failures; `random` is a number in `0..<1`. At least ``floor``.
+    /// The delay after `failures` consecutive failures; `random` is a number in `0..<1`. From ``floor`` to
+    /// ``ceiling``.
     package func delay(failures: Int, random: Double) -> Duration {
-        var delay = max(minimum, Self.floor)
-        for _ in 0..<min(failures, 62) {
-            delay = delay * 2
-            if delay >= maximum { break }
+        let maximum = min(max(maximum, Self.floor), Self.ceiling)
+        var delay = min(max(minimum, Self.floor), maximum)
+        for _ in 0..<min(failures, 62) where delay < maximum {
+            delay = delay * 2  // below a year before: no overflow
         }
         delay = min(delay, maximum)
         let jitter = min(max(jitter, 0), 1) * min(max(random, 0), 1)
-        return max(delay * (1 - jitter), Self.floor)
+        // Clamped again: `Duration * Double` rounds through a `Double`, a few attoseconds either way.
+        return min(max(delay * (1 - jitter), Self.floor), maximum)
     }
 }
 

@@ -60,8 +60,8 @@ extension LogstashClient {
         /// json_lines only: bytes written after a record before the spool may forget it (default 16 MiB); see
         /// ``ConnectionStateMachine`` for why this proves delivery. Beats forgets what the collector acknowledged.
         public var resendWindowBytes: Int = 16 << 20
-        /// First reconnect delay (default 0.5 s). Every reconnect delay is at least 10 ms, whatever this and
-        /// ``backoffMaximum`` say: a collector that refuses at once is never retried in a busy loop.
+        /// First reconnect delay (default 0.5 s). Every reconnect delay is at least 10 ms and at most a year,
+        /// whatever this and ``backoffMaximum`` say: a collector that refuses at once is never retried in a busy loop.
         public var backoffMinimum: Duration = .milliseconds(500)
         /// Longest reconnect delay (default 30 s).
         public var backoffMaximum: Duration = .seconds(30)
