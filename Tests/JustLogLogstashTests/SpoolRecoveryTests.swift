@@ -1442,6 +1442,21 @@ private final class FullDiskSwitch {
         return (line?.split(separator: " ").dropFirst().first.map(String.init), line.map(String.init))
     }
 
+    /// The configuration of a spool in `directory` with 16 KiB segments (~70 records of ~210 bytes each), into which
+    /// `count` records were appended, and which was closed.
+    private static func closedSpool(in directory: String, records count: Int) throws -> LogstashSpool.Configuration {
+        let settings = LogstashSpool.Configuration(
+            directory: directory,
+            segmentBytes: 16 << 10,
+            maxTotalBytes: 8 << 20,
+            maxRecordBytes: 4 << 10
+        )
+        let spool = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
+        for index in 0..<count { try spool.append(record(index)) }
+        spool.close()
+        return settings
+    }
+
     /// A folder on btrfs under an overlay whose new files can't turn copy-on-write off (the folder compresses:
     /// btrfs refuses both) may still hold segments that did: each stays written through the file, whatever a new
     /// file in the folder answered for another segment whose copy-on-write is on — the first version of asking the
@@ -1463,15 +1478,7 @@ private final class FullDiskSwitch {
         let overlay = try OverlayMount(at: folder.path + "/overlay", upperOn: btrfs.path, lower: folder.path + "/lower")
         defer { overlay.unmount() }
         let directory = overlay.path + "/spool"
-        let settings = LogstashSpool.Configuration(
-            directory: directory,
-            segmentBytes: 16 << 10,
-            maxTotalBytes: 8 << 20,
-            maxRecordBytes: 4 << 10
-        )
-        let first = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
-        for index in 0..<200 { try first.append(record(index)) }
-        first.close()
+        let settings = try Self.closedSpool(in: directory, records: 200)
         // Segment 1 copied (copy-on-write on, as an earlier version made it); then the folder set to compress.
         let oldest = directory + "/00000000000000000001.seg"
         let copy = directory + "/copy"
@@ -1519,15 +1526,7 @@ private final class FullDiskSwitch {
         let overlay = try OverlayMount(at: folder.path + "/overlay", upperOn: tmpfs.path, lower: folder.path + "/lower")
         defer { overlay.unmount() }
         let directory = overlay.path + "/spool"
-        let settings = LogstashSpool.Configuration(
-            directory: directory,
-            segmentBytes: 16 << 10,
-            maxTotalBytes: 8 << 20,
-            maxRecordBytes: 4 << 10
-        )
-        let first = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
-        for index in 0..<400 { try first.append(record(index)) }
-        first.close()
+        let settings = try Self.closedSpool(in: directory, records: 400)
         let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }
         try #require(segments.count >= 5, "\(segments)")
         let leftover = directory + "/.copy-on-write-probe.Xk3v9Q"
