@@ -151,9 +151,9 @@ public final class Spool: @unchecked Sendable {
 
             /// For an existing segment on a file system its type does not name, whose copy-on-write is on — made by
             /// an earlier version, or copied up from an overlay's lower layer (review, helper-47) — whether a new
-            /// file in the same folder takes the flag that turns it off: then the folder is on btrfs, and the
-            /// segment is written through the file (a write there may fail on a full disk; it raises no `SIGBUS`).
-            /// If no such file can be made, through the file too: slower, never a signal.
+            /// file in the same folder takes the flag that turns it off, or compresses: then the folder is on btrfs
+            /// (or compresses), and the segment is written through the file (a write there may fail on a full disk;
+            /// it raises no `SIGBUS`). If no such file can be made, through the file too: slower, never a signal.
             private static func newFileCopiesOnWrite(in directory: String) -> Bool {
                 var template = Array((directory + "/" + probeNamePrefix + "XXXXXX").utf8CString)
                 let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
