@@ -3,8 +3,9 @@ import JustLogCore
 import JustLogLogstash
 import JustLogReceivers
 import JustLogTestSupport
-import JustLogTools
 import Testing
+
+@testable import JustLogTools
 
 /// Fails loudly when collectors are required but missing.
 private func requireCollectors() -> Bool {
@@ -346,15 +347,8 @@ struct ShipToolTests {
         }
     }
 
-    /// FNV-1a 64 of the log's first line, `"line\n"`, in hexadecimal: the head a checkpoint at offset 5 holds.
-    static let headOfTheLog: String = {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "line\n".utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-        return String(hash, radix: 16)
-    }()
+    /// The head a checkpoint at offset 5 holds: `"line\n"`, hashed as `ship` hashes it.
+    static let headOfTheLog = String(ShipCheckpoints.fnv1a64("line\n".utf8), radix: 16)
 }
 
 /// Issue #10: `ship` created `<file>.ship-spool/` next to any input (a read-only or shared folder).
