@@ -132,6 +132,28 @@ private func eventID(_ payload: String) -> String? {
         #expect(client.spool.counterSnapshot.queuedRecords == 5)
     }
 
+    /// A collector never compresses its ACKs: one that does (a bomb of nested compressed frames asked the client
+    /// for gigabytes on its event loop — review, helper-53) is refused before anything is inflated, the connection
+    /// closed, and the window sent again on the next.
+    @Test func aCompressedAnswerIsRefusedUninflatedAndTheWindowSentAgain() async throws {
+        let server = try await FakeBeatsServer { window in
+            let ack = LumberjackEncoder.ack(UInt32(window.events.count))
+            return window.connection == 1
+                ? [.raw(LumberjackEncoder.compressed(ack, level: 1))] : [.ack(UInt32(window.events.count))]
+        }
+        let directory = try TemporaryDirectory(prefix: "beats-compressed-ack")
+        let activity = ActivityLog()
+        let client = try beatsClient(port: server.port, directory: directory, activity: activity)
+        for index in 0..<5 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        #expect(await activity.wait(for: "a compressed frame where only ACK frames are expected"))
+        try await client.flush()
+        await client.shutdown()
+        await server.stop()
+        #expect(server.connections == 2)
+        #expect(client.spool.counterSnapshot.queuedRecords == 0)
+    }
+
     @Test(arguments: [0, 3])
     func compressedWindowsAreSmallerOnTheWireAndCarryTheSameEvents(level: Int) async throws {
         let server = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }

@@ -21,10 +21,12 @@ import Testing
 
     /// Sizes that can't work are refused with a clear error (review, helper-48): `Int.max` for "no limit" trapped
     /// on the event loop at the first batch (a buffer of that many bytes) or in this very check (`window + 2 ×
-    /// segment` overflowed); a negative window overflowed later; no record per batch sent nothing, ever.
+    /// segment` overflowed); a negative window overflowed later; no record per batch sent nothing, ever; nor did a
+    /// timeout of nothing (helper-53).
     @Test(arguments: [
         "maxBatchBytes=max", "maxBatchBytes=0", "maxLineBytes=max", "maxBatchRecords=0", "resendWindowBytes=max",
-        "resendWindowBytes=-1", "segmentBytes=max",
+        "resendWindowBytes=-1", "segmentBytes=max", "writeTimeout=0", "connectTimeout=-1", "ackTimeout=0",
+        "ackTimeout=max",
     ])
     func sizesThatCantWorkAreAClearErrorNotATrap(_ setting: String) throws {
         let directory = try TemporaryDirectory(prefix: "destination-absurd")
@@ -39,6 +41,11 @@ import Testing
         case "maxBatchRecords=0": configuration.client.maxBatchRecords = 0
         case "resendWindowBytes=max": configuration.client.resendWindowBytes = .max
         case "resendWindowBytes=-1": configuration.client.resendWindowBytes = -1
+        case "writeTimeout=0": configuration.client.writeTimeout = .zero
+        case "connectTimeout=-1": configuration.client.connectTimeout = .seconds(-1)
+        // Every window aborted before its ACK could come: nothing delivered, retried forever (review, helper-53).
+        case "ackTimeout=0": configuration.client.transport = .beats(.init(ackTimeout: .zero))
+        case "ackTimeout=max": configuration.client.transport = .beats(.init(ackTimeout: .seconds(Int64.max)))
         default: configuration.spool.segmentBytes = .max
         }
         #expect {
@@ -48,7 +55,7 @@ import Testing
                 || (error as? JustLogError)?.code == .invalidConfiguration
         }
         // And beside a Beats transport, whose window is the batch.
-        configuration.client.transport = .beats(.init())
+        if !setting.hasPrefix("ackTimeout") { configuration.client.transport = .beats(.init()) }
         if setting.hasPrefix("maxBatchBytes") {
             #expect(throws: (any Error).self) { _ = try LogstashDestination(configuration: configuration) }
         }

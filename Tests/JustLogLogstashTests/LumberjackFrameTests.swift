@@ -114,6 +114,39 @@ private func decodeAll(_ bytes: [UInt8], chunk: Int = .max) throws -> [Lumberjac
         #expect { try decoder.next() } throws: { ($0 as? LogstashError)?.message.contains("inflates past") == true }
     }
 
+    /// A compressed frame inside a compressed frame is refused: each level inflated up to the limit again, so the
+    /// limits bounded nothing — 454 bytes nested three deep held about a billion ACK frames, all decoded before the
+    /// first was returned (review, helper-53). No Beat nests them. Here 30 ACKs two deep: all 30 were returned.
+    @Test func aCompressedFrameInsideACompressedFrameIsRefused() throws {
+        let leaf = LumberjackEncoder.compressed(Array((1...10).map { LumberjackEncoder.ack($0) }.joined()), level: 9)
+        let nested = LumberjackEncoder.compressed(Array([leaf, leaf, leaf].joined()), level: 9)
+        var decoder = LumberjackDecoder(maxFrameBytes: 64 << 10, maxInflatedBytes: 64 << 10)
+        decoder.append(nested)
+        #expect {
+            try decoder.next()
+        } throws: {
+            ($0 as? LogstashError)?.message.contains("a compressed frame inside a compressed frame") == true
+        }
+        // One level is a Beat's compressed window, as before.
+        #expect(try decodeAll(leaf).count == 10)
+    }
+
+    /// A client reads only ACKs from its collector, which never compresses them: a compressed frame there is refused
+    /// before it is inflated.
+    @Test func aDecoderForACollectorsACKsRefusesACompressedFrame() {
+        var decoder = LumberjackDecoder(
+            maxFrameBytes: 64 << 10,
+            maxInflatedBytes: 64 << 10,
+            acceptsCompressedFrames: false
+        )
+        decoder.append(LumberjackEncoder.compressed(LumberjackEncoder.ack(5), level: 1))
+        #expect {
+            try decoder.next()
+        } throws: {
+            ($0 as? LogstashError)?.message.contains("only ACK frames are expected") == true
+        }
+    }
+
     @Test func zlibRoundTripsAtEveryLevel() throws {
         let data = Array((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 / 7) })
         for level in 1...9 {

@@ -92,6 +92,15 @@ package struct LumberjackDecoder: Sendable {
     package var maxFrameBytes: Int
     /// The most bytes one `2C` frame may inflate to.
     package var maxInflatedBytes: Int
+    /// Whether `2C` frames are taken at all: a Beat compresses its windows; a collector never compresses its ACKs,
+    /// and a client reading them takes none (review, helper-53: a few hundred bytes of nested frames from the
+    /// collector asked for gigabytes).
+    package var acceptsCompressedFrames: Bool
+
+    /// The decoder reads the inside of a `2C` frame: another `2C` there is refused. No Beat nests them, and each
+    /// level inflates up to ``maxInflatedBytes`` again — 454 bytes nested three deep held a billion ACK frames
+    /// (helper-53).
+    private var isInsideCompressedFrame = false
 
     private var buffer: [UInt8] = []
     private var readIndex = 0
@@ -99,9 +108,11 @@ package struct LumberjackDecoder: Sendable {
     private var inflated: [LumberjackFrame] = []
     private var inflatedIndex = 0
 
-    package init(maxFrameBytes: Int = 64 << 20, maxInflatedBytes: Int = 256 << 20) {
+    package init(maxFrameBytes: Int = 64 << 20, maxInflatedBytes: Int = 256 << 20, acceptsCompressedFrames: Bool = true)
+    {
         self.maxFrameBytes = maxFrameBytes
         self.maxInflatedBytes = maxInflatedBytes
+        self.acceptsCompressedFrames = acceptsCompressedFrames
     }
 
     /// Bytes received and not yet decoded.
@@ -159,6 +170,14 @@ package struct LumberjackDecoder: Sendable {
             readIndex += 10 + Int(length)
             return .json(sequence: sequence, payload: payload)
         case UInt8(ascii: "C"):
+            guard acceptsCompressedFrames, !isInsideCompressedFrame else {
+                throw LogstashError(
+                    code: .malformedFrame,
+                    message: isInsideCompressedFrame
+                        ? "a compressed frame inside a compressed frame (no Beat sends one)"
+                        : "a compressed frame where only ACK frames are expected"
+                )
+            }
             guard let length = uint32(at: readIndex + 2) else { return nil }
             guard Int(length) <= maxFrameBytes else {
                 throw LogstashError(
@@ -170,6 +189,7 @@ package struct LumberjackDecoder: Sendable {
             let data = buffer[(readIndex + 6)..<(readIndex + 6 + Int(length))]
             readIndex += 6 + Int(length)
             var inner = LumberjackDecoder(maxFrameBytes: maxFrameBytes, maxInflatedBytes: maxInflatedBytes)
+            inner.isInsideCompressedFrame = true
             inner.append(try Zlib.decompress(data, limit: maxInflatedBytes))
             var frames: [LumberjackFrame] = []
             while let frame = try inner.next() { frames.append(frame) }

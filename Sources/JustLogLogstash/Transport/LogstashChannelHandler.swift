@@ -13,7 +13,7 @@ final class LogstashChannelHandler: ChannelInboundHandler, RemovableChannelHandl
     private let generation: Int
     private let tls: LogstashTLS?
     private var firstError: (any Error)?
-    /// Beats: the collector's ACK frames (small limits: it sends nothing else).
+    /// Beats: the collector's ACK frames (small limits, nothing compressed: it sends nothing else).
     private var decoder: LumberjackDecoder?
     private var bytesSeen = 0
 
@@ -21,7 +21,10 @@ final class LogstashChannelHandler: ChannelInboundHandler, RemovableChannelHandl
         self.client = client
         self.generation = generation
         self.tls = tls
-        self.decoder = decodesAcks ? LumberjackDecoder(maxFrameBytes: 64 << 10, maxInflatedBytes: 64 << 10) : nil
+        self.decoder =
+            decodesAcks
+            ? LumberjackDecoder(maxFrameBytes: 64 << 10, maxInflatedBytes: 64 << 10, acceptsCompressedFrames: false)
+            : nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

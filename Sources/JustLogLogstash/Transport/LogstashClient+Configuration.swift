@@ -91,7 +91,7 @@ extension LogstashClient {
         /// Throws ``LogstashError`` (``LogstashError/Code/invalidConfiguration``) for sizes that can't work: a batch,
         /// line or record count below 1, a batch or line past ``maximumBatchBytes``, a negative resend window or one
         /// past ``maximumResendWindowBytes`` (review, helper-48: such values trapped on the event loop, or sent
-        /// nothing).
+        /// nothing); a connect, write or ACK timeout of 0 or less, or past ``maximumTimeout``.
         public func validate() throws {
             func check(_ valid: Bool, _ message: @autoclosure () -> String) throws {
                 if !valid { throw LogstashError(code: .invalidConfiguration, message: message()) }
@@ -109,7 +109,20 @@ extension LogstashClient {
                 (0...Self.maximumResendWindowBytes).contains(resendWindowBytes),
                 "resendWindowBytes (\(resendWindowBytes)) must be 0 to \(Self.maximumResendWindowBytes)"
             )
+            // A timeout of nothing ends every connect, write or window before it can finish: nothing is ever
+            // delivered, and the client retries forever (review, helper-53); past a year, a deadline overflows.
+            var timeouts = [("connectTimeout", connectTimeout), ("writeTimeout", writeTimeout)]
+            if let beats = transport.beatsSettings { timeouts.append(("ackTimeout", beats.ackTimeout)) }
+            for (name, timeout) in timeouts {
+                try check(
+                    timeout > .zero && timeout <= Self.maximumTimeout,
+                    "\(name) (\(timeout)) must be more than 0 and at most a year"
+                )
+            }
         }
+
+        /// The longest ``connectTimeout``, ``writeTimeout`` and ``Transport/Beats/ackTimeout`` may be: a year.
+        public static let maximumTimeout = Duration.seconds(365 * 24 * 3600)
 
         /// How activity lines name the first collector: never includes a token.
         var endpoint: String { endpoint(of: hosts[0]) }
