@@ -13,9 +13,9 @@ public final class TemporaryDirectory: @unchecked Sendable {
     private let lock = NSLock()
     private var removed = false
 
-    /// Creates the folder (owner-only) with `mkdtemp`.
-    public init(prefix: String = "justlog") throws {
-        var template = Array((NSTemporaryDirectory() + "/\(prefix).XXXXXX").utf8CString)
+    /// Creates the folder (owner-only) with `mkdtemp`, in `parent` (by default the system's temporary folder).
+    public init(in parent: String = NSTemporaryDirectory(), prefix: String = "justlog") throws {
+        var template = Array((parent + "/\(prefix).XXXXXX").utf8CString)
         guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mkdtemp failed: errno \(errno)"])
         }

@@ -11,6 +11,12 @@ import Darwin
 /// The file under a ``FileDestination``: an append-only descriptor, size rotation, and recovery when the
 /// file disappears or a write fails. Not thread-safe on its own; its owner guards it with a lock.
 ///
+/// Only a regular file is rotated: a path that names a FIFO, a device or a socket (a link to `/dev/stdout`, a
+/// container's usual log "file") is written to as it is, never renamed away. A rotation the file system refuses (a
+/// folder the program may not write in, a directory in the way of a rotated name, a file bind-mounted alone) is
+/// reported once and tried again after the retry interval; meanwhile the file grows past its limit, and nothing is
+/// lost for it.
+///
 /// The file only ever holds whole lines. A write that a full disk (`ENOSPC`) or a file-size limit (`EFBIG`)
 /// stops part-way is cut back to its last whole line; should even that fail, the next write starts with a
 /// newline, so that only the torn line is damaged. Events whose line is not in the file are counted exactly,
@@ -36,7 +42,12 @@ struct RotatingFileWriter: Sendable {
     }
 
     private var descriptor: Int32 = -1
+    /// Bytes in the file (at most ``largestSize``: a sparse file may claim up to `Int.max`, and sums with it trapped).
     private var size = 0
+    /// The open file is a regular file, rotated at ``maximumFileSize`` (anything else is written to as it is).
+    private var rotates = true
+    /// A rotation was refused: until then (on the owner's clock) the file is not rotated.
+    private var rotationRetryAt: Duration?
     private var identity: (device: UInt64, inode: UInt64)?
     /// The file does not end with a newline (a torn line could not be cut away): the next write starts with one.
     private var endsMidLine = false
@@ -83,17 +94,30 @@ struct RotatingFileWriter: Sendable {
                 throw JustLogError(.fileSystem, "cannot create the log folder \(folder)", cause: error)
             }
         }
-        let fd = systemOpen(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        // Non-blocking to open: a FIFO no one reads would wait for a reader forever (review, helper-52). Its writes
+        // block as usual (the flag is cleared).
+        let fd = systemOpen(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
-            throw JustLogError(.fileSystem, "cannot open the log file \(path): \(String(cString: strerror(errno)))")
+            let reason = errno == ENXIO ? "a FIFO that no process reads" : String(cString: strerror(errno))
+            throw JustLogError(.fileSystem, "cannot open the log file \(path): \(reason)")
         }
+        _ = fcntl(fd, F_SETFL, O_WRONLY | O_APPEND)
         var info = stat()
         fstat(fd, &info)
         descriptor = fd
-        size = Int(info.st_size)
+        rotates = info.st_mode & S_IFMT == S_IFREG
+        size = rotates ? min(Int(info.st_size), Self.largestSize) : 0
         identity = (UInt64(info.st_dev), UInt64(info.st_ino))
         endsMidLine = size > 0 && !lastByteIsNewline()
+        // A pipe or a socket whose reader has gone: the write fails (`EPIPE`, counted as lost) rather than kill the
+        // program with SIGPIPE.
+        if info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK {
+            BrokenPipe.failWritesInsteadOfKilling()
+        }
     }
+
+    /// The most ``size`` counts: far beyond any file, and sums with a line's length stay far from overflowing.
+    static let largestSize = 1 << 61
 
     mutating func close() {
         if descriptor >= 0 { systemClose(descriptor) }
@@ -112,7 +136,7 @@ struct RotatingFileWriter: Sendable {
     /// Whether the file at `path` ends with a newline (or cannot be read, which is taken as yes): a file left
     /// with a torn last line by a program killed mid-write, or by a full disk, gets its next line on its own.
     private func lastByteIsNewline() -> Bool {
-        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC, 0)
+        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
         guard reader >= 0 else { return true }
         defer { systemClose(reader) }
         var last: UInt8 = 0
@@ -201,11 +225,12 @@ struct RotatingFileWriter: Sendable {
 
     /// The last `maximum` bytes of a file, and its size.
     private static func readTail(of path: String, maximum: Int) -> (bytes: [UInt8], size: Int)? {
-        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC, 0)
+        // Non-blocking: a FIFO with no writer would wait for one (it is not read: only a regular file is).
+        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
         guard reader >= 0 else { return nil }
         defer { systemClose(reader) }
         var info = stat()
-        guard fstat(reader, &info) == 0 else { return nil }
+        guard fstat(reader, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         let size = Int(info.st_size)
         let count = min(size, maximum)
         var bytes = [UInt8](repeating: 0, count: count)
@@ -231,19 +256,27 @@ struct RotatingFileWriter: Sendable {
             return
         }
         var start = 0
+        var limited = rotates && rotationRetryAt.map { now >= $0 } ?? true
         while start < lines.count {
-            if size > 0, size + lines.length(of: start) > maximumFileSize {
-                if let error = rotate() {
+            if limited, size > 0, size + lines.length(of: start) > maximumFileSize {
+                switch rotate(now: now) {
+                case .rotated: break
+                case .refused: limited = false
+                case .failed(let error):
                     fail(error, losing: lines.count - start, now: now)
                     return
                 }
             }
-            // The lines that fit in the current file, in one write.
+            // The lines that fit in the current file (all of them, if it is not rotated), in one write.
             var end = start + 1
-            var pending = size + lines.length(of: start)
-            while end < lines.count, pending + lines.length(of: end) <= maximumFileSize {
-                pending += lines.length(of: end)
-                end += 1
+            if limited {
+                var pending = size + lines.length(of: start)
+                while end < lines.count, pending + lines.length(of: end) <= maximumFileSize {
+                    pending += lines.length(of: end)
+                    end += 1
+                }
+            } else {
+                end = lines.count
             }
             let (whole, error) = write(lines, start..<end)
             if let error {
@@ -309,7 +342,7 @@ struct RotatingFileWriter: Sendable {
             // The torn line that could not be cut away ends here, so that the next line is whole.
             let (written, errorNumber) = [UInt8(ascii: "\n")].withUnsafeBytes { writePrefix(descriptor, $0) }
             if let errorNumber { return (0, writeError(errorNumber)) }
-            size += written
+            grow(by: written)
             endsMidLine = false
         }
         let start = lines.start(of: range.lowerBound)
@@ -317,19 +350,24 @@ struct RotatingFileWriter: Sendable {
             writePrefix(descriptor, UnsafeRawBufferPointer(rebasing: bytes[start..<lines.ends[range.upperBound - 1]]))
         }
         guard let errorNumber else {
-            size += written
+            grow(by: written)
             return (range.count, nil)
         }
         let whole = lines.ends[range].prefix { $0 - start <= written }.count
         let kept = whole > 0 ? lines.ends[range.lowerBound + whole - 1] - start : 0
         if written > kept, !cutBack(written - kept) {
             // The torn line stays; its event is counted as lost, and the next write starts a new line.
-            size += written
+            grow(by: written)
             endsMidLine = true
         } else {
-            size += kept
+            grow(by: kept)
         }
         return (whole, writeError(errorNumber))
+    }
+
+    /// Counts `count` bytes written (up to ``largestSize``; nothing is counted for what is not rotated).
+    private mutating func grow(by count: Int) {
+        if rotates { size = min(size + count, Self.largestSize) }
     }
 
     private func writeError(_ errorNumber: Int32) -> JustLogError {
@@ -399,30 +437,64 @@ struct RotatingFileWriter: Sendable {
         return systemOpen(path, flags, 0)
     }
 
-    /// `name` → `name.1`, `name.1` → `name.2`, …; the oldest past the retention count is deleted. Returns the
-    /// error if the new file cannot be opened.
+    /// What ``rotate(now:)`` did.
+    private enum Rotation {
+        /// The file was renamed (or deleted), and a new one opened.
+        case rotated
+        /// The file system refused a rename or the deletion: the file stays where it is, open, and grows past its
+        /// limit until ``rotationRetryAt`` (said once on the diagnostics sink).
+        case refused
+        /// The new file could not be opened.
+        case failed(JustLogError)
+    }
+
+    /// `name` → `name.1`, `name.1` → `name.2`, …; the oldest past the retention count is deleted. A rename or a
+    /// deletion the file system refuses stops the shift there — a rename after it would overwrite a retained file
+    /// — and the file stays; it is tried again after the retry interval (review, helper-52: the renames' results
+    /// were not read, the file was reopened where it was, and every later line tried the whole rotation again,
+    /// silently, while the file grew without bound).
     ///
     /// The kernel frees a deleted file — drops its cached pages, releases its blocks — when its last descriptor
     /// closes: for a 10 MiB file, ~7 % of the pipeline's thread at 1.5 M events a second (BENCHMARKS part 26). So
     /// the file to delete is held open across its `unlink` (``descriptorHoldingForDeletion(_:)``) and
     /// ``closer`` closes it, on its own queue; the file is gone from the folder at once, as before.
-    private mutating func rotate() -> JustLogError? {
+    private mutating func rotate(now: Duration) -> Rotation {
         let deleted = retainedFileCount == 0 ? path : "\(path).\(retainedFileCount)"
         let held = descriptorHoldingForDeletion(deleted)
         close()
-        unlink(deleted)
+        var refusal = Self.refusal(of: "delete \(deleted)") { unlink(deleted) }
         if retainedFileCount > 0 {
-            for index in stride(from: retainedFileCount - 1, through: 1, by: -1) {
-                rename("\(path).\(index)", "\(path).\(index + 1)")
+            for index in stride(from: retainedFileCount, through: 1, by: -1) where refusal == nil {
+                let from = index == 1 ? path : "\(path).\(index - 1)"
+                let to = "\(path).\(index)"
+                refusal = Self.refusal(of: "rename \(from) to \(to)") { rename(from, to) }
             }
-            rename(path, "\(path).1")
         }
         if held >= 0 { closer.close(held) }
         do {
             try open()
-            return nil
         } catch {
-            return error
+            return .failed(error)
         }
+        let key = "file.rotate.\(path)"
+        guard let refusal else {
+            rotationRetryAt = nil
+            diagnostics.reset(key: key)
+            return .rotated
+        }
+        rotationRetryAt = now + retryInterval
+        diagnostics.reportOnce(
+            key: key,
+            "cannot rotate the log file: can't \(refusal); it grows past its \(maximumFileSize)-byte limit until rotation works (tried again every \(retryInterval))"
+        )
+        return .refused
+    }
+
+    /// `nil` if `call` (an `unlink` or a `rename`) worked or found nothing to move; else what was refused, and why.
+    private static func refusal(of action: @autoclosure () -> String, _ call: () -> Int32) -> String? {
+        guard call() != 0 else { return nil }
+        let error = errno
+        guard error != ENOENT else { return nil }
+        return "\(action()) (\(String(cString: strerror(error))))"
     }
 }

@@ -1,0 +1,194 @@
+import Foundation
+import JustLogCore
+import JustLogTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The file destination where rotation can't work as it does for a regular file in a folder the program owns: the
+/// file system refuses the rename, or the log path names a pipe (review, helper-52).
+@Suite struct FileRotationRefusedTests {
+    func records(_ count: Int, from start: Int = 0) -> [LogRecord] {
+        let builder = Fixtures.builder()
+        return (start..<start + count).map {
+            builder.record(for: Fixtures.event(.info, "event \($0)"), sequence: UInt64($0))
+        }
+    }
+
+    func messages(in path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+            try FileLine(parsing: $0).record.message
+        }
+    }
+
+    /// A rename the file system refuses — here a directory where `app.log.1` goes; in production a root-owned
+    /// `/var/log` holding a file the program owns, or a file bind-mounted alone — is said once, and tried again only
+    /// after the retry interval; meanwhile every line goes to the file, past its limit. Before, the failures were
+    /// not read: nothing said so, and every line past the limit closed, renamed and reopened the file (the kernel's
+    /// count of its opens: ~2,000 for 2,000 lines).
+    @Test func aRotationTheFileSystemRefusesIsSaidOnceRetriedAfterTheIntervalAndLosesNothing() throws {
+        let folder = try TemporaryDirectory(prefix: "rotation-refused")
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        try FileManager.default.createDirectory(atPath: url.path + ".1/kept", withIntermediateDirectories: true)
+        let diagnostics = LineCapture()
+        let clock = ManualClock()
+        let file = try FileDestination(
+            configuration: .init(url: url, maximumFileSize: 4096, retainedFileCount: 1),
+            diagnostics: diagnostics.diagnostics,
+            clock: clock
+        )
+        defer { file.shutdown() }
+        let opens = try OpenWatch(folder.path)
+        for index in 0..<2_000 { file.write(LogBatch(records: records(1, from: index))) }
+        #expect(opens.count(of: "app.log") == 1, "one try at rotating (one reopen) while the clock stands still")
+        #expect(try messages(in: url.path) == (0..<2_000).map { "event \($0)" })
+        let openedSoFar = opens.count(of: "app.log")  // the read just now included
+        #expect(diagnostics.writes.count == 1, "\(diagnostics.writes)")
+        #expect(diagnostics.text.contains("cannot rotate the log file: can't delete \(url.path).1 (Is a directory)"))
+
+        // Within the retry interval, still no try; after it, and with the way clear, the file rotates.
+        clock.advance(by: .milliseconds(999))
+        file.write(LogBatch(records: records(1, from: 2_000)))
+        #expect(opens.count(of: "app.log") == openedSoFar)
+        try FileManager.default.removeItem(atPath: url.path + ".1")
+        clock.advance(by: .milliseconds(1))
+        file.write(LogBatch(records: records(10, from: 2_001)))
+        #expect(try messages(in: url.path + ".1") == (0..<2_001).map { "event \($0)" })
+        #expect(try messages(in: url.path) == (2_001..<2_011).map { "event \($0)" })
+        #expect(diagnostics.writes.count == 1, "\(diagnostics.writes)")
+    }
+
+    /// A log path that is a pipe — a FIFO, or a link to one, as a container's `app.log -> /dev/stdout` — is written to
+    /// and never rotated: before, at the size limit the link (or the FIFO) was renamed to `app.log.1` and a regular
+    /// file made in its place, which no one reads.
+    @Test(arguments: [false, true])
+    func aLogPathThatIsAPipeIsWrittenToAndNeverRotatedAway(throughALink: Bool) throws {
+        let folder = try TemporaryDirectory(prefix: "rotation-pipe")
+        defer { folder.remove() }
+        let fifo = folder.appending("pipe").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let url = folder.appending("app.log")
+        if throughALink {
+            try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: fifo)
+        } else {
+            try #require(rename(fifo, url.path) == 0)
+        }
+        let reader = open(url.path, O_RDONLY | O_NONBLOCK)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 1024, retainedFileCount: 2))
+        defer { file.shutdown() }
+        // ~100 lines of ~200 bytes: within a pipe's 64 KiB, read after.
+        for start in stride(from: 0, to: 100, by: 10) { file.write(LogBatch(records: records(10, from: start))) }
+        var bytes = [UInt8](repeating: 0, count: 1 << 20)
+        let count = bytes.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+        let lines = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self).split(separator: "\n")
+        #expect(try lines.map { try FileLine(parsing: $0).record.message } == (0..<100).map { "event \($0)" })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+                == (throughALink ? ["app.log", "pipe"] : ["app.log"])
+        )
+        var info = stat()
+        #expect(stat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
+    }
+
+    /// A FIFO no process reads is a clear error at once: opening it for writing waited for a reader forever, in the
+    /// logger's `setup()`.
+    @Test func aFIFONoOneReadsIsAClearErrorNotAWaitForAReader() throws {
+        let folder = try TemporaryDirectory(prefix: "rotation-fifo")
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        try #require(mkfifo(url.path, 0o600) == 0)
+        #expect {
+            _ = try FileDestination(configuration: .init(url: url))
+        } throws: {
+            "\($0)".contains("cannot open the log file \(url.path): a FIFO that no process reads")
+        }
+    }
+
+    /// A pipe whose reader went away: the write fails (counted, said once) instead of killing the program with
+    /// `SIGPIPE` (its default action), and the lines after it are counted too.
+    @Test func aPipeWhoseReaderWentAwayCountsTheLossAndDoesNotKillTheProgram() throws {
+        let folder = try TemporaryDirectory(prefix: "rotation-broken-pipe")
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        try #require(mkfifo(url.path, 0o600) == 0)
+        let reader = open(url.path, O_RDONLY | O_NONBLOCK)
+        try #require(reader >= 0)
+        let diagnostics = LineCapture()
+        let file = try FileDestination(
+            configuration: .init(url: url),
+            diagnostics: diagnostics.diagnostics,
+            clock: ManualClock()
+        )
+        file.write(LogBatch(records: records(5)))
+        close(reader)
+        file.write(LogBatch(records: records(5, from: 5)))
+        file.write(LogBatch(records: records(5, from: 10)))
+        file.shutdown()
+        #expect(diagnostics.text.contains("Broken pipe"), "\(diagnostics.writes)")
+        #expect(diagnostics.text.contains("10 event(s) lost writing to \(url.path)"), "\(diagnostics.writes)")
+    }
+
+    /// A file the file system says holds nearly `Int.max` bytes (sparse, on tmpfs) is rotated like any other: the
+    /// sum of its size and a line's length trapped, killing the program at its first log line.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "makes a sparse file on /dev/shm"))
+    func aFileThatClaimsNearlyIntMaxBytesIsRotatedNotATrap() throws {
+        let folder = try TemporaryDirectory(in: "/dev/shm", prefix: "rotation-huge")
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        let fd = open(url.path, O_WRONLY | O_CREAT, 0o600)
+        try #require(fd >= 0)
+        let sized = ftruncate(fd, off_t(Int.max - 10))
+        close(fd)
+        try #require(sized == 0, "tmpfs took no file of Int.max - 10 bytes: \(String(cString: strerror(errno)))")
+        let file = try FileDestination(configuration: .init(url: url, retainedFileCount: 1))
+        file.write(LogBatch(records: records(3)))
+        file.shutdown()
+        #expect(try messages(in: url.path) == ["event 0", "event 1", "event 2"])
+        let rotated = try FileManager.default.attributesOfItem(atPath: url.path + ".1")[.size] as? Int
+        #expect(rotated == Int.max - 10)
+    }
+}
+
+/// Counts, by name, the opens of files in a folder (inotify, Linux: `IN_OPEN`, and `IN_CLOSE_WRITE` between them,
+/// so that the kernel does not fold repeated opens of one file into one event).
+private final class OpenWatch {
+    private let descriptor: Int32
+    private var counts: [String: Int] = [:]
+
+    init(_ folder: String) throws {
+        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(descriptor >= 0)
+        try #require(inotify_add_watch(descriptor, folder, UInt32(IN_OPEN | IN_CLOSE_WRITE)) >= 0)
+    }
+
+    deinit { close(descriptor) }
+
+    /// How many times `name` was opened since the watch began.
+    func count(of name: String) -> Int {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let (mask, length, name) = buffer.withUnsafeBytes { raw -> (UInt32, Int, String) in
+                    let mask = raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                    let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    let start = offset + MemoryLayout<inotify_event>.size
+                    let name = String(decoding: raw[start..<(start + length)].prefix { $0 != 0 }, as: UTF8.self)
+                    return (mask, length, name)
+                }
+                if mask & UInt32(IN_OPEN) != 0 { counts[name, default: 0] += 1 }
+                offset += MemoryLayout<inotify_event>.size + length
+            }
+        }
+        return counts[name] ?? 0
+    }
+}
