@@ -268,6 +268,29 @@ private func machineWithWindow(
         #expect(machine.shutdownFailure?.code == .connectFailed)
     }
 
+    /// As json_lines' machine: a flush during a backoff connects at once only once an outage (review, helper-53).
+    @Test func aFlushDuringBackoffConnectsAtOnceOnceAnOutage() {
+        let clock = ManualClock()
+        let refused = LogstashError(code: .connectFailed, message: "connection refused")
+        var machine = Machine(configuration: configuration(), clock: clock)
+        _ = machine.start(at: position(0))
+        _ = machine.connectFailed(refused)
+        #expect(machine.flushRequested(id: 1, upTo: position(40)).contains(.connect))
+        _ = machine.connectFailed(refused)
+        // Flushes, each connect they make refused at once (a collector that is down).
+        var connects = 0
+        for id in 2..<100 where machine.flushRequested(id: id, upTo: position(40)).contains(.connect) {
+            connects += 1
+            _ = machine.connectFailed(refused)
+        }
+        #expect(connects == 0, "flushes that connected at once")
+        clock.advance(by: .seconds(3600))
+        #expect(machine.timerFired().contains(.connect), "the backoff's timer still connects")
+        _ = machine.connected()
+        _ = machine.connectionClosed(error: refused)
+        #expect(machine.flushRequested(id: 100, upTo: position(40)).contains(.connect), "a new outage")
+    }
+
     @Test func aShutdownWhileConnectingWaitsForTheNextHostWhenTheFirstFails() {
         var machine = Machine(configuration: configuration { $0.shutdownTimeout = .seconds(5) }, clock: ManualClock())
         _ = machine.start(at: position(0))

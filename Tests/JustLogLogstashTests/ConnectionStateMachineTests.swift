@@ -236,11 +236,29 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(flushes(deadline).map(\.0) == [3])
     }
 
-    @Test func aFlushDuringBackoffTriesToConnectAtOnce() {
-        var machine = Machine(configuration: configuration(), clock: ManualClock())
+    /// A flush during a backoff connects at once — once an outage: a program flushing per request against a
+    /// collector that is down connected (and handshook) at its request rate (review, helper-53: 98 connects for 98
+    /// flushes). After that first try the flushes wait for the backoff's own timer; once a connection is made, the
+    /// next outage's first flush tries at once again.
+    @Test func aFlushDuringBackoffConnectsAtOnceOnceAnOutage() {
+        let clock = ManualClock()
+        var machine = Machine(configuration: configuration(), clock: clock)
         _ = machine.start(at: position(16))
         _ = machine.connectFailed(refused)
         #expect(machine.flushRequested(id: 1, upTo: position(16)).contains(.connect))
+        _ = machine.connectFailed(refused)
+        // Flushes, each connect they make refused at once (a collector that is down).
+        var connects = 0
+        for id in 2..<100 where machine.flushRequested(id: id, upTo: position(16)).contains(.connect) {
+            connects += 1
+            _ = machine.connectFailed(refused)
+        }
+        #expect(connects == 0, "flushes that connected at once")
+        clock.advance(by: .seconds(3600))
+        #expect(machine.timerFired().contains(.connect), "the backoff's timer still connects")
+        _ = machine.connected()
+        _ = machine.connectionClosed(error: refused)
+        #expect(machine.flushRequested(id: 100, upTo: position(16)).contains(.connect), "a new outage")
     }
 
     @Test func aWriteTheCollectorDoesNotTakeInTimeEndsTheConnectionFailsTheFlushAndResends() {

@@ -94,6 +94,10 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     private let random: @Sendable () -> Double
     private var inFlight: Window?
     private var readPending = false
+    /// A flush cut the current outage's backoff short (connected at once): later flushes wait for the schedule until
+    /// a connection is made (review, helper-53: a program flushing per request against a collector that is down
+    /// connected — and handshook — at its request rate).
+    private var flushCutTheBackoffShort = false
     private var nextDispatch: C.Instant?
     private var flushes = PendingFlushes()
     private var shutdownDeadline: C.Instant?
@@ -126,6 +130,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     package mutating func connected() -> [Action] {
         guard case .connecting(_, let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
+        flushCutTheBackoffShort = false
         counters.connects += 1
         progressSinceConnect = false
         inFlight = nil
@@ -385,7 +390,11 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
             flushes.add(id: id, upTo: upTo)
             return []
         case .backingOff(_, let failures):
+            // Try now rather than make the caller wait for the backoff — once an outage: after that, at the backoff's
+            // pace (its timer is set).
             flushes.add(id: id, upTo: upTo)
+            guard !flushCutTheBackoffShort else { return [] }
+            flushCutTheBackoffShort = true
             state = .connecting(since: clock.now, failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]
         }

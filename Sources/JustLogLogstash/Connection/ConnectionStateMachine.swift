@@ -129,6 +129,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     /// When the timer last asked for fires (the transport keeps only the last one), until it fired.
     private var timerSetFor: C.Instant?
     private var readPending = false
+    /// A flush cut the current outage's backoff short (connected at once): later flushes wait for the schedule until
+    /// a connection is made (review, helper-53: a program flushing per request against a collector that is down
+    /// connected — and handshook — at its request rate).
+    private var flushCutTheBackoffShort = false
     private var nextDispatch: C.Instant?
     private var pendingFlushes = PendingFlushes()
     private var shutdownDeadline: C.Instant?
@@ -171,6 +175,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package mutating func connected() -> [Action] {
         guard case .connecting(_, let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
+        flushCutTheBackoffShort = false
         connectionWindow = configuration.resendWindowBytes
         progressSinceConnect = false
         counters.connects += 1
@@ -496,8 +501,11 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             pendingFlushes.add(id: id, upTo: upTo)
             return []
         case .backingOff(_, let failures):
-            // Try now rather than make the caller wait for the backoff.
+            // Try now rather than make the caller wait for the backoff — once an outage: after that, at the backoff's
+            // pace (its timer is set).
             pendingFlushes.add(id: id, upTo: upTo)
+            guard !flushCutTheBackoffShort else { return [] }
+            flushCutTheBackoffShort = true
             state = .connecting(since: clock.now, failures: failures)
             return [.reportActivity("connecting to \(configuration.endpoint) (flush requested)"), .connect]
         }
