@@ -56,7 +56,11 @@ static void *caller(void *argument) {
         while (!atomic_compare_exchange_weak_explicit(&lockWord, &expected, 1, memory_order_acquire,
                                                       memory_order_relaxed)) {
             expected = 0;
+#if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
+#elif defined(__aarch64__)
+            __asm__ __volatile__("yield");
+#endif
         }
         for (int line = 0; line < sharedLines; line++) shared[line][0]++;
         atomic_store_explicit(&lockWord, 0, memory_order_release);

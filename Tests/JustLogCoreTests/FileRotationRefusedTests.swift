@@ -63,6 +63,72 @@ import Musl
         #expect(diagnostics.writes.count == 1, "\(diagnostics.writes)")
     }
 
+    /// A rotation refused part-way — a retained file that can't be moved (immutable here; bind-mounted, or owned by
+    /// root in a sticky folder, in production) — leaves a gap in the retained names, and the retries shift into that
+    /// gap and delete nothing (review, helper-54: each retry deleted the oldest retained file again, one a retry
+    /// interval, while the log itself never rotated).
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.fileExists(atPath: "/usr/bin/chattr"),
+            "makes a file immutable (chattr +i: root)"
+        )
+    )
+    func retriesOfARotationRefusedPartWayDeleteNoRetainedFile() throws {
+        let folder = try TemporaryDirectory(prefix: "rotation-gap")
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        for (index, text) in ["a", "b", "c", "d"].enumerated() {
+            try Data((text + "\n").utf8).write(to: URL(fileURLWithPath: "\(url.path).\(index + 1)"))
+        }
+        func chattr(_ flag: String) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+            process.arguments = [flag, url.path + ".2"]
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "chattr \(flag)")
+        }
+        try chattr("+i")
+        defer { try? chattr("-i") }
+        let diagnostics = LineCapture()
+        let clock = ManualClock()
+        let file = try FileDestination(
+            configuration: .init(url: url, maximumFileSize: 1024, retainedFileCount: 4),
+            diagnostics: diagnostics.diagnostics,
+            clock: clock
+        )
+        defer { file.shutdown() }
+        // A first rotation (its oldest file, "d", deleted as any rotation does) stops at app.log.2; then three retries.
+        for round in 0..<4 {
+            file.write(LogBatch(records: records(10, from: round * 10)))
+            clock.advance(by: .seconds(1))
+        }
+        func text(_ suffix: String) -> String? { try? String(contentsOfFile: url.path + suffix, encoding: .utf8) }
+        #expect([text(".1"), text(".2"), text(".3"), text(".4")] == ["a\n", "b\n", nil, "c\n"])
+        #expect(try messages(in: url.path) == (0..<40).map { "event \($0)" })
+        #expect(diagnostics.text.contains("can't rename \(url.path).2 to \(url.path).3 (Operation not permitted)"))
+    }
+
+    /// A link into `/proc/` or `/dev/` names a stream (`app.log -> /dev/stdout`): never renamed away, even when the
+    /// stream is a regular file (`app > out.log`; here `/proc/self/fd/N` of an open file) — the first version of
+    /// this part went by the file alone, and renamed the link.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/fd"), "links to /proc/self/fd"))
+    func aLinkToAStreamThatIsARegularFileIsNotRotatedAway() throws {
+        let folder = try TemporaryDirectory(prefix: "rotation-stream-link")
+        defer { folder.remove() }
+        let out = folder.appending("out.log").path
+        let stream = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        try #require(stream >= 0)
+        defer { close(stream) }
+        let url = folder.appending("app.log")
+        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/proc/self/fd/\(stream)")
+        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 1024, retainedFileCount: 2))
+        for start in stride(from: 0, to: 20, by: 5) { file.write(LogBatch(records: records(5, from: start))) }
+        file.shutdown()
+        #expect(try messages(in: out) == (0..<20).map { "event \($0)" })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["app.log", "out.log"])
+    }
+
     /// A log path that is a pipe — a FIFO, or a link to one, as a container's `app.log -> /dev/stdout` — is written to
     /// and never rotated: before, at the size limit the link (or the FIFO) was renamed to `app.log.1` and a regular
     /// file made in its place, which no one reads.
@@ -78,17 +144,19 @@ import Musl
         } else {
             try #require(rename(fifo, url.path) == 0)
         }
-        let reader = open(url.path, O_RDONLY | O_NONBLOCK)
+        let reader = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         try #require(reader >= 0)
         defer { close(reader) }
+        // As large a pipe as the user may have (F_SETPIPE_SZ): one over its pipe quota gets 8 KiB.
+        _ = fcntl(reader, 1031, 1 << 20)
         let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 1024, retainedFileCount: 2))
         defer { file.shutdown() }
-        // ~100 lines of ~200 bytes: within a pipe's 64 KiB, read after.
-        for start in stride(from: 0, to: 100, by: 10) { file.write(LogBatch(records: records(10, from: start))) }
+        // 20 lines of ~400 bytes (~8 KiB, read after): eight times the size limit.
+        for start in stride(from: 0, to: 20, by: 5) { file.write(LogBatch(records: records(5, from: start))) }
         var bytes = [UInt8](repeating: 0, count: 1 << 20)
         let count = bytes.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
         let lines = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self).split(separator: "\n")
-        #expect(try lines.map { try FileLine(parsing: $0).record.message } == (0..<100).map { "event \($0)" })
+        #expect(try lines.map { try FileLine(parsing: $0).record.message } == (0..<20).map { "event \($0)" })
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
                 == (throughALink ? ["app.log", "pipe"] : ["app.log"])
@@ -112,14 +180,18 @@ import Musl
     }
 
     /// A pipe whose reader went away: the write fails (counted, said once) instead of killing the program with
-    /// `SIGPIPE` (its default action), and the lines after it are counted too.
+    /// `SIGPIPE` (its default action), and the lines after it are counted too — and the signal's disposition is
+    /// left as it was (review, helper-54: ignored process-wide, a program's own writes to a closed pipe, and its
+    /// children's, no longer ended it).
     @Test func aPipeWhoseReaderWentAwayCountsTheLossAndDoesNotKillTheProgram() throws {
         let folder = try TemporaryDirectory(prefix: "rotation-broken-pipe")
         defer { folder.remove() }
         let url = folder.appending("app.log")
         try #require(mkfifo(url.path, 0o600) == 0)
-        let reader = open(url.path, O_RDONLY | O_NONBLOCK)
+        let reader = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         try #require(reader >= 0)
+        var before = sigaction()
+        sigaction(SIGPIPE, nil, &before)
         let diagnostics = LineCapture()
         let file = try FileDestination(
             configuration: .init(url: url),
@@ -131,13 +203,20 @@ import Musl
         file.write(LogBatch(records: records(5, from: 5)))
         file.write(LogBatch(records: records(5, from: 10)))
         file.shutdown()
+        var after = sigaction()
+        sigaction(SIGPIPE, nil, &after)
+        #expect(
+            unsafeBitCast(after.__sigaction_handler.sa_handler, to: Int.self)
+                == unsafeBitCast(before.__sigaction_handler.sa_handler, to: Int.self),
+            "SIGPIPE's disposition is as it was"
+        )
         #expect(diagnostics.text.contains("Broken pipe"), "\(diagnostics.writes)")
         #expect(diagnostics.text.contains("10 event(s) lost writing to \(url.path)"), "\(diagnostics.writes)")
     }
 
     /// A file the file system says holds nearly `Int.max` bytes (sparse, on tmpfs) is rotated like any other: the
     /// sum of its size and a line's length trapped, killing the program at its first log line.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "makes a sparse file on /dev/shm"))
+    @Test(.enabled(if: hugeSparseFiles, "needs a tmpfs at /dev/shm that takes a file of Int.max - 10 bytes"))
     func aFileThatClaimsNearlyIntMaxBytesIsRotatedNotATrap() throws {
         let folder = try TemporaryDirectory(in: "/dev/shm", prefix: "rotation-huge")
         defer { folder.remove() }
@@ -156,8 +235,20 @@ import Musl
     }
 }
 
-/// Counts, by name, the opens of files in a folder (inotify, Linux: `IN_OPEN`, and `IN_CLOSE_WRITE` between them,
-/// so that the kernel does not fold repeated opens of one file into one event).
+/// Whether a file of `Int.max - 10` bytes can be made (sparse) in `/dev/shm`: a tmpfs there, writable.
+private let hugeSparseFiles: Bool = {
+    var template = Array("/dev/shm/justlog-sparse.XXXXXX".utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard fd >= 0 else { return false }
+    defer {
+        close(fd)
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    }
+    return ftruncate(fd, off_t(Int.max - 10)) == 0
+}()
+
+/// Counts, by name, the opens of files in a folder (inotify, Linux: `IN_OPEN`, and `IN_CLOSE_WRITE` watched too, so
+/// that opens with a close between them are not folded into one event; the kernel still folds two opens in a row).
 private final class OpenWatch {
     private let descriptor: Int32
     private var counts: [String: Int] = [:]

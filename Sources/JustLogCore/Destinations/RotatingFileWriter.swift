@@ -11,11 +11,12 @@ import Darwin
 /// The file under a ``FileDestination``: an append-only descriptor, size rotation, and recovery when the
 /// file disappears or a write fails. Not thread-safe on its own; its owner guards it with a lock.
 ///
-/// Only a regular file is rotated: a path that names a FIFO, a device or a socket (a link to `/dev/stdout`, a
-/// container's usual log "file") is written to as it is, never renamed away. A rotation the file system refuses (a
-/// folder the program may not write in, a directory in the way of a rotated name, a file bind-mounted alone) is
-/// reported once and tried again after the retry interval; meanwhile the file grows past its limit, and nothing is
-/// lost for it.
+/// Only a regular file is rotated: a path that names a FIFO or a device, or a link into `/dev/` or `/proc/` (a
+/// container's usual `app.log -> /dev/stdout`, whatever stdout is), is written to as it is, never renamed away. A
+/// write to a pipe waits while its reader does not read, as a console's does; one whose reader went away fails with
+/// `EPIPE` (counted as lost), not `SIGPIPE`. A rotation the file system refuses (a folder the program may not write
+/// in, a file in the way of a rotated name that can't be moved) is reported once and tried again after the retry
+/// interval; meanwhile the file grows past its limit, and nothing is lost for it.
 ///
 /// The file only ever holds whole lines. A write that a full disk (`ENOSPC`) or a file-size limit (`EFBIG`)
 /// stops part-way is cut back to its last whole line; should even that fail, the next write starts with a
@@ -46,6 +47,8 @@ struct RotatingFileWriter: Sendable {
     private var size = 0
     /// The open file is a regular file, rotated at ``maximumFileSize`` (anything else is written to as it is).
     private var rotates = true
+    /// The open file is a pipe: its writes are kept from raising `SIGPIPE` (``withoutBrokenPipeSignal(_:)``).
+    private var isPipe = false
     /// A rotation was refused: until then (on the owner's clock) the file is not rotated.
     private var rotationRetryAt: Duration?
     private var identity: (device: UInt64, inode: UInt64)?
@@ -94,30 +97,54 @@ struct RotatingFileWriter: Sendable {
                 throw JustLogError(.fileSystem, "cannot create the log folder \(folder)", cause: error)
             }
         }
-        // Non-blocking to open: a FIFO no one reads would wait for a reader forever (review, helper-52). Its writes
-        // block as usual (the flag is cleared).
-        let fd = systemOpen(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
+        // Non-blocking to open: a FIFO no one reads would wait for a reader forever (review, helper-52); its writes
+        // block as usual (the flag is cleared). A regular file under a lease answers `EAGAIN` then: opened again,
+        // waiting, as before.
+        let flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY
+        var fd = systemOpen(path, flags | O_NONBLOCK, 0o600)
+        if fd < 0, errno == EAGAIN || errno == EWOULDBLOCK { fd = systemOpen(path, flags, 0o600) }
         guard fd >= 0 else {
-            let reason = errno == ENXIO ? "a FIFO that no process reads" : String(cString: strerror(errno))
-            throw JustLogError(.fileSystem, "cannot open the log file \(path): \(reason)")
+            throw JustLogError(.fileSystem, "cannot open the log file \(path): \(Self.openFailure(path, errno))")
         }
-        _ = fcntl(fd, F_SETFL, O_WRONLY | O_APPEND)
+        let status = fcntl(fd, F_GETFL)
+        if status >= 0, status & O_NONBLOCK != 0 { _ = fcntl(fd, F_SETFL, status & ~O_NONBLOCK) }
         var info = stat()
         fstat(fd, &info)
         descriptor = fd
-        rotates = info.st_mode & S_IFMT == S_IFREG
-        size = rotates ? min(Int(info.st_size), Self.largestSize) : 0
+        isPipe = info.st_mode & S_IFMT == S_IFIFO
+        rotates = info.st_mode & S_IFMT == S_IFREG && !Self.isStreamLink(path)
+        size = rotates ? min(Int(clamping: info.st_size), Self.largestSize) : 0
         identity = (UInt64(info.st_dev), UInt64(info.st_ino))
         endsMidLine = size > 0 && !lastByteIsNewline()
-        // A pipe or a socket whose reader has gone: the write fails (`EPIPE`, counted as lost) rather than kill the
-        // program with SIGPIPE.
-        if info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK {
-            BrokenPipe.failWritesInsteadOfKilling()
-        }
+        #if canImport(Darwin)
+        if isPipe { _ = fcntl(fd, F_SETNOSIGPIPE, 1) }
+        #endif
     }
 
-    /// The most ``size`` counts: far beyond any file, and sums with a line's length stay far from overflowing.
-    static let largestSize = 1 << 61
+    /// The most ``size`` counts: far beyond any file, and sums with a line's length stay far from overflowing (a
+    /// 32-bit `Int` included).
+    static let largestSize = Int.max / 4
+
+    /// Why `path` could not be opened (`code`: the `errno`): `ENXIO` names a FIFO no process reads, or a socket (a
+    /// standard output that is one: `StandardOutput=journal`), which no file can be.
+    private static func openFailure(_ path: String, _ code: Int32) -> String {
+        var info = stat()
+        if code == ENXIO, stat(path, &info) == 0 {
+            switch info.st_mode & S_IFMT {
+            case S_IFIFO: return "a FIFO that no process reads"
+            case S_IFSOCK: return "a socket, which can't be opened as a file (the console destination writes to one)"
+            default: break
+            }
+        }
+        return String(cString: strerror(code))
+    }
+
+    /// Whether `path` is a symbolic link into `/dev/` or `/proc/` (`app.log -> /dev/stdout`): the stream it names is
+    /// never renamed away, even when it is a regular file (`app > out.log`).
+    private static func isStreamLink(_ path: String) -> Bool {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) else { return false }
+        return target.hasPrefix("/dev/") || target.hasPrefix("/proc/")
+    }
 
     mutating func close() {
         if descriptor >= 0 { systemClose(descriptor) }
@@ -153,7 +180,7 @@ struct RotatingFileWriter: Sendable {
     mutating func newestEventIDs(upTo limit: Int) -> [String] {
         if descriptor >= 0, endsMidLine, let whole = Self.lastNewline(in: path, size: size) {
             if ftruncate(descriptor, off_t(whole)) == 0 {
-                size = whole
+                size = min(whole, Self.largestSize)
                 endsMidLine = false
             }
         }
@@ -225,13 +252,15 @@ struct RotatingFileWriter: Sendable {
 
     /// The last `maximum` bytes of a file, and its size.
     private static func readTail(of path: String, maximum: Int) -> (bytes: [UInt8], size: Int)? {
-        // Non-blocking: a FIFO with no writer would wait for one (it is not read: only a regular file is).
-        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
+        // Only a regular file is read (a FIFO with no writer would wait for one; a device may do anything on an open),
+        // and it is opened without waiting (a lease).
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let reader = systemOpen(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0)
         guard reader >= 0 else { return nil }
         defer { systemClose(reader) }
-        var info = stat()
         guard fstat(reader, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        let size = Int(info.st_size)
+        let size = Int(clamping: info.st_size)
         let count = min(size, maximum)
         var bytes = [UInt8](repeating: 0, count: count)
         let read = bytes.withUnsafeMutableBytes { pread(reader, $0.baseAddress, count, off_t(size - count)) }
@@ -311,6 +340,8 @@ struct RotatingFileWriter: Sendable {
     /// reports an earlier loss; returns the error if either fails.
     private mutating func prepare(_ lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
         if !isStillAtPath() {
+            // Another file now: a refused rotation of the one before says nothing about it.
+            rotationRetryAt = nil
             do {
                 try open()
             } catch {
@@ -340,14 +371,14 @@ struct RotatingFileWriter: Sendable {
     private mutating func write(_ lines: LineBatch, _ range: Range<Int>) -> (whole: Int, error: JustLogError?) {
         if endsMidLine {
             // The torn line that could not be cut away ends here, so that the next line is whole.
-            let (written, errorNumber) = [UInt8(ascii: "\n")].withUnsafeBytes { writePrefix(descriptor, $0) }
+            let (written, errorNumber) = [UInt8(ascii: "\n")].withUnsafeBytes { put($0) }
             if let errorNumber { return (0, writeError(errorNumber)) }
             grow(by: written)
             endsMidLine = false
         }
         let start = lines.start(of: range.lowerBound)
         let (written, errorNumber) = lines.bytes.withUnsafeBytes { bytes in
-            writePrefix(descriptor, UnsafeRawBufferPointer(rebasing: bytes[start..<lines.ends[range.upperBound - 1]]))
+            put(UnsafeRawBufferPointer(rebasing: bytes[start..<lines.ends[range.upperBound - 1]]))
         }
         guard let errorNumber else {
             grow(by: written)
@@ -363,6 +394,39 @@ struct RotatingFileWriter: Sendable {
             grow(by: kept)
         }
         return (whole, writeError(errorNumber))
+    }
+
+    /// Writes as much of `bytes` as the file takes (see `writePrefix`); to a pipe, without `SIGPIPE`.
+    private func put(_ bytes: UnsafeRawBufferPointer) -> (written: Int, error: Int32?) {
+        isPipe ? Self.withoutBrokenPipeSignal { writePrefix(descriptor, bytes) } : writePrefix(descriptor, bytes)
+    }
+
+    /// Runs `write` (a write to a pipe) so that a reader gone makes it fail with `EPIPE` instead of killing the
+    /// program with `SIGPIPE`, changing nothing process-wide (review, helper-54): on Linux the signal is blocked
+    /// for this thread around the write and the one it raised taken back; on Apple's platforms the descriptor says
+    /// so once (`F_SETNOSIGPIPE`, at ``open()``).
+    private static func withoutBrokenPipeSignal(
+        _ write: () -> (written: Int, error: Int32?)
+    ) -> (written: Int, error: Int32?) {
+        #if os(Linux)
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        var pending = sigset_t()
+        sigpending(&pending)
+        let alreadyPending = sigismember(&pending, SIGPIPE) == 1
+        let result = write()
+        if result.error == EPIPE, !alreadyPending {
+            var now = timespec()
+            while sigtimedwait(&pipeSignal, nil, &now) == -1, errno == EINTR {}
+        }
+        return result
+        #else
+        return write()
+        #endif
     }
 
     /// Counts `count` bytes written (up to ``largestSize``; nothing is counted for what is not rotated).
@@ -448,7 +512,9 @@ struct RotatingFileWriter: Sendable {
         case failed(JustLogError)
     }
 
-    /// `name` → `name.1`, `name.1` → `name.2`, …; the oldest past the retention count is deleted. A rename or a
+    /// `name` → `name.1`, `name.1` → `name.2`, …; the oldest past the retention count is deleted — only when every
+    /// retained name is taken: a gap (a rotation refused part-way left one) takes the shift instead, and nothing is
+    /// deleted (review, helper-54: each retry of a refused rotation deleted one more retained file). A rename or a
     /// deletion the file system refuses stops the shift there — a rename after it would overwrite a retained file
     /// — and the file stays; it is tried again after the retry interval (review, helper-52: the renames' results
     /// were not read, the file was reopened where it was, and every later line tried the whole rotation again,
@@ -459,12 +525,17 @@ struct RotatingFileWriter: Sendable {
     /// the file to delete is held open across its `unlink` (``descriptorHoldingForDeletion(_:)``) and
     /// ``closer`` closes it, on its own queue; the file is gone from the folder at once, as before.
     private mutating func rotate(now: Duration) -> Rotation {
-        let deleted = retainedFileCount == 0 ? path : "\(path).\(retainedFileCount)"
-        let held = descriptorHoldingForDeletion(deleted)
+        // The first retained name that is free, if any: the shift stops there.
+        let gap = (1...max(1, retainedFileCount)).first { index in
+            var info = stat()
+            return lstat("\(path).\(index)", &info) != 0 && errno == ENOENT
+        }
+        let deleted = retainedFileCount == 0 ? path : gap == nil ? "\(path).\(retainedFileCount)" : nil
+        let held = deleted.map(descriptorHoldingForDeletion) ?? -1
         close()
-        var refusal = Self.refusal(of: "delete \(deleted)") { unlink(deleted) }
+        var refusal = deleted.flatMap { deleted in Self.refusal(of: "delete \(deleted)") { unlink(deleted) } }
         if retainedFileCount > 0 {
-            for index in stride(from: retainedFileCount, through: 1, by: -1) where refusal == nil {
+            for index in stride(from: gap ?? retainedFileCount, through: 1, by: -1) where refusal == nil {
                 let from = index == 1 ? path : "\(path).\(index - 1)"
                 let to = "\(path).\(index)"
                 refusal = Self.refusal(of: "rename \(from) to \(to)") { rename(from, to) }

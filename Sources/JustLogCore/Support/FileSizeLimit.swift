@@ -16,42 +16,26 @@ import Darwin
 /// Only a signal still at its default disposition is changed: a program that installed its own `SIGXFSZ`
 /// handler (or ignores it already) keeps it. Called before JustLog first opens a file; cheap after the first call.
 package enum FileSizeLimit {
-    private static let installed = ignoreIfDefault(SIGXFSZ)
+    private static let installed: Bool = {
+        var current = sigaction()
+        guard sigaction(SIGXFSZ, nil, &current) == 0 else { return false }
+        #if canImport(Darwin)
+        let isDefault = current.__sigaction_u.__sa_handler == nil
+        #else
+        let isDefault = current.__sigaction_handler.sa_handler == nil
+        #endif
+        guard isDefault else { return false }
+        var ignore = sigaction()
+        #if canImport(Darwin)
+        ignore.__sigaction_u.__sa_handler = SIG_IGN
+        #else
+        ignore.__sigaction_handler.sa_handler = SIG_IGN
+        #endif
+        return sigaction(SIGXFSZ, &ignore, nil) == 0
+    }()
 
     /// Makes writes past the file-size limit fail with `EFBIG` rather than kill the process (see the type).
     /// Returns whether this call (or an earlier one) changed the disposition.
     @discardableResult
     package static func failWritesInsteadOfKilling() -> Bool { installed }
-}
-
-/// Keeps a log file that is a pipe or a socket (a FIFO, a link to a pipe's `/dev/stdout`) from killing the program
-/// when its reader goes away: with `SIGPIPE` ignored, the write fails with `EPIPE`, which the file destination
-/// handles like a full disk (count, report, retry) (review, helper-52). Changed only when such a file is opened, and
-/// only from the default disposition, as ``FileSizeLimit``.
-package enum BrokenPipe {
-    private static let installed = ignoreIfDefault(SIGPIPE)
-
-    /// Makes writes to a pipe with no reader fail with `EPIPE` rather than kill the process (see the type).
-    /// Returns whether this call (or an earlier one) changed the disposition.
-    @discardableResult
-    package static func failWritesInsteadOfKilling() -> Bool { installed }
-}
-
-/// Ignores `signal` if it is at its default disposition; whether it is ignored by this call.
-private func ignoreIfDefault(_ signal: Int32) -> Bool {
-    var current = sigaction()
-    guard sigaction(signal, nil, &current) == 0 else { return false }
-    #if canImport(Darwin)
-    let isDefault = current.__sigaction_u.__sa_handler == nil
-    #else
-    let isDefault = current.__sigaction_handler.sa_handler == nil
-    #endif
-    guard isDefault else { return false }
-    var ignore = sigaction()
-    #if canImport(Darwin)
-    ignore.__sigaction_u.__sa_handler = SIG_IGN
-    #else
-    ignore.__sigaction_handler.sa_handler = SIG_IGN
-    #endif
-    return sigaction(signal, &ignore, nil) == 0
 }

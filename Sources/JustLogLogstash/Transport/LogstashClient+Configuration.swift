@@ -91,7 +91,7 @@ extension LogstashClient {
         /// Throws ``LogstashError`` (``LogstashError/Code/invalidConfiguration``) for sizes that can't work: a batch,
         /// line or record count below 1, a batch or line past ``maximumBatchBytes``, a negative resend window or one
         /// past ``maximumResendWindowBytes`` (review, helper-48: such values trapped on the event loop, or sent
-        /// nothing); a connect, write or ACK timeout of 0 or less, or past ``maximumTimeout``.
+        /// nothing); a connect, write or ACK timeout under 1 ms, or past ``maximumTimeout``.
         public func validate() throws {
             func check(_ valid: Bool, _ message: @autoclosure () -> String) throws {
                 if !valid { throw LogstashError(code: .invalidConfiguration, message: message()) }
@@ -110,13 +110,14 @@ extension LogstashClient {
                 "resendWindowBytes (\(resendWindowBytes)) must be 0 to \(Self.maximumResendWindowBytes)"
             )
             // A timeout of nothing ends every connect, write or window before it can finish: nothing is ever
-            // delivered, and the client retries forever (review, helper-53); past a year, a deadline overflows.
+            // delivered, and the client retries forever (review, helper-53; under 1 ms the event loop's timer is
+            // 0 ns, helper-54); past a year, a deadline overflows.
             var timeouts = [("connectTimeout", connectTimeout), ("writeTimeout", writeTimeout)]
             if let beats = transport.beatsSettings { timeouts.append(("ackTimeout", beats.ackTimeout)) }
             for (name, timeout) in timeouts {
                 try check(
-                    timeout > .zero && timeout <= Self.maximumTimeout,
-                    "\(name) (\(timeout)) must be more than 0 and at most a year"
+                    timeout >= .milliseconds(1) && timeout <= Self.maximumTimeout,
+                    "\(name) (\(timeout)) must be at least 1 ms and at most a year"
                 )
             }
         }
