@@ -168,6 +168,27 @@ import Testing
         #expect(try indexes(in: logFile) == Array(0..<5_000))
     }
 
+    /// What an earlier run journaled and did not write is written at the next start as that run would have written
+    /// it: with its own `defaultUserInfo` (and versions), not the next run's (review, helper-52: the replayed lines
+    /// said `run: second` — after an upgrade and a crash, the events just before the crash named the new version).
+    @Test func eventsWrittenAtTheNextStartKeepTheirOwnRunsDefaultUserInfo() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["journal-exit-stalled", folder.path, "3000", "first"])
+        #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "\(child.errorOutput)")
+        let logFile = folder.appending("child.log")
+        try #require(try indexes(in: logFile).count < 3_000, "the stalled destination held the file back")
+
+        let restart = try ChildProcess(arguments: ["journal-recover", folder.path, "-", "second"])
+        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "\(restart.errorOutput)")
+        let records = try String(contentsOf: logFile, encoding: .utf8).split(separator: "\n")
+            .map { try FileLine(parsing: $0).record }
+            .filter { $0.message.hasPrefix("journal event") }
+        #expect(records.map(\.message) == (0..<3_000).map { "journal event \($0)" })
+        let runs = Dictionary(grouping: records, by: { $0.userInfo["run"] }).mapValues(\.count)
+        #expect(runs == [.string("first"): 3_000], "\(runs)")
+    }
+
     /// On a full btrfs (copy on write: a page of the journal's mapping written back needs new blocks to be written
     /// again, even blocks reserved with `posix_fallocate`), the child's first log call after the disk filled was
     /// killed by SIGBUS (`Scripts/btrfs-full-disk/run` shows the same without JustLog). The journal now writes its

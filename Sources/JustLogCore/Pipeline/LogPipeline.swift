@@ -530,6 +530,9 @@ struct RecordDispatcher: Sendable {
     private let plainMessageLimit: Int?
     /// The background destinations that may hold records only in their memory (asked at every acknowledgement).
     private let memoryHolders: [any MemoryHolding]
+    /// The record builders of earlier runs on the journal, by `event_id` prefix: their events read back are built
+    /// with their own run's context (see ``JournalContexts``).
+    private let earlierRuns: [UInt64: RecordBuilder]
 
     init(routes: [LogPipeline.Route], builder: RecordBuilder, sanitizer: Sanitizer?, journal: EventJournal? = nil) {
         self.routes = routes
@@ -538,6 +541,17 @@ struct RecordDispatcher: Sendable {
         self.backgroundRoutes = routes.filter { $0.destination.delivery.resolved(journaled: journaled) == .background }
         self.builder = builder
         self.sanitizer = sanitizer
+        if let journal {
+            let folder = journal.configuration.directory
+            JournalContexts.save(builder, in: folder)
+            self.earlierRuns = JournalContexts.builders(
+                in: folder,
+                except: builder.eventIDs.prefix,
+                limits: builder.limits
+            )
+        } else {
+            self.earlierRuns = [:]
+        }
         self.journal = journal
         self.plainWriters = backgroundRoutes.map { $0.destination as? any PlainBatchWriting }
         self.memoryHolders = backgroundRoutes.compactMap { $0.destination as? any MemoryHolding }
@@ -568,6 +582,7 @@ struct RecordDispatcher: Sendable {
 
     /// The record of an event read back from the journal, with the `event_id` it was given when it was logged.
     func record(recovered entry: JournalEntry) -> LogRecord {
+        let builder = earlierRuns[entry.eventIDPrefix] ?? builder
         var record = builder.record(for: entry.event, sequence: entry.sequence, eventIDPrefix: entry.eventIDPrefix)
         sanitizer?(&record)
         return record
@@ -657,7 +672,11 @@ struct RecordDispatcher: Sendable {
                 members: &members
             )
         else { return nil }
-        guard view.bytes.upperBound == payload.upperBound else {
+        // A record of an earlier run whose context is known is built with it, the general way.
+        guard view.bytes.upperBound == payload.upperBound,
+            earlierRuns.isEmpty || view.eventIDPrefix == builder.eventIDs.prefix
+                || earlierRuns[view.eventIDPrefix] == nil
+        else {
             members.removeSubrange(view.members)
             return nil
         }

@@ -90,9 +90,11 @@ final class StallingAtLargeEventDestination: LogDestination {
     }
 }
 
-/// `journal-recover FOLDER`: sets up `Logger.shared` on the same file (and so the same journal), waits until
-/// what the journal recovered is written, and exits 0 (or 1 with the error).
-func journalRecover(_ logger: Logger) {
+/// `journal-recover FOLDER - [RUN]`: sets up `Logger.shared` on the same file (and so the same journal) — with
+/// `defaultUserInfo` `["run": RUN]` if given — waits until what the journal recovered is written, and exits 0 (or 1
+/// with the error).
+func journalRecover(_ logger: Logger, run: String?) {
+    if let run { logger.defaultUserInfo = ["run": run] }
     logger.setup()
     if let error = logger.pipeline.flush(timeout: 120) {
         FileHandle.standardError.write(Data("flush failed: \(error)\n".utf8))
@@ -105,11 +107,12 @@ final class NullDestination: LogDestination {
     func write(_ batch: LogBatch) {}
 }
 
-/// `journal-exit-stalled FOLDER COUNT`: `Logger.shared` with its file and a destination that stops for good after
-/// 1,000 records (a hung terminal, a dead network file system), exit patience 1 s; logs COUNT "journal event <i>"
-/// and returns from main. The exit handler gives up on the stalled pipeline: what it did not write is left in
-/// the journal, and a line on stderr says so.
-func journalExitStalled(_ logger: Logger, count: String) {
+/// `journal-exit-stalled FOLDER COUNT [RUN]`: `Logger.shared` with its file and a destination that stops for good
+/// after 1,000 records (a hung terminal, a dead network file system), exit patience 1 s — and `defaultUserInfo`
+/// `["run": RUN]` if given; logs COUNT "journal event <i>" and returns from main. The exit handler gives up on the
+/// stalled pipeline: what it did not write is left in the journal, and a line on stderr says so.
+func journalExitStalled(_ logger: Logger, count: String, run: String?) {
+    if let run { logger.defaultUserInfo = ["run": run] }
     logger.additionalDestinations = [.init(StallingDestination(after: 1_000))]
     logger.pipelineConfiguration = .init(exitFlushTimeout: 1)
     logger.setup()

@@ -74,10 +74,10 @@ case "journal-kill-unjournaled":
     journalKillUnjournaled(logger)
 
 case "journal-recover":
-    journalRecover(logger)
+    journalRecover(logger, run: arguments.count > 4 ? arguments[4] : nil)
 
 case "journal-exit-stalled":
-    journalExitStalled(logger, count: arguments[3])
+    journalExitStalled(logger, count: arguments[3], run: arguments.count > 4 ? arguments[4] : nil)
 
 case "journal-full-disk":
     journalFullDisk(logger, folder: arguments[2])
