@@ -286,9 +286,17 @@ private func machineWithWindow(
         #expect(connects == 0, "flushes that connected at once")
         clock.advance(by: .seconds(3600))
         #expect(machine.timerFired().contains(.connect), "the backoff's timer still connects")
+        // A connection that ends at once (a load balancer with no backend) proves nothing: still the same outage.
         _ = machine.connected()
         _ = machine.connectionClosed(error: refused)
-        #expect(machine.flushRequested(id: 100, upTo: position(40)).contains(.connect), "a new outage")
+        #expect(!machine.flushRequested(id: 100, upTo: position(40)).contains(.connect))
+        clock.advance(by: .seconds(3600))
+        #expect(machine.timerFired().contains(.connect))
+        // One that lasted proves the collector healthy: the next outage's first flush tries at once.
+        _ = machine.connected()
+        clock.advance(by: .seconds(60))
+        _ = machine.connectionClosed(error: refused)
+        #expect(machine.flushRequested(id: 101, upTo: position(40)).contains(.connect), "a new outage")
     }
 
     @Test func aShutdownWhileConnectingWaitsForTheNextHostWhenTheFirstFails() {

@@ -238,8 +238,8 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
 
     /// A flush during a backoff connects at once — once an outage: a program flushing per request against a
     /// collector that is down connected (and handshook) at its request rate (review, helper-53: 98 connects for 98
-    /// flushes). After that first try the flushes wait for the backoff's own timer; once a connection is made, the
-    /// next outage's first flush tries at once again.
+    /// flushes). After that first try the flushes wait for the backoff's own timer; once a connection proves healthy
+    /// (not one that ends at once: helper-55), the next outage's first flush tries at once again.
     @Test func aFlushDuringBackoffConnectsAtOnceOnceAnOutage() {
         let clock = ManualClock()
         var machine = Machine(configuration: configuration(), clock: clock)
@@ -256,9 +256,17 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(connects == 0, "flushes that connected at once")
         clock.advance(by: .seconds(3600))
         #expect(machine.timerFired().contains(.connect), "the backoff's timer still connects")
+        // A connection that ends at once (a load balancer with no backend) proves nothing: still the same outage.
         _ = machine.connected()
         _ = machine.connectionClosed(error: refused)
-        #expect(machine.flushRequested(id: 100, upTo: position(16)).contains(.connect), "a new outage")
+        #expect(!machine.flushRequested(id: 100, upTo: position(16)).contains(.connect))
+        clock.advance(by: .seconds(3600))
+        #expect(machine.timerFired().contains(.connect))
+        // One that lasted proves the collector healthy: the next outage's first flush tries at once.
+        _ = machine.connected()
+        clock.advance(by: .seconds(60))
+        _ = machine.connectionClosed(error: refused)
+        #expect(machine.flushRequested(id: 101, upTo: position(16)).contains(.connect), "a new outage")
     }
 
     @Test func aWriteTheCollectorDoesNotTakeInTimeEndsTheConnectionFailsTheFlushAndResends() {

@@ -37,6 +37,19 @@ func childProgram() throws -> URL {
         try expectEveryChildEventInOrder(in: folder, count: 10_000)
     }
 
+    /// A program whose log file is a FIFO whose reader went away, with `SIGPIPE` at its default action (no NIO in it
+    /// to set it aside): the writes fail and are counted, the program lives, no `SIGPIPE` is left pending, and its
+    /// disposition is its own (review, helper-54/55: the first version ignored the signal for the whole process,
+    /// and an in-process test could not tell, NIO having ignored it already).
+    @Test func aLogFileThatIsAPipeWhoseReaderWentAwayDoesNotKillTheProgram() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: ["file-broken-pipe", folder.path, "-"])
+        #expect(await child.waitForExit(timeout: .seconds(60)) == 0, "\(child.errorOutput)")
+        #expect(child.outputLines.last == "pending 0, default", "\(child.outputLines)")
+        #expect(child.errorOutput.contains("Broken pipe"), "\(child.errorOutput)")
+    }
+
     /// A program stopped during its exit flush for longer than its exit patience (SIGSTOP here; a debugger, a frozen
     /// container alike): the time it was stopped is not counted against its destinations, which move again when it
     /// continues. (The flush gave up on waking, having seen no progress for longer than its patience — all of it

@@ -69,8 +69,9 @@ struct RotatingFileWriter: Sendable {
         closer: DescriptorCloser = .background
     ) {
         self.path = path
-        // As `FileDestination.Configuration`, its one caller, clamps them.
-        self.maximumFileSize = maximumFileSize
+        // As `FileDestination.Configuration`, its one caller, clamps them (and no larger than a size counts: on a
+        // 32-bit `Int`, 512 MiB, review helper-55).
+        self.maximumFileSize = min(maximumFileSize, Self.largestSize)
         self.retainedFileCount = retainedFileCount
         self.retryInterval = retryInterval
         self.diagnostics = diagnostics.withOwnReports()
@@ -139,11 +140,29 @@ struct RotatingFileWriter: Sendable {
         return String(cString: strerror(code))
     }
 
-    /// Whether `path` is a symbolic link into `/dev/` or `/proc/` (`app.log -> /dev/stdout`): the stream it names is
-    /// never renamed away, even when it is a regular file (`app > out.log`).
+    /// Whether `path` is a symbolic link — or a chain of them, relative or not — to a process's stream
+    /// (`app.log -> /dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/…/fd/N`, a terminal): the stream is never
+    /// renamed away, even when it is a regular file (`app > out.log`). A link into `/dev/shm` is a file like any
+    /// other (review, helper-55).
     private static func isStreamLink(_ path: String) -> Bool {
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) else { return false }
-        return target.hasPrefix("/dev/") || target.hasPrefix("/proc/")
+        var current = path
+        for _ in 0..<8 {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { return false }
+            // Made absolute and its `..` taken away by hand (Foundation's standardizing would follow the links).
+            let joined = target.hasPrefix("/") ? target : (current as NSString).deletingLastPathComponent + "/" + target
+            var parts: [Substring] = []
+            for part in joined.split(separator: "/") where part != "." {
+                if part == ".." { _ = parts.popLast() } else { parts.append(part) }
+            }
+            current = "/" + parts.joined(separator: "/")
+            let streams = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/dev/tty", "/dev/pts/", "/dev/console"]
+            if streams.contains(where: { current.hasPrefix($0) })
+                || (current.hasPrefix("/proc/") && current.contains("/fd/"))
+            {
+                return true
+            }
+        }
+        return false
     }
 
     mutating func close() {
@@ -408,7 +427,7 @@ struct RotatingFileWriter: Sendable {
     private static func withoutBrokenPipeSignal(
         _ write: () -> (written: Int, error: Int32?)
     ) -> (written: Int, error: Int32?) {
-        #if os(Linux)
+        #if !canImport(Darwin) && !os(Windows)
         var pipeSignal = sigset_t()
         sigemptyset(&pipeSignal)
         sigaddset(&pipeSignal, SIGPIPE)

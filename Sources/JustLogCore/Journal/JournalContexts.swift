@@ -14,25 +14,35 @@ import Darwin
 /// the next run's: after an upgrade and a crash, the last events before the crash named the new version and the new
 /// session (review, helper-52).
 ///
-/// One file a prefix, `context.<prefix in hex>.json`, written (atomically, owner-only) whenever a pipeline is set up on
-/// the journal — so a run that changed its defaults several times leaves its last. The newest ``keptFiles`` are
-/// kept. A file that can't be written or read costs only that: those events get the current run's context.
+/// One file a pipeline set-up (each draws its own prefix), `context.<number>.<prefix in hex>.json`, written
+/// (atomically, owner-only) when a pipeline is set up on the journal — again, under its prefix, when it is
+/// reconfigured: a set-up that changed its defaults leaves its last. The numbers rank the files (not their times: a
+/// clock set back would rank the newest last, review helper-55); the newest ``keptFiles`` are kept, the current one
+/// always, and a set-up's and those before it are deleted when it shuts down with nothing left unwritten in the
+/// journal. A file that
+/// can't be written or read costs only that: those events get the current run's context, as before.
 enum JournalContexts {
-    /// How many runs' contexts a journal folder keeps.
+    /// How many set-ups' contexts a journal folder keeps.
     static let keptFiles = 16
     static let namePrefix = "context."
+    /// The largest context file read (a `defaultUserInfo` is a handful of keys).
+    static let maximumFileBytes = 1 << 20
 
     /// Saves `builder`'s context in `directory`, the journal's folder.
     static func save(_ builder: RecordBuilder, in directory: String) {
         let context = LogValue.object([
+            "format": .int(1),
             "defaultUserInfo": .object(builder.defaultUserInfo),
             "appVersion": .string(builder.runtime.appVersion),
             "osVersion": .string(builder.runtime.osVersion),
             "device": .string(builder.runtime.device),
         ])
-        let path = directory + "/" + name(of: builder.eventIDs.prefix)
+        let prefix = builder.eventIDs.prefix
+        let found = files(in: directory)
+        let number = (found.map(\.number).max() ?? 0) + 1
+        let path = directory + "/" + namePrefix + "\(number)." + String(prefix, radix: 16) + ".json"
         let bytes = JSONWriter.encode(context)
-        let temporary = path + ".tmp"
+        let temporary = directory + "/" + namePrefix + "tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return }
         let written = bytes.withUnsafeBytes { writePrefix(fd, $0) }
@@ -41,59 +51,70 @@ enum JournalContexts {
             unlink(temporary)
             return
         }
-        removeAllButTheNewest(in: directory)
+        // This set-up's earlier file (a reconfiguration), and the others' past the newest kept.
+        let others = found.filter { $0.prefix != prefix }.sorted { $0.number > $1.number }
+        for file in found.filter({ $0.prefix == prefix }) + others.dropFirst(keptFiles - 1) {
+            unlink(directory + "/" + file.name)
+        }
     }
 
-    /// The record builders of the earlier runs whose context `directory` holds, by `event_id` prefix (`current`'s
+    /// Deletes the context file of the set-up whose prefix is `prefix` and every one saved before it — not those of
+    /// later set-ups (a reconfiguration saves the new one before the old shuts down): the journal holds nothing they
+    /// left unwritten.
+    static func removeAll(in directory: String, upToThatOf prefix: UInt64) {
+        let found = files(in: directory)
+        guard let own = found.first(where: { $0.prefix == prefix }) else { return }
+        for file in found where file.number <= own.number { unlink(directory + "/" + file.name) }
+    }
+
+    /// The record builders of the earlier set-ups whose context `directory` holds, by `event_id` prefix (`current`'s
     /// left out), each with `limits`.
     static func builders(in directory: String, except current: UInt64, limits: CaptureLimits) -> [UInt64: RecordBuilder]
     {
         var builders: [UInt64: RecordBuilder] = [:]
-        for (name, prefix) in files(in: directory) where prefix != current {
-            guard let data = FileManager.default.contents(atPath: directory + "/" + name),
-                case .object(let fields)? = try? JSONReader.parse(bytes: Array(data)),
+        for file in files(in: directory).sorted(by: { $0.number < $1.number }) where file.prefix != current {
+            guard let bytes = read(directory + "/" + file.name),
+                case .object(let fields)? = try? JSONReader.parse(bytes: bytes),
                 case .object(let defaults)? = fields["defaultUserInfo"],
                 case .string(let appVersion)? = fields["appVersion"],
                 case .string(let osVersion)? = fields["osVersion"],
                 case .string(let device)? = fields["device"]
             else { continue }
-            builders[prefix] = RecordBuilder(
+            builders[file.prefix] = RecordBuilder(
                 defaultUserInfo: defaults,
                 runtime: RuntimeInfo(appVersion: appVersion, osVersion: osVersion, device: device),
-                eventIDs: EventIDGenerator(prefix: prefix),
+                eventIDs: EventIDGenerator(prefix: file.prefix),
                 limits: limits
             )
         }
         return builders
     }
 
-    private static func name(of prefix: UInt64) -> String { namePrefix + String(prefix, radix: 16) + ".json" }
+    /// The bytes of the regular file at `path` (no link followed, no wait), if it holds at most
+    /// ``maximumFileBytes``.
+    private static func read(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        defer { closeDescriptor(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= maximumFileBytes else {
+            return nil
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        return count == bytes.count ? bytes : nil
+    }
 
-    /// The context files in `directory`, with their prefixes.
-    private static func files(in directory: String) -> [(name: String, prefix: UInt64)] {
+    /// The context files in `directory`: their names, numbers and prefixes.
+    private static func files(in directory: String) -> [(name: String, number: Int, prefix: UInt64)] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.compactMap { name in
             guard name.hasPrefix(namePrefix), name.hasSuffix(".json") else { return nil }
-            let hex = name.dropFirst(namePrefix.count).dropLast(".json".count)
-            return UInt64(hex, radix: 16).map { (name, $0) }
-        }
-    }
-
-    /// Deletes the context files past the newest ``keptFiles`` (by modification time).
-    private static func removeAllButTheNewest(in directory: String) {
-        let found = files(in: directory)
-        guard found.count > keptFiles else { return }
-        let dated = found.map { file -> (name: String, modified: Int) in
-            var info = stat()
-            guard stat(directory + "/" + file.name, &info) == 0 else { return (file.name, 0) }
-            #if canImport(Darwin)
-            return (file.name, Int(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int(info.st_mtimespec.tv_nsec))
-            #else
-            return (file.name, Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec))
-            #endif
-        }
-        for file in dated.sorted(by: { $0.modified > $1.modified }).dropFirst(keptFiles) {
-            unlink(directory + "/" + file.name)
+            let parts = name.dropFirst(namePrefix.count).dropLast(".json".count).split(separator: ".")
+            guard parts.count == 2, let number = Int(parts[0]), let prefix = UInt64(parts[1], radix: 16) else {
+                return nil
+            }
+            return (name, number, prefix)
         }
     }
 }

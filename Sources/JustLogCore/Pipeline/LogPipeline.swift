@@ -723,6 +723,10 @@ struct RecordDispatcher: Sendable {
             }
         }
         beforeClosingTheJournal()
+        // Nothing left unwritten: no earlier set-up's context is needed at the next start.
+        if let journal, journal.unacknowledgedBytes == 0 {
+            JournalContexts.removeAll(in: journal.configuration.directory, upToThatOf: builder.eventIDs.prefix)
+        }
         journal?.close()
         return (closed.lazy.compactMap(\.shutdownFailure).first, keptOpen)
     }

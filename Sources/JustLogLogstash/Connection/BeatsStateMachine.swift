@@ -95,8 +95,9 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     private var inFlight: Window?
     private var readPending = false
     /// A flush cut the current outage's backoff short (connected at once): later flushes wait for the schedule until
-    /// a connection is made (review, helper-53: a program flushing per request against a collector that is down
-    /// connected — and handshook — at its request rate).
+    /// a connection proves healthy — a connection that ends at once proves nothing (review, helper-55: a load
+    /// balancer with no backend accepts and closes) (review, helper-53: a program flushing per request against a
+    /// collector that is down connected — and handshook — at its request rate).
     private var flushCutTheBackoffShort = false
     private var nextDispatch: C.Instant?
     private var flushes = PendingFlushes()
@@ -130,7 +131,6 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
     package mutating func connected() -> [Action] {
         guard case .connecting(_, let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
-        flushCutTheBackoffShort = false
         counters.connects += 1
         progressSinceConnect = false
         inFlight = nil
@@ -473,6 +473,7 @@ package struct BeatsStateMachine<C: Clock>: Sendable where C.Duration == Duratio
         }
         let productive = progressSinceConnect || since.duration(to: clock.now) >= configuration.healthyConnectionTime
         let failures = productive ? 0 : failuresBefore
+        if productive { flushCutTheBackoffShort = false }
         let delay = configuration.backoff.delay(failures: failures, random: random())
         let until = clock.now.advanced(by: delay)
         state = .backingOff(until: until, failures: failures + 1)

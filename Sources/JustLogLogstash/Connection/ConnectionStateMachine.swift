@@ -130,8 +130,9 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private var timerSetFor: C.Instant?
     private var readPending = false
     /// A flush cut the current outage's backoff short (connected at once): later flushes wait for the schedule until
-    /// a connection is made (review, helper-53: a program flushing per request against a collector that is down
-    /// connected — and handshook — at its request rate).
+    /// a connection proves healthy — a connection that ends at once proves nothing (review, helper-55: a load
+    /// balancer with no backend accepts and closes) (review, helper-53: a program flushing per request against a
+    /// collector that is down connected — and handshook — at its request rate).
     private var flushCutTheBackoffShort = false
     private var nextDispatch: C.Instant?
     private var pendingFlushes = PendingFlushes()
@@ -175,7 +176,6 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package mutating func connected() -> [Action] {
         guard case .connecting(_, let failures) = state else { return [.close(graceful: false)] }
         state = .connected(since: clock.now, failures: failures)
-        flushCutTheBackoffShort = false
         connectionWindow = configuration.resendWindowBytes
         progressSinceConnect = false
         counters.connects += 1
@@ -383,6 +383,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
             let productive =
                 progressSinceConnect || since.duration(to: clock.now) >= configuration.healthyConnectionTime
             let failures = productive ? 0 : failures
+            if productive { flushCutTheBackoffShort = false }
             let delay = backoffDelay(failures: failures)
             let until = clock.now.advanced(by: delay)
             state = .backingOff(until: until, failures: failures + 1)

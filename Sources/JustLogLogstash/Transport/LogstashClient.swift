@@ -14,7 +14,7 @@ import NIOSSL
 /// activity lines name the host they concern. After a failed connect the next host is tried at once (a flush or a
 /// shutdown waiting for a connection waits for it), until every host has failed since the last connection: only
 /// then does the client back off. A ``flush(within:completion:)`` during the backoff connects at once — the first in
-/// an outage; later ones wait for the backoff's schedule until a connection is made. A flush that gives up is
+/// an outage; later ones wait for the backoff's schedule until a connection proves healthy. A flush that gives up is
 /// forgotten.
 /// With Beats and ``Configuration/loadBalance``, it keeps one connection to each host instead, each with its
 /// own window and acknowledgements, sharing out the spool's records (a ``WindowDispatcher``).

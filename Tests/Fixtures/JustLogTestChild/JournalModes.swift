@@ -191,3 +191,29 @@ final class PrintingDestination: LogDestination {
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 }
+
+/// `file-broken-pipe FOLDER -`: `SIGPIPE` at its default action (a write to a pipe no one reads kills the program);
+/// `Logger.shared`'s file is FOLDER/child.log, a FIFO whose reader reads 5 events' lines and closes; 10 more events;
+/// prints "pending <0|1>, <default|changed>" (a `SIGPIPE` left pending for the process; its disposition) and exits 0
+/// — or dies of `SIGPIPE` (status 141).
+func fileBrokenPipe(_ logger: Logger, folder: String) {
+    signal(SIGPIPE, SIG_DFL)
+    let path = folder + "/child.log"
+    guard mkfifo(path, 0o600) == 0 else { exit(3) }
+    let reader = open(path, O_RDONLY | O_NONBLOCK)
+    guard reader >= 0 else { exit(4) }
+    logger.setup()
+    for index in 0..<5 { logger.info("pipe event \(index)") }
+    _ = logger.pipeline.flush(timeout: 60)
+    var bytes = [UInt8](repeating: 0, count: 1 << 16)
+    _ = bytes.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+    close(reader)
+    for index in 5..<15 { logger.info("pipe event \(index)") }
+    _ = logger.pipeline.flush(timeout: 60)
+    var pending = sigset_t()
+    sigpending(&pending)
+    var disposition = sigaction()
+    sigaction(SIGPIPE, nil, &disposition)
+    let action = disposition.__sigaction_handler.sa_handler == nil ? "default" : "changed"
+    FileHandle.standardOutput.write(Data("pending \(sigismember(&pending, SIGPIPE)), \(action)\n".utf8))
+}

@@ -22,7 +22,7 @@
 //   spool-reuse-kill, spool-append, spool-held-kill,
 //   spool-held-recover
 //   journal-kill, journal-kill-threads, journal-kill-unjournaled,  see JournalModes.swift
-//   journal-recover, journal-exit-stalled, journal-full-disk
+//   journal-recover, journal-exit-stalled, journal-full-disk, file-broken-pipe
 //   front-doors, flush-top-level                       see FrontDoorModes.swift
 import Foundation
 import JustLog
@@ -78,6 +78,9 @@ case "journal-recover":
 
 case "journal-exit-stalled":
     journalExitStalled(logger, count: arguments[3], run: arguments.count > 4 ? arguments[4] : nil)
+
+case "file-broken-pipe":
+    fileBrokenPipe(logger, folder: arguments[2])
 
 case "journal-full-disk":
     journalFullDisk(logger, folder: arguments[2])
