@@ -104,24 +104,46 @@ import Musl
         #expect(diagnostics.text.contains("can't rename \(url.path).2 to \(url.path).3 (Operation not permitted)"))
     }
 
-    /// A link into `/proc/` or `/dev/` names a stream (`app.log -> /dev/stdout`): never renamed away, even when the
-    /// stream is a regular file (`app > out.log`; here `/proc/self/fd/N` of an open file) — the first version of
-    /// this part went by the file alone, and renamed the link.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/fd"), "links to /proc/self/fd"))
-    func aLinkToAStreamThatIsARegularFileIsNotRotatedAway() throws {
-        let folder = try TemporaryDirectory(prefix: "rotation-stream-link")
+    /// A process's stream (`/dev/stdout`; here `/proc/self/fd/N` of an open file) named by the path itself, through a
+    /// relative link, or through a chain of links, is never renamed away, even when the stream is a regular file
+    /// (`app > out.log`) — the first version of this part went by the file alone and renamed the link; the second
+    /// missed the path itself (rotating `/proc/self/fd/N` found nothing to move, reopened the same file, and did so
+    /// again before every line: helper-56).
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/fd"), "names /proc/self/fd/N"),
+        arguments: ["itself", "link", "relative link", "chain"]
+    )
+    func aStreamThatIsARegularFileIsNotRotatedAway(namedBy naming: String) throws {
+        let folder = try TemporaryDirectory(prefix: "rotation-stream")
         defer { folder.remove() }
         let out = folder.appending("out.log").path
         let stream = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(stream >= 0)
         defer { close(stream) }
-        let url = folder.appending("app.log")
-        try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "/proc/self/fd/\(stream)")
+        let target = "/proc/self/fd/\(stream)"
+        let url = naming == "itself" ? URL(fileURLWithPath: target) : folder.appending("app.log")
+        switch naming {
+        case "link": try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: target)
+        case "relative link":
+            let up = String(repeating: "../", count: folder.path.split(separator: "/").count)
+            try FileManager.default.createSymbolicLink(
+                atPath: url.path,
+                withDestinationPath: up + "proc/self/fd/\(stream)"
+            )
+        case "chain":
+            try FileManager.default.createSymbolicLink(atPath: folder.file("next"), withDestinationPath: target)
+            try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "next")
+        default: break
+        }
+        let opens = try OpenWatch(folder.path)
         let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 1024, retainedFileCount: 2))
         for start in stride(from: 0, to: 20, by: 5) { file.write(LogBatch(records: records(5, from: start))) }
         file.shutdown()
+        #expect(opens.count(of: "out.log") == 1, "opened once, never reopened by a rotation")
         #expect(try messages(in: out) == (0..<20).map { "event \($0)" })
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["app.log", "out.log"])
+        let expected =
+            ["itself": ["out.log"], "chain": ["app.log", "next", "out.log"]][naming] ?? ["app.log", "out.log"]
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == expected)
     }
 
     /// A log path that is a pipe — a FIFO, or a link to one, as a container's `app.log -> /dev/stdout` — is written to
@@ -256,39 +278,19 @@ private let hugeSparseFiles: Bool = {
     return ftruncate(fd, off_t(Int.max - 10)) == 0
 }()
 
-/// Counts, by name, the opens of files in a folder (inotify, Linux: `IN_OPEN`, and `IN_CLOSE_WRITE` watched too, so
-/// that opens with a close between them are not folded into one event; the kernel still folds two opens in a row).
+/// Counts, by name, the opens of files in a folder (`IN_CLOSE_WRITE` watched too, so that opens with a close between
+/// them are not folded into one event; the kernel still folds two opens in a row).
 private final class OpenWatch {
-    private let descriptor: Int32
+    private let watch: FolderWatch
     private var counts: [String: Int] = [:]
 
     init(_ folder: String) throws {
-        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        try #require(descriptor >= 0)
-        try #require(inotify_add_watch(descriptor, folder, UInt32(IN_OPEN | IN_CLOSE_WRITE)) >= 0)
+        watch = try FolderWatch(folder, mask: UInt32(IN_OPEN | IN_CLOSE_WRITE))
     }
-
-    deinit { close(descriptor) }
 
     /// How many times `name` was opened since the watch began.
     func count(of name: String) -> Int {
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            var offset = 0
-            while offset + MemoryLayout<inotify_event>.size <= count {
-                let (mask, length, name) = buffer.withUnsafeBytes { raw -> (UInt32, Int, String) in
-                    let mask = raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                    let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                    let start = offset + MemoryLayout<inotify_event>.size
-                    let name = String(decoding: raw[start..<(start + length)].prefix { $0 != 0 }, as: UTF8.self)
-                    return (mask, length, name)
-                }
-                if mask & UInt32(IN_OPEN) != 0 { counts[name, default: 0] += 1 }
-                offset += MemoryLayout<inotify_event>.size + length
-            }
-        }
+        for event in watch.events() where event.mask & UInt32(IN_OPEN) != 0 { counts[event.name, default: 0] += 1 }
         return counts[name] ?? 0
     }
 }

@@ -1532,29 +1532,10 @@ private final class FullDiskSwitch {
         let leftover = directory + "/.copy-on-write-probe.Xk3v9Q"
         try #require(FileManager.default.createFile(atPath: leftover, contents: nil))
 
-        let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        try #require(watch >= 0)
-        defer { close(watch) }
-        try #require(inotify_add_watch(watch, directory, UInt32(IN_CREATE)) >= 0)
+        let watch = try FolderWatch(directory, mask: UInt32(IN_CREATE))
         let reopened = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
         defer { reopened.close() }
-        var created: [String] = []
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(watch, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            var offset = 0
-            while offset + MemoryLayout<inotify_event>.size <= count {
-                let (nameLength, name) = buffer.withUnsafeBytes { raw -> (Int, String) in
-                    let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                    let start = offset + MemoryLayout<inotify_event>.size
-                    let bytes = raw[start..<(start + length)].prefix { $0 != 0 }
-                    return (length, String(decoding: bytes, as: UTF8.self))
-                }
-                created.append(name)
-                offset += MemoryLayout<inotify_event>.size + nameLength
-            }
-        }
+        let created = watch.events().map(\.name)
         let probes = created.filter { $0.hasPrefix(".copy-on-write-probe.") }
         #expect(probes.count == 1, "files made in the folder while it opened: \(created)")
         #expect(!FileManager.default.fileExists(atPath: leftover))

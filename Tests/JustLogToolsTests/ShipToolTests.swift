@@ -170,6 +170,35 @@ struct ShipToolTests {
         )
     }
 
+    /// The spool folder's lock waits a moment for a holder that lets it go — a ship finishing, or a process another
+    /// thread was starting, which holds the descriptor from `fork` to `exec` (the rerun of
+    /// `anInterruptedShipContinuesOnRerun…` found the lock held, under load in CI) — and refuses one that keeps it.
+    @Test func theSpoolFolderLockWaitsAMomentForAHolderThatLetsGoAndRefusesOneThatDoesNot() async throws {
+        let folder = try TemporaryDirectory(prefix: "ship-lock")
+        let directory = folder.file("spool")
+        try #require(mkdir(directory, 0o700) == 0)
+        // Another holder of the lock, which lets go 200 ms later.
+        let holder = open(directory + "/ship.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(holder >= 0 && flock(holder, LOCK_EX) == 0)
+        let (waited, refusal) = await offThePool { () -> (Duration?, String?) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { close(holder) }
+            let start = ContinuousClock.now
+            guard let lock = try? SpoolFolderLock(directory: directory) else { return (nil, nil) }
+            let waited = ContinuousClock.now - start
+            // This one keeps it: the next is refused once its patience is over.
+            defer { lock.release() }
+            do {
+                _ = try SpoolFolderLock(directory: directory, patience: .milliseconds(100))
+                return (waited, nil)
+            } catch {
+                return (waited, (error as? ToolError)?.message)
+            }
+        }
+        let duration = try #require(waited, "the lock was refused while its holder let go")
+        #expect(duration >= .milliseconds(150), "it waited for the holder")
+        #expect(refusal?.contains("another justlog ship is using \(directory)") == true, "\(refusal ?? "taken")")
+    }
+
     @Test func anUnreachableCollectorIsOneClearErrorWithinSeconds() async throws {
         let folder = try TemporaryDirectory(prefix: "ship-unreachable")
         let (files, _) = try writeLogFiles(folder, count: 50, maximumFileSize: 1 << 20)

@@ -11,8 +11,9 @@ import Darwin
 /// The file under a ``FileDestination``: an append-only descriptor, size rotation, and recovery when the
 /// file disappears or a write fails. Not thread-safe on its own; its owner guards it with a lock.
 ///
-/// Only a regular file is rotated: a path that names a FIFO or a device, or a link into `/dev/` or `/proc/` (a
-/// container's usual `app.log -> /dev/stdout`, whatever stdout is), is written to as it is, never renamed away. A
+/// Only a regular file is rotated: a path that names a FIFO or a device, or a process's stream (`/dev/stdout`,
+/// `/dev/fd/N`, `/proc/…/fd/N`, a terminal) itself or through links (a container's usual `app.log -> /dev/stdout`,
+/// whatever stdout is), is written to as it is, never renamed away. A
 /// write to a pipe waits while its reader does not read, as a console's does; one whose reader went away fails with
 /// `EPIPE` (counted as lost), not `SIGPIPE`. A rotation the file system refuses (a folder the program may not write
 /// in, a file in the way of a rotated name that can't be moved) is reported once and tried again after the retry
@@ -113,7 +114,7 @@ struct RotatingFileWriter: Sendable {
         fstat(fd, &info)
         descriptor = fd
         isPipe = info.st_mode & S_IFMT == S_IFIFO
-        rotates = info.st_mode & S_IFMT == S_IFREG && !Self.isStreamLink(path)
+        rotates = info.st_mode & S_IFMT == S_IFREG && !Self.namesAStream(path)
         size = rotates ? min(Int(clamping: info.st_size), Self.largestSize) : 0
         identity = (UInt64(info.st_dev), UInt64(info.st_ino))
         endsMidLine = size > 0 && !lastByteIsNewline()
@@ -140,29 +141,39 @@ struct RotatingFileWriter: Sendable {
         return String(cString: strerror(code))
     }
 
-    /// Whether `path` is a symbolic link — or a chain of them, relative or not — to a process's stream
-    /// (`app.log -> /dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/…/fd/N`, a terminal): the stream is never
-    /// renamed away, even when it is a regular file (`app > out.log`). A link into `/dev/shm` is a file like any
-    /// other (review, helper-55).
-    private static func isStreamLink(_ path: String) -> Bool {
-        var current = path
-        for _ in 0..<8 {
+    /// Whether `path` names a process's stream — `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/…/fd/N`, a
+    /// terminal — itself or through a symbolic link or a chain of them, relative or not (`app.log -> /dev/stdout`):
+    /// the stream is never renamed away, even when it is a regular file (`app > out.log`). A link into `/dev/shm`
+    /// is a file like any other (review, helper-55, helper-56).
+    private static func namesAStream(_ path: String) -> Bool {
+        var current = normalized(path)
+        for _ in 0..<9 {
+            if isStream(current) { return true }
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { return false }
-            // Made absolute and its `..` taken away by hand (Foundation's standardizing would follow the links).
-            let joined = target.hasPrefix("/") ? target : (current as NSString).deletingLastPathComponent + "/" + target
-            var parts: [Substring] = []
-            for part in joined.split(separator: "/") where part != "." {
-                if part == ".." { _ = parts.popLast() } else { parts.append(part) }
-            }
-            current = "/" + parts.joined(separator: "/")
-            let streams = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/dev/tty", "/dev/pts/", "/dev/console"]
-            if streams.contains(where: { current.hasPrefix($0) })
-                || (current.hasPrefix("/proc/") && current.contains("/fd/"))
-            {
-                return true
-            }
+            current = normalized(
+                target.hasPrefix("/") ? target : (current as NSString).deletingLastPathComponent + "/" + target
+            )
         }
         return false
+    }
+
+    /// Whether the absolute, normalized `path` is one of a process's streams.
+    private static func isStream(_ path: String) -> Bool {
+        if path == "/dev/stdout" || path == "/dev/stderr" || path == "/dev/console" { return true }
+        if ["/dev/fd/", "/dev/tty", "/dev/pts/"].contains(where: path.hasPrefix) { return true }
+        let parts = path.split(separator: "/")
+        return parts.count == 4 && parts[0] == "proc" && parts[2] == "fd"
+    }
+
+    /// `path` made absolute (from the working folder) with its `.` and `..` taken away — by hand: Foundation's
+    /// standardizing would follow the links.
+    private static func normalized(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var parts: [Substring] = []
+        for part in absolute.split(separator: "/") where part != "." {
+            if part == ".." { _ = parts.popLast() } else { parts.append(part) }
+        }
+        return "/" + parts.joined(separator: "/")
     }
 
     mutating func close() {

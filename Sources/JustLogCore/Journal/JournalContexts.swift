@@ -63,7 +63,7 @@ enum JournalContexts {
     /// left unwritten.
     static func removeAll(in directory: String, upToThatOf prefix: UInt64) {
         let found = files(in: directory)
-        guard let own = found.first(where: { $0.prefix == prefix }) else { return }
+        guard let own = found.filter({ $0.prefix == prefix }).max(by: { $0.number < $1.number }) else { return }
         for file in found where file.number <= own.number { unlink(directory + "/" + file.name) }
     }
 
@@ -111,9 +111,10 @@ enum JournalContexts {
         return names.compactMap { name in
             guard name.hasPrefix(namePrefix), name.hasSuffix(".json") else { return nil }
             let parts = name.dropFirst(namePrefix.count).dropLast(".json".count).split(separator: ".")
-            guard parts.count == 2, let number = Int(parts[0]), let prefix = UInt64(parts[1], radix: 16) else {
-                return nil
-            }
+            // (A number past any a folder reaches is not one of ours: one more would overflow.)
+            guard parts.count == 2, let number = Int(parts[0]), (1..<(Int.max / 2)).contains(number),
+                let prefix = UInt64(parts[1], radix: 16)
+            else { return nil }
             return (name, number, prefix)
         }
     }

@@ -554,7 +554,10 @@ package struct ShipTool: Sendable {
 final class SpoolFolderLock {
     private var fd: Int32
 
-    init(directory: String) throws {
+    /// Takes the lock, waiting up to `patience` for it (as the spool waits for its own): a ship that is finishing
+    /// lets it go within moments, and so does a process another thread was starting just then, which holds the
+    /// descriptor from its `fork` to its `exec` (a test's rerun found the lock held under load, CI of part 39).
+    init(directory: String, patience: Duration = .seconds(1)) throws {
         // The default folder's parents (`~/.cache/justlog/ship`) may not exist yet: owner-only, as the spool.
         let parent = URL(fileURLWithPath: directory).deletingLastPathComponent().path
         try? FileManager.default.createDirectory(
@@ -573,10 +576,16 @@ final class SpoolFolderLock {
                 "can't use the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder"
             )
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            _ = close(fd)
-            fd = -1
-            throw ToolError("another justlog ship is using \(directory); wait for it to finish or pass another --spool")
+        let deadline = ContinuousClock.now.advanced(by: patience)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
+                _ = close(fd)
+                fd = -1
+                throw ToolError(
+                    "another justlog ship is using \(directory); wait for it to finish or pass another --spool"
+                )
+            }
+            usleep(10_000)
         }
     }
 

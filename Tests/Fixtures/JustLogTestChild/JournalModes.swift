@@ -195,7 +195,7 @@ final class PrintingDestination: LogDestination {
 /// `file-broken-pipe FOLDER -`: `SIGPIPE` at its default action (a write to a pipe no one reads kills the program);
 /// `Logger.shared`'s file is FOLDER/child.log, a FIFO whose reader reads 5 events' lines and closes; 10 more events;
 /// prints "pending <0|1>, <default|changed>" (a `SIGPIPE` left pending for the process; its disposition) and exits 0
-/// — or dies of `SIGPIPE` (status 141).
+/// — or dies of `SIGPIPE` (status 141), as it would once the writing thread unblocked a signal left pending on it.
 func fileBrokenPipe(_ logger: Logger, folder: String) {
     signal(SIGPIPE, SIG_DFL)
     let path = folder + "/child.log"
@@ -214,6 +214,10 @@ func fileBrokenPipe(_ logger: Logger, folder: String) {
     sigpending(&pending)
     var disposition = sigaction()
     sigaction(SIGPIPE, nil, &disposition)
+    #if canImport(Darwin)
+    let action = disposition.__sigaction_u.__sa_handler == nil ? "default" : "changed"
+    #else
     let action = disposition.__sigaction_handler.sa_handler == nil ? "default" : "changed"
+    #endif
     FileHandle.standardOutput.write(Data("pending \(sigismember(&pending, SIGPIPE)), \(action)\n".utf8))
 }
