@@ -13,11 +13,11 @@ import Darwin
 ///
 /// Only a regular file is rotated: a path that names a FIFO or a device, or a process's stream (`/dev/stdout`,
 /// `/dev/fd/N`, `/proc/…/fd/N`, a terminal) itself or through links (a container's usual `app.log -> /dev/stdout`,
-/// whatever stdout is), is written to as it is, never renamed away. A
-/// write to a pipe waits while its reader does not read, as a console's does; one whose reader went away fails with
-/// `EPIPE` (counted as lost), not `SIGPIPE`. A rotation the file system refuses (a folder the program may not write
-/// in, a file in the way of a rotated name that can't be moved) is reported once and tried again after the retry
-/// interval; meanwhile the file grows past its limit, and nothing is lost for it.
+/// whatever stdout is), is written to as it is, never renamed away. A write to a pipe waits while its reader does
+/// not read, as a console's does; one whose reader went away fails with `EPIPE` (counted as lost), not `SIGPIPE`.
+/// A rotation the file system refuses (a folder the program may not write in, a file in the way of a rotated name
+/// that can't be moved) is reported once and tried again after the retry interval; meanwhile the file grows past
+/// its limit, and nothing is lost for it.
 ///
 /// The file only ever holds whole lines. A write that a full disk (`ENOSPC`) or a file-size limit (`EFBIG`)
 /// stops part-way is cut back to its last whole line; should even that fail, the next write starts with a
