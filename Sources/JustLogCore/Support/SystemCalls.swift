@@ -9,6 +9,23 @@ import Darwin
 // The few system calls JustLog makes itself, named so that they can be called where `write`, `open` and
 // `close` mean methods of the caller.
 
+/// Takes the exclusive `flock` of the file open as `descriptor`, waiting up to `wait` for a holder that is about to
+/// let go (a spool's folder, `justlog ship`'s spool folder).
+///
+/// A lock belongs to the open file: a child process being spawned holds a copy of the descriptor from `fork` until
+/// `exec` closes it (`O_CLOEXEC`), so a lock let go a moment ago can still look held while the program starts a
+/// subprocess. A second program really using the folder holds it for good.
+package func lockExclusively(_ descriptor: CInt, wait: Duration) -> Bool {
+    // At most a day of tries: `Duration.seconds(Int64.max)` ("wait forever") is past what `Int` holds.
+    let attempts = Int(min(max(wait / .milliseconds(10), 1), 8_640_000))
+    for attempt in 0..<attempts {
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+        guard errno == EWOULDBLOCK || errno == EINTR else { return false }
+        if attempt + 1 < attempts { usleep(10_000) }
+    }
+    return false
+}
+
 /// Writes all of `bytes` to `descriptor`, retrying partial writes and `EINTR`; returns `nil`, or the
 /// `errno` of the write that failed.
 @discardableResult

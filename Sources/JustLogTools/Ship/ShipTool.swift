@@ -576,16 +576,10 @@ final class SpoolFolderLock {
                 "can't use the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder"
             )
         }
-        let deadline = ContinuousClock.now.advanced(by: patience)
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
-                _ = close(fd)
-                fd = -1
-                throw ToolError(
-                    "another justlog ship is using \(directory); wait for it to finish or pass another --spool"
-                )
-            }
-            usleep(10_000)
+        guard lockExclusively(fd, wait: patience) else {
+            _ = close(fd)
+            fd = -1
+            throw ToolError("another justlog ship is using \(directory); wait for it to finish or pass another --spool")
         }
     }
 

@@ -77,7 +77,7 @@ final class SpoolStorage {
         try Self.createFolder(directory)
         let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockFD >= 0 else { throw spoolError("can't open the spool lock in \(directory)") }
-        guard Self.lockExclusively(lockFD, wait: lockWait) else {
+        guard lockExclusively(lockFD, wait: lockWait) else {
             closeDescriptor(lockFD)
             throw JustLogError(
                 code: .spoolUnavailable,
@@ -335,22 +335,6 @@ final class SpoolStorage {
             }
         }
         return (sequences.sorted(), probes)
-    }
-
-    /// Takes the folder's exclusive `flock`, waiting up to `wait` for a holder that is about to let go.
-    ///
-    /// A lock belongs to the open file: a child process being spawned holds a copy of the descriptor from
-    /// `fork` until `exec` closes it (`O_CLOEXEC`), so a spool closed a moment ago can still look locked
-    /// while the program starts a subprocess. A second logger really using the folder holds it for good.
-    private static func lockExclusively(_ descriptor: CInt, wait: Duration) -> Bool {
-        // At most a day of tries: `Duration.seconds(Int64.max)` ("wait forever") is past what `Int` holds.
-        let attempts = Int(min(max(wait / .milliseconds(10), 1), 8_640_000))
-        for attempt in 0..<attempts {
-            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
-            guard errno == EWOULDBLOCK || errno == EINTR else { return false }
-            if attempt + 1 < attempts { usleep(10_000) }
-        }
-        return false
     }
 
     /// Unmaps and closes the files, once no reserved place is being filled. Records stay on disk for the next spool
