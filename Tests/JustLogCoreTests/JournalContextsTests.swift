@@ -28,9 +28,8 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "contexts")
         defer { folder.remove() }
         let first = builder(0xA1, run: "first")
-        JournalContexts.save(first, in: folder.path)
-        JournalContexts.save(builder(0xB2, run: "second"), in: folder.path)
-        let earlier = JournalContexts.builders(in: folder.path, except: 0xB2, limits: CaptureLimits())
+        #expect(JournalContexts.exchange(first, in: folder.path).isEmpty)
+        let earlier = JournalContexts.exchange(builder(0xB2, run: "second"), in: folder.path)
         #expect(earlier.keys.sorted() == [0xA1])
         let event = LogEvent(
             level: .info,
@@ -61,7 +60,7 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "contexts-kept")
         defer { folder.remove() }
         for prefix in UInt64(1)...20 {
-            JournalContexts.save(builder(prefix, run: "r\(prefix)"), in: folder.path)
+            _ = JournalContexts.exchange(builder(prefix, run: "r\(prefix)"), in: folder.path)
             // Each file dated in the past, earlier the later it was saved (a clock set back).
             let name = try #require(
                 try contextFiles(in: folder).first { $0.hasSuffix(".\(String(prefix, radix: 16)).json") }
@@ -72,7 +71,8 @@ import Testing
         var kept = JournalContexts.builders(in: folder.path, except: 0, limits: CaptureLimits())
         #expect(kept.keys.sorted() == Array(5...20))
         // Set-up 12 reconfigured: its context again, newest now; still 16 files.
-        JournalContexts.save(builder(12, run: "r12 again"), in: folder.path)
+        let others = JournalContexts.exchange(builder(12, run: "r12 again"), in: folder.path)
+        #expect(others.keys.sorted() == Array(5...20).filter { $0 != 12 }, "what the set-up gets: the others kept")
         kept = JournalContexts.builders(in: folder.path, except: 0, limits: CaptureLimits())
         #expect(kept.count == 16)
         #expect(kept[12]?.defaultUserInfo["run"] == "r12 again")

@@ -19,8 +19,8 @@ import Darwin
 /// reconfigured: a set-up that changed its defaults leaves its last. The numbers rank the files (not their times: a
 /// clock set back would rank the newest last, review helper-55); the newest ``keptFiles`` are kept, the current one
 /// always, and a set-up's and those before it are deleted when it shuts down with nothing left unwritten in the
-/// journal. A file that
-/// can't be written or read costs only that: those events get the current run's context, as before.
+/// journal. A file that can't be written or read costs only that: those events get the current run's context, as
+/// before.
 enum JournalContexts {
     /// How many set-ups' contexts a journal folder keeps.
     static let keptFiles = 16
@@ -28,8 +28,21 @@ enum JournalContexts {
     /// The largest context file read (a `defaultUserInfo` is a handful of keys).
     static let maximumFileBytes = 1 << 20
 
-    /// Saves `builder`'s context in `directory`, the journal's folder.
-    static func save(_ builder: RecordBuilder, in directory: String) {
+    /// Saves `builder`'s context in `directory`, the journal's folder, and returns the record builders of the earlier
+    /// set-ups whose context the folder holds, by `event_id` prefix, each with `builder`'s limits — one listing of the
+    /// folder for both.
+    static func exchange(_ builder: RecordBuilder, in directory: String) -> [UInt64: RecordBuilder] {
+        let others = save(builder, in: directory, beside: files(in: directory))
+        return builders(of: others, in: directory, limits: builder.limits)
+    }
+
+    /// Saves `builder`'s context in `directory`, which holds the context files `found`; returns the other set-ups'
+    /// files it keeps.
+    private static func save(
+        _ builder: RecordBuilder,
+        in directory: String,
+        beside found: [ContextFile]
+    ) -> [ContextFile] {
         let context = LogValue.object([
             "format": .int(1),
             "defaultUserInfo": .object(builder.defaultUserInfo),
@@ -38,24 +51,24 @@ enum JournalContexts {
             "device": .string(builder.runtime.device),
         ])
         let prefix = builder.eventIDs.prefix
-        let found = files(in: directory)
+        let others = found.filter { $0.prefix != prefix }.sorted { $0.number > $1.number }
         let number = (found.map(\.number).max() ?? 0) + 1
         let path = directory + "/" + namePrefix + "\(number)." + String(prefix, radix: 16) + ".json"
         let bytes = JSONWriter.encode(context)
         let temporary = directory + "/" + namePrefix + "tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return }
+        guard fd >= 0 else { return others }
         let written = bytes.withUnsafeBytes { writePrefix(fd, $0) }
         closeDescriptor(fd)
         guard written.error == nil, rename(temporary, path) == 0 else {
             unlink(temporary)
-            return
+            return others
         }
         // This set-up's earlier file (a reconfiguration), and the others' past the newest kept.
-        let others = found.filter { $0.prefix != prefix }.sorted { $0.number > $1.number }
         for file in found.filter({ $0.prefix == prefix }) + others.dropFirst(keptFiles - 1) {
             unlink(directory + "/" + file.name)
         }
+        return Array(others.prefix(keptFiles - 1))
     }
 
     /// Deletes the context file of the set-up whose prefix is `prefix` and every one saved before it — not those of
@@ -71,8 +84,18 @@ enum JournalContexts {
     /// left out), each with `limits`.
     static func builders(in directory: String, except current: UInt64, limits: CaptureLimits) -> [UInt64: RecordBuilder]
     {
+        builders(of: files(in: directory).filter { $0.prefix != current }, in: directory, limits: limits)
+    }
+
+    /// The record builders of the context files `files` in `directory`, by prefix (the newest file of a prefix
+    /// wins), each with `limits`.
+    private static func builders(
+        of files: [ContextFile],
+        in directory: String,
+        limits: CaptureLimits
+    ) -> [UInt64: RecordBuilder] {
         var builders: [UInt64: RecordBuilder] = [:]
-        for file in files(in: directory).sorted(by: { $0.number < $1.number }) where file.prefix != current {
+        for file in files.sorted(by: { $0.number < $1.number }) {
             guard let bytes = read(directory + "/" + file.name),
                 case .object(let fields)? = try? JSONReader.parse(bytes: bytes),
                 case .object(let defaults)? = fields["defaultUserInfo"],
@@ -105,8 +128,11 @@ enum JournalContexts {
         return count == bytes.count ? bytes : nil
     }
 
-    /// The context files in `directory`: their names, numbers and prefixes.
-    private static func files(in directory: String) -> [(name: String, number: Int, prefix: UInt64)] {
+    /// A context file: its name, and the number and prefix in it.
+    private typealias ContextFile = (name: String, number: Int, prefix: UInt64)
+
+    /// The context files in `directory`.
+    private static func files(in directory: String) -> [ContextFile] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.compactMap { name in
             guard name.hasPrefix(namePrefix), name.hasSuffix(".json") else { return nil }

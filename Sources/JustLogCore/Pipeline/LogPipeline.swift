@@ -541,17 +541,7 @@ struct RecordDispatcher: Sendable {
         self.backgroundRoutes = routes.filter { $0.destination.delivery.resolved(journaled: journaled) == .background }
         self.builder = builder
         self.sanitizer = sanitizer
-        if let journal {
-            let folder = journal.configuration.directory
-            JournalContexts.save(builder, in: folder)
-            self.earlierRuns = JournalContexts.builders(
-                in: folder,
-                except: builder.eventIDs.prefix,
-                limits: builder.limits
-            )
-        } else {
-            self.earlierRuns = [:]
-        }
+        self.earlierRuns = journal.map { JournalContexts.exchange(builder, in: $0.configuration.directory) } ?? [:]
         self.journal = journal
         self.plainWriters = backgroundRoutes.map { $0.destination as? any PlainBatchWriting }
         self.memoryHolders = backgroundRoutes.compactMap { $0.destination as? any MemoryHolding }
