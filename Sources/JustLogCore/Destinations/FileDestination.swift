@@ -13,10 +13,10 @@ public import Foundation
 ///   system refuses (a folder the program may not write in) is reported once and tried again after
 ///   ``Configuration/retryInterval``; meanwhile the file grows past its limit, and nothing is lost.
 /// - A path that names a pipe, a device, or a process's stream itself or through links (`app.log -> /dev/stdout`,
-///   `/dev/fd/N`, `/proc/…/fd/N`), is written to and never rotated. A write to a pipe waits while its reader does not read, as a console's does; a
-///   FIFO no process reads is an error at creation (so is a socket: use the console destination); a pipe whose
-///   reader went away fails writes with `EPIPE` (counted as lost) rather than killing the program with `SIGPIPE` —
-///   for the writing thread only, nothing process-wide changes.
+///   `/dev/fd/N`, `/proc/…/fd/N`), is written to and never rotated. A write to a pipe waits while its reader does
+///   not read, as a console's does; a FIFO no process reads is an error at creation (so is a socket: use the
+///   console destination); a pipe whose reader went away fails writes with `EPIPE` (counted as lost) rather than
+///   killing the program with `SIGPIPE` — for the writing thread only, nothing process-wide changes.
 /// - If the file or its folder is deleted or moved away, the next batch recreates it.
 /// - An I/O error (a full disk, a read-only folder, a file-size limit) never reaches the caller: it is
 ///   reported once on the diagnostics sink and the events whose line is not in the file are counted as lost,

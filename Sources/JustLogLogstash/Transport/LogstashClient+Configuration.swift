@@ -123,7 +123,7 @@ extension LogstashClient {
         }
 
         /// The longest ``connectTimeout``, ``writeTimeout`` and ``Transport/Beats/ackTimeout`` may be: a year.
-        public static let maximumTimeout = Duration.seconds(365 * 24 * 3600)
+        public static let maximumTimeout = ReconnectBackoff.ceiling
 
         /// How activity lines name the first collector: never includes a token.
         var endpoint: String { endpoint(of: hosts[0]) }
