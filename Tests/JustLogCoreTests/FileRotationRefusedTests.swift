@@ -75,16 +75,8 @@ import Musl
         for (index, text) in ["a", "b", "c", "d"].enumerated() {
             try Data((text + "\n").utf8).write(to: URL(fileURLWithPath: "\(url.path).\(index + 1)"))
         }
-        func chattr(_ flag: String) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-            process.arguments = [flag, url.path + ".2"]
-            try process.run()
-            process.waitUntilExit()
-            try #require(process.terminationStatus == 0, "chattr \(flag)")
-        }
-        try chattr("+i")
-        defer { try? chattr("-i") }
+        try #require(chattr("+i", url.path + ".2"), "chattr +i")
+        defer { chattr("-i", url.path + ".2") }
         let diagnostics = LineCapture()
         let clock = ManualClock()
         let file = try FileDestination(
@@ -253,17 +245,8 @@ private let immutableFiles: Bool = {
     defer { folder.remove() }
     let file = folder.file("probe")
     guard FileManager.default.createFile(atPath: file, contents: nil) else { return false }
-    func chattr(_ flag: String) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        process.arguments = [flag, file]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-    guard chattr("+i") else { return false }
-    return chattr("-i")
+    guard chattr("+i", file) else { return false }
+    return chattr("-i", file)
 }()
 
 /// Whether a file of `Int.max - 10` bytes can be made (sparse) in `/dev/shm`: a tmpfs there, writable.

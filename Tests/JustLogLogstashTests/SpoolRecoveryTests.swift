@@ -1484,12 +1484,7 @@ private final class FullDiskSwitch {
         let copy = directory + "/copy"
         try FileManager.default.copyItem(atPath: oldest, toPath: copy)
         try #require(rename(copy, oldest) == 0)
-        let chattr = Process()
-        chattr.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        chattr.arguments = ["+c", directory]
-        try chattr.run()
-        chattr.waitUntilExit()
-        try #require(chattr.terminationStatus == 0, "chattr +c \(directory)")
+        try #require(chattr("+c", directory), "chattr +c \(directory)")
 
         let reopened = try LogstashSpool(configuration: settings, diagnostics: LineCapture().diagnostics)
         defer { reopened.close() }
