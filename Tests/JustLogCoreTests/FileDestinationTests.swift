@@ -3,6 +3,12 @@ import JustLogCore
 import JustLogTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A log path in `folder` that is a link to `/dev/full`, where every write fails with `ENOSPC` (tests that use it
 /// are enabled only ``ifThereIsADevFull``: elsewhere they are skipped, not passed without running).
 private func fullDiskLog(in folder: TemporaryDirectory) throws -> URL {
@@ -203,6 +209,44 @@ private let ifThereIsADevFull = ConditionTrait.enabled(
         try FileManager.default.removeItem(at: folder.appending("logs"))
         file.write(LogBatch(records: records(2, from: 3)))
         #expect(try messages(in: url) == ["event 3 ", "event 4 "])
+    }
+
+    /// logrotate's `copytruncate` copies the file and empties it under the program: the next lines go to its start,
+    /// and the file rotates when it is full again, not when the bytes written before the truncation would have
+    /// filled it (review, helper-52: a file of a few lines was rotated away).
+    @Test func aFileEmptiedUnderItIsNotRotatedBeforeItIsFullAgain() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        let file = try FileDestination(configuration: .init(url: url, maximumFileSize: 64 << 10, retainedFileCount: 2))
+        defer { file.shutdown() }
+        // ~600 bytes a line: 90 lines fill most of the file.
+        file.write(LogBatch(records: records(90, padding: 200)))
+        #expect(truncate(url.path, 0) == 0)
+        for index in 90..<120 { file.write(LogBatch(records: records(1, from: index, padding: 200))) }
+        #expect(!FileManager.default.fileExists(atPath: url.path + ".1"), "rotated a file of a few lines")
+        #expect(try messages(in: url).map { Int($0.split(separator: " ")[1])! } == Array(90..<120))
+    }
+
+    /// A folder the program may no longer search (`chmod` by an administrator, a mount's permissions) makes the
+    /// path unreadable, not the open file: writing goes on. Before (review, helper-52), `EACCES` was taken for "the
+    /// file was moved away", the file closed, its reopen refused, and every line lost. Root searches any folder:
+    /// run by CI's unprivileged step.
+    @Test(.enabled(if: getuid() != 0, "needs a user whom a folder's permissions bind (not root)"))
+    func aFolderThatCanNoLongerBeSearchedDoesNotStopTheOpenFile() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let logs = folder.appending("logs")
+        let url = logs.appendingPathComponent("app.log")
+        let diagnostics = LineCapture()
+        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics)
+        defer { file.shutdown() }
+        file.write(LogBatch(records: records(3)))
+        #expect(chmod(logs.path, 0o600) == 0)
+        file.write(LogBatch(records: records(2, from: 3)))
+        #expect(chmod(logs.path, 0o700) == 0)
+        #expect(try messages(in: url) == (0..<5).map { "event \($0) " })
+        #expect(!diagnostics.text.contains("lost"), "\(diagnostics.text)")
     }
 
     @Test(ifThereIsADevFull) func fullDiskIsReportedOnceNeverCrashesAndLossIsCounted() throws {

@@ -4,43 +4,83 @@ import JustLogTestSupport
 import Testing
 
 /// A program under a file-size limit (`ulimit -f`; the child sets it for itself, which any user may do): JustLog
-/// makes the limit fail its writes with EFBIG instead of letting SIGXFSZ kill the program, and handles that like a
-/// full disk.
+/// makes the limit fail its writes with EFBIG instead of letting SIGXFSZ kill the program; the file rotates at the
+/// limit (below its own maximum), and only a line the limit can't take at all is lost, counted exactly.
 @Suite struct FileSizeLimitTests {
     static let limit = 256 << 10
     static let count = 10_000
 
-    @Test func programAtItsFileSizeLimitIsNotKilledKeepsWholeLinesAndCountsTheLossExactly() async throws {
+    /// Before (review, helper-52), the file stopped at the limit for good: every later line was counted as lost
+    /// (the default 10 MiB maximum is far past it), where a rotation there loses nothing.
+    @Test func aProgramAtItsFileSizeLimitRotatesThereAndLosesNothing() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let child = try ChildProcess(arguments: ["file-size-limit", folder.path, "\(Self.count)", "\(Self.limit)"])
+        // Logger.shared keeps 5 rotated files: the events take ~4 MB, 1 MiB files hold them all.
+        let limit = 1 << 20
+        let child = try ChildProcess(arguments: ["file-size-limit", folder.path, "\(Self.count)", "\(limit)"])
         let status = await child.waitForExit(timeout: .seconds(120))
         #expect(
             status == 0,
             "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
         )
-
-        let url = folder.appending("child.log")
-        #expect(try size(of: url) <= Self.limit)
-        let messages = try wholeLineMessages(in: url)
-        let events = messages.compactMap {
-            $0.hasPrefix("child event ") ? Int($0.dropFirst("child event ".count)) : nil
+        let files = try logFiles(in: folder)
+        #expect(files.count > 2, "the file rotated \(files.count - 1) times")
+        var messages: [String] = []
+        for file in files {
+            #expect(try size(of: file) <= limit, "\(file.lastPathComponent) passed the limit")
+            messages += try wholeLineMessages(in: file)
         }
-        #expect(events.count > 0 && events.count < Self.count, "\(events.count) events in the file")
-        #expect(events == events.sorted() && Set(events).count == events.count, "events out of order or repeated")
-        // What the program's stderr says was lost is exactly what is missing from the file.
-        let reported = lastCount(before: " event(s) lost writing to \(url.path)", in: child.errorOutput)
+        #expect(messages == (0..<Self.count).map { "child event \($0)" })
+        #expect(!child.errorOutput.contains("lost"), "stderr: \(child.errorOutput)")
+        let said =
+            "the process's file-size limit (ulimit -f) is \(limit) bytes, below the log file's 10485760-byte maximum"
+        #expect(child.errorOutput.components(separatedBy: said).count == 2, "said once; stderr: \(child.errorOutput)")
+    }
+
+    /// A limit set while the file is open and already larger (or a file system's largest file): the write that
+    /// fails with EFBIG rotates the file, and the lines it held go to the new one.
+    @Test func aFileSizeLimitMetWhileTheFileIsOpenRotatesItThereAndLosesNothing() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let child = try ChildProcess(arguments: [
+            "file-size-limit-lowered", folder.path, "\(Self.count)", "\(Self.limit)",
+        ])
+        let status = await child.waitForExit(timeout: .seconds(120))
         #expect(
-            reported == Self.count - events.count,
-            "\(events.count) events in the file; stderr: \(child.errorOutput)"
+            status == 0,
+            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
+        )
+        let files = try logFiles(in: folder)
+        #expect(files.count > 3, "the file rotated \(files.count - 1) times")
+        var messages: [String] = []
+        for file in files {
+            // The first holds the events logged before the limit.
+            if file != files.first { #expect(try size(of: file) <= Self.limit, "\(file.lastPathComponent)") }
+            messages += try wholeLineMessages(in: file)
+        }
+        #expect(messages == (0..<Self.count).map { "child event \($0)" })
+        #expect(!child.errorOutput.contains("lost"), "stderr: \(child.errorOutput)")
+        #expect(
+            child.errorOutput.contains("grow no further than") && child.errorOutput.contains("it is rotated there"),
+            "stderr: \(child.errorOutput)"
         )
     }
 
+    /// The log files in `folder`, oldest first: child.log.N … child.log.1, then child.log.
+    private func logFiles(in folder: TemporaryDirectory) throws -> [URL] {
+        let rotated = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            .compactMap { name in name.hasPrefix("child.log.") ? Int(name.dropFirst("child.log.".count)) : nil }
+            .sorted(by: >)
+        return rotated.map { folder.appending("child.log.\($0)") } + [folder.appending("child.log")]
+    }
+
+    /// A limit below one line: no rotation makes room, every line is lost, counted exactly, and reported in the
+    /// file once the limit is raised.
     @Test func programWhoseFileSizeLimitIsRaisedAgainWritesTheExactLossReportAndEveryLaterEvent() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let child = try ChildProcess(arguments: [
-            "file-size-limit-raised", folder.path, "\(Self.count)", "\(Self.limit)",
+            "file-size-limit-raised", folder.path, "\(Self.count)", "100",
         ])
         let status = await child.waitForExit(timeout: .seconds(120))
         #expect(
@@ -64,7 +104,7 @@ import Testing
             }
         }
         let before = events.filter { $0 < half }
-        #expect(before.count > 0 && before.count < half, "\(before.count) events from before the limit was raised")
+        #expect(before.isEmpty, "\(before.count) events from before the limit was raised")
         #expect(before == before.sorted() && Set(before).count == before.count, "events out of order or repeated")
         #expect(reported == [half - before.count], "one report with the exact count")
         #expect(

@@ -17,8 +17,13 @@ public import Foundation
 ///   not read, as a console's does; a FIFO no process reads is an error at creation (so is a socket: use the
 ///   console destination); a pipe whose reader went away fails writes with `EPIPE` (counted as lost) rather than
 ///   killing the program with `SIGPIPE` — for the writing thread only, nothing process-wide changes.
-/// - If the file or its folder is deleted or moved away, the next batch recreates it.
-/// - An I/O error (a full disk, a read-only folder, a file-size limit) never reaches the caller: it is
+/// - If the file or its folder is deleted or moved away, the next batch recreates it (a folder that only can't be
+///   searched any more leaves the open file as it is). A file emptied under it (logrotate's `copytruncate`) is
+///   rotated when it is full again.
+/// - A file the system lets grow no further than its maximum — the process's file-size limit (`ulimit -f`), the
+///   largest file a file system holds (`EFBIG`) — rotates there (said once on the diagnostics sink); only a line
+///   larger than that alone is lost, counted.
+/// - An I/O error (a full disk, a read-only folder) never reaches the caller: it is
 ///   reported once on the diagnostics sink and the events whose line is not in the file are counted as lost,
 ///   exactly. Writing is tried again at the first batch after ``Configuration/retryInterval`` (and at every
 ///   flush); when it works, a warning line in the file says how many were lost. A flush that still cannot

@@ -17,7 +17,9 @@ import Darwin
 /// not read, as a console's does; one whose reader went away fails with `EPIPE` (counted as lost), not `SIGPIPE`.
 /// A rotation the file system refuses (a folder the program may not write in, a file in the way of a rotated name
 /// that can't be moved) is reported once and tried again after the retry interval; meanwhile the file grows past
-/// its limit, and nothing is lost for it.
+/// its limit, and nothing is lost for it. A file the system lets grow no further than its limit — the process's
+/// file-size limit (`ulimit -f`, read at each open), a file system's largest file (`EFBIG`) — rotates there, said
+/// once; only a line larger than that alone is lost (counted).
 ///
 /// The file only ever holds whole lines. A write that a full disk (`ENOSPC`) or a file-size limit (`EFBIG`)
 /// stops part-way is cut back to its last whole line; should even that fail, the next write starts with a
@@ -46,6 +48,12 @@ struct RotatingFileWriter: Sendable {
     private var descriptor: Int32 = -1
     /// Bytes in the file (at most ``largestSize``: a sparse file may claim up to `Int.max`, and sums with it trapped).
     private var size = 0
+    /// The process's file-size limit (`ulimit -f`), if below ``maximumFileSize``: read at each open, and again
+    /// before a rotation it alone would cause (a limit raised meanwhile rotates no more there).
+    private var processLimit: Int?
+    /// The size at which a write to the open file failed with `EFBIG` (a limit lowered while it was open, a file
+    /// system's largest file), if one did.
+    private var grewNoFurtherThan: Int?
     /// The open file is a regular file, rotated at ``maximumFileSize`` (anything else is written to as it is).
     private var rotates = true
     /// The open file is a pipe: its writes are kept from raising `SIGPIPE` (``withoutBrokenPipeSignal(_:)``).
@@ -118,9 +126,43 @@ struct RotatingFileWriter: Sendable {
         size = rotates ? min(Int(clamping: info.st_size), Self.largestSize) : 0
         identity = (UInt64(info.st_dev), UInt64(info.st_ino))
         endsMidLine = size > 0 && !lastByteIsNewline()
+        grewNoFurtherThan = nil
+        readProcessLimit()
         #if canImport(Darwin)
         if isPipe { _ = fcntl(fd, F_SETNOSIGPIPE, 1) }
         #endif
+    }
+
+    /// The size past which the open file rotates: ``maximumFileSize``, or less where the file can't grow that far
+    /// (review, helper-52: at a file-size limit below it the file stopped for good, every later line counted as
+    /// lost).
+    private var rotationSize: Int {
+        max(1, min(maximumFileSize, processLimit ?? .max, grewNoFurtherThan ?? .max))
+    }
+
+    /// Reads the process's file-size limit into ``processLimit`` (said once when it is below the file's maximum).
+    private mutating func readProcessLimit() {
+        processLimit = nil
+        guard rotates, let limit = Self.processFileSizeLimit(), limit < maximumFileSize else { return }
+        processLimit = limit
+        diagnostics.reportOnce(
+            key: "file.limit.\(path)",
+            "the process's file-size limit (ulimit -f) is \(limit) bytes, below the log file's \(maximumFileSize)-byte maximum: \(path) rotates at \(max(1, limit)) bytes"
+        )
+    }
+
+    /// The process's file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) in bytes, or `nil` if it has none.
+    private static func processFileSizeLimit() -> Int? {
+        var limit = rlimit()
+        #if canImport(Glibc)
+        let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+        #else
+        let resource = RLIMIT_FSIZE
+        #endif
+        // RLIM_INFINITY is all ones (Swift imports its definition as `-1`, which an unsigned `rlim_t` can't hold):
+        // past `Int.max` is no limit a file meets.
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < rlim_t(Int.max) else { return nil }
+        return Int(limit.rlim_cur)
     }
 
     /// The most ``size`` counts: far beyond any file, and sums with a line's length stay far from overflowing (a
@@ -182,11 +224,14 @@ struct RotatingFileWriter: Sendable {
         identity = nil
     }
 
-    /// Whether the open descriptor is still the file at `path` (it was not deleted, moved or rotated away).
+    /// Whether the open descriptor is still the file at `path` (it was not deleted, moved or rotated away). Only a
+    /// path that names nothing (`ENOENT`, `ENOTDIR`) or another file says it was: a folder the program may no longer
+    /// search (`EACCES`), a file server that hiccups (`ESTALE`, `EIO`) says nothing about the file it writes, which
+    /// goes on working — closing it for a reopen that fails too lost every line (review, helper-52).
     private func isStillAtPath() -> Bool {
         guard descriptor >= 0, let identity else { return false }
         var info = stat()
-        guard stat(path, &info) == 0 else { return false }
+        guard stat(path, &info) == 0 else { return errno != ENOENT && errno != ENOTDIR }
         return UInt64(info.st_dev) == identity.device && UInt64(info.st_ino) == identity.inode
     }
 
@@ -316,8 +361,11 @@ struct RotatingFileWriter: Sendable {
         }
         var start = 0
         var limited = rotates && rotationRetryAt.map { now >= $0 } ?? true
+        /// The line at which a write failed with `EFBIG` and the file was rotated for it: a second `EFBIG` there
+        /// is a line the new file can't take either.
+        var grewNoFurtherAt: Int?
         while start < lines.count {
-            if limited, size > 0, size + lines.length(of: start) > maximumFileSize {
+            if limited, needsRotation(before: lines.length(of: start)) {
                 switch rotate(now: now) {
                 case .rotated: break
                 case .refused: limited = false
@@ -330,20 +378,50 @@ struct RotatingFileWriter: Sendable {
             var end = start + 1
             if limited {
                 var pending = size + lines.length(of: start)
-                while end < lines.count, pending + lines.length(of: end) <= maximumFileSize {
+                while end < lines.count, pending + lines.length(of: end) <= rotationSize {
                     pending += lines.length(of: end)
                     end += 1
                 }
             } else {
                 end = lines.count
             }
-            let (whole, error) = write(lines, start..<end)
-            if let error {
-                fail(error, losing: lines.count - start - whole, now: now)
+            let (whole, errorNumber) = write(lines, start..<end)
+            if let errorNumber {
+                if errorNumber == EFBIG, limited, size > 0, grewNoFurtherAt != start + whole {
+                    // The file can grow no further: it rotates here (the loop's check), and the rest goes on.
+                    start += whole
+                    grewNoFurtherAt = start
+                    grewNoFurther(than: size)
+                    continue
+                }
+                fail(writeError(errorNumber), losing: lines.count - start - whole, now: now)
                 return
             }
             start = end
         }
+    }
+
+    /// Whether a line of `length` bytes starts a new file: the open one is not empty and would pass
+    /// ``rotationSize``. Its size is read again first (one `fstat`, only at that point): a file emptied under it
+    /// (logrotate's `copytruncate`) is not rotated away (review, helper-52).
+    private mutating func needsRotation(before length: Int) -> Bool {
+        guard size > 0, size + length > rotationSize else { return false }
+        if processLimit != nil { readProcessLimit() }
+        var info = stat()
+        if fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+            size = min(Int(clamping: info.st_size), Self.largestSize)
+        }
+        return size > 0 && size + length > rotationSize
+    }
+
+    /// A write failed with `EFBIG` with `size` bytes in the file (a file-size limit lowered while it was open; a
+    /// file system's largest file): the file rotates there (said once), the next one at its own limit.
+    private mutating func grewNoFurther(than size: Int) {
+        grewNoFurtherThan = size
+        diagnostics.reportOnce(
+            key: "file.efbig.\(path)",
+            "the file system lets \(path) grow no further than \(size) bytes (EFBIG: a file-size limit, or the largest file it holds), below its \(maximumFileSize)-byte maximum: it is rotated there"
+        )
     }
 
     /// After a failure, tries now (whatever the retry interval) to write the line that reports the loss, and
@@ -387,7 +465,7 @@ struct RotatingFileWriter: Sendable {
         guard let failure else { return nil }
         if failure.lostEvents > 0 {
             let line = LineBatch(line: lossLine(failure.lostEvents, failure.error.description))
-            if let error = write(line, 0..<1).error { return error }
+            if let errorNumber = write(line, 0..<1).errorNumber { return writeError(errorNumber) }
             diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
         }
         diagnostics.reset(key: "file.write.\(path)")
@@ -397,12 +475,13 @@ struct RotatingFileWriter: Sendable {
     }
 
     /// Writes the lines `range` of `lines` in one go. Returns how many of them are whole in the file and, if not
-    /// all, the error: the part of a line that a full disk or a file-size limit let through is cut away again.
-    private mutating func write(_ lines: LineBatch, _ range: Range<Int>) -> (whole: Int, error: JustLogError?) {
+    /// all, the error's number: the part of a line that a full disk or a file-size limit let through is cut away
+    /// again.
+    private mutating func write(_ lines: LineBatch, _ range: Range<Int>) -> (whole: Int, errorNumber: Int32?) {
         if endsMidLine {
             // The torn line that could not be cut away ends here, so that the next line is whole.
             let (written, errorNumber) = [UInt8(ascii: "\n")].withUnsafeBytes { put($0) }
-            if let errorNumber { return (0, writeError(errorNumber)) }
+            if let errorNumber { return (0, errorNumber) }
             grow(by: written)
             endsMidLine = false
         }
@@ -423,7 +502,7 @@ struct RotatingFileWriter: Sendable {
         } else {
             grow(by: kept)
         }
-        return (whole, writeError(errorNumber))
+        return (whole, errorNumber)
     }
 
     /// Writes as much of `bytes` as the file takes (see `writePrefix`); to a pipe, without `SIGPIPE`.

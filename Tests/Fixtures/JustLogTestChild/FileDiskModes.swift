@@ -9,6 +9,10 @@
 //   JustLogTestChild file-size-limit-raised FOLDER COUNT LIMIT
 //       like file-size-limit for the first half of the events, then flushes, raises the limit again (as far as
 //       the hard limit: any user may), flushes, logs the second half and returns from main
+//   JustLogTestChild file-size-limit-lowered FOLDER COUNT LIMIT
+//       logs the first half of the events with no limit through a `Logger` whose file keeps 1,000 rotated files,
+//       flushes, then sets the limit (the file already holds more) and logs the second half; shut down before
+//       returning
 import Foundation
 import JustLog
 import JustLogCore
@@ -62,6 +66,24 @@ func fileSizeLimitRaisedMode(_ arguments: [String]) {
     for index in count / 2..<count {
         logger.info("child event \(index)", userInfo: ["index": index])
     }
+}
+
+func fileSizeLimitLoweredMode(_ arguments: [String]) {
+    let url = URL(fileURLWithPath: arguments[2], isDirectory: true).appendingPathComponent("child.log")
+    let logger = Logger(
+        configuration: .init(console: nil, file: .init(.init(url: url, retainedFileCount: 1_000)))
+    )
+    let count = Int(arguments[3]) ?? 0
+    for index in 0..<count / 2 {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+    logger.pipeline.flush(timeout: 30)
+    // The file is open, past the limit about to be set: its next write fails with EFBIG.
+    limitFileSize(arguments)
+    for index in count / 2..<count {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+    logger.shutdown(timeout: 30)
 }
 
 /// Sets the soft RLIMIT_FSIZE to the LIMIT argument (any user may lower it), or exits 3. First SIGXFSZ is put back
