@@ -246,6 +246,25 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         #expect(spool.counterSnapshot.queuedRecords == 1)
     }
 
+    /// A record is one line: one holding a newline went in before and came out as two lines for json_lines, and as
+    /// a Beats window of more events than the batch held, whose ACK never matched it — delivery stopped there for
+    /// good (review, helper-53).
+    @Test func aRecordHoldingANewlineIsRefusedNotSplitInTwo() throws {
+        let directory = try TemporaryDirectory(prefix: "spool")
+        defer { directory.remove() }
+        let spool = try LogstashSpool(configuration: .init(directory: directory.path))
+        #expect {
+            try spool.append(Array(#"{"message":"one"}"#.utf8) + [UInt8(ascii: "\n")] + Array(#"{"message":"two"}"#.utf8))
+        } throws: { error in
+            (error as? LogstashError)?.code == .multilineRecord
+        }
+        #expect(spool.counterSnapshot.queuedRecords == 0)
+        try spool.append(Array(#"{"message":"one\ntwo"}"#.utf8))
+        let batch = spool.read(from: spool.cursor, maxBytes: 1 << 20, maxRecords: 10)
+        #expect(batch.recordCount == 1)
+        #expect(batch.bytes == Array(#"{"message":"one\ntwo"}"#.utf8) + [UInt8(ascii: "\n")])
+    }
+
     @Test func readingFromADroppedPositionStartsAtTheOldestRecordLeft() throws {
         let directory = try TemporaryDirectory(prefix: "spool")
         let configuration = LogstashSpool.Configuration(

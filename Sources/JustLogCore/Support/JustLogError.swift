@@ -37,6 +37,8 @@ public struct JustLogError: Error, Hashable, CustomStringConvertible {
         public static let recordTooLarge = Code("recordTooLarge")
         /// A record is empty (collectors drop empty lines); it was not spooled.
         public static let emptyRecord = Code("emptyRecord")
+        /// A record holds a newline (a collector would take it for two lines); it was not spooled.
+        public static let multilineRecord = Code("multilineRecord")
         /// The spool's folder or files can't be created, mapped or written.
         public static let spoolUnavailable = Code("spoolUnavailable")
         /// The spool was closed.

@@ -297,7 +297,7 @@ public final class Spool: @unchecked Sendable {
 
     // MARK: - Appending (logging caller's thread)
 
-    /// Appends one record (a JSON object, *without* its trailing `\n`) and returns its position.
+    /// Appends one record (a JSON object on one line, *without* its trailing `\n`) and returns its position.
     ///
     /// No system call unless a segment fills up (then one new file is created, and perhaps the oldest
     /// deleted) — but on btrfs, ZFS and bcachefs, where the record is written with `pwrite` (five calls) instead of
@@ -306,11 +306,21 @@ public final class Spool: @unchecked Sendable {
     /// - Throws: ``JustLogError`` with code ``JustLogError/Code/recordTooLarge`` if the record is larger
     ///   than ``Configuration/maxRecordBytes`` (nothing is spooled: truncate or replace the record and
     ///   append again), ``JustLogError/Code/emptyRecord`` for an empty record,
+    ///   ``JustLogError/Code/multilineRecord`` for one that holds a `\n` (a collector would take it for two lines,
+    ///   and a Beats window would count more events than it holds: escape it, as JSON does),
     ///   ``JustLogError/Code/spoolUnavailable`` if the spool is not open or a new segment can't be created
     ///   (a full disk, a file-size limit), or ``JustLogError/Code/spoolClosed``.
     @discardableResult
     public func append(_ record: UnsafeRawBufferPointer) throws -> SpoolPosition {
-        try appendRecord(record).start
+        // (Records JustLog encodes never hold one, and don't come this way: review, helper-53.)
+        if let base = record.baseAddress, memchr(base, Int32(UInt8(ascii: "\n")), record.count) != nil {
+            throw JustLogError(
+                code: .multilineRecord,
+                message:
+                    "a record holding a newline can't be spooled: each record is one line (a collector would take it for two); escape it as JSON does (\\n)"
+            )
+        }
+        return try appendRecord(record).start
     }
 
     /// Appends one record (see ``append(_:)-(UnsafeRawBufferPointer)``) and returns its position and the position
