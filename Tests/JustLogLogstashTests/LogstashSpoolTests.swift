@@ -254,7 +254,7 @@ private func readAll(_ spool: LogstashSpool, maxBytes: Int = 64 << 10) -> [Strin
         defer { directory.remove() }
         let spool = try LogstashSpool(configuration: .init(directory: directory.path))
         #expect {
-            try spool.append(Array(#"{"message":"one"}"#.utf8) + [UInt8(ascii: "\n")] + Array(#"{"message":"two"}"#.utf8))
+            try spool.append(Array((#"{"message":"one"}"# + "\n" + #"{"message":"two"}"#).utf8))
         } throws: { error in
             (error as? LogstashError)?.code == .multilineRecord
         }
