@@ -317,13 +317,7 @@ public final class LogstashClient: @unchecked Sendable {
     public func flush(within timeout: Duration?, completion: @escaping @Sendable ((any Error)?) -> Void) {
         let upTo = spool.endPosition
         guard lanes.isEmpty else {
-            // Done once every lane is: then everything before `upTo` is acknowledged, unless a lane failed.
-            let group = LaneGroup(count: lanes.count) { errors in
-                let spool = self.spool
-                completion(spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0 ? nil : errors.first ?? nil)
-            }
-            // Through this client's loop, as ``start()`` is: after the lanes were started.
-            eventLoop.execute { for lane in self.lanes { lane.flush(within: timeout) { group.done($0) } } }
+            flushLanes(upTo: upTo, until: timeout.map { ContinuousClock.now.advanced(by: $0) }, completion: completion)
             return
         }
         eventLoop.execute {
@@ -335,6 +329,34 @@ public final class LogstashClient: @unchecked Sendable {
             self.flushCallbacks[id] = (completion, giveUp)
             self.run(self.machine.flushRequested(id: id, upTo: upTo))
         }
+    }
+
+    /// With load balancing: flushes every lane, round after round, until everything before `upTo` is acknowledged
+    /// (or a lane fails, or `deadline` passes). A lane's flush is done once the windows *it* holds are: a window
+    /// another lane let go part-way, now in flight on a lane that had a later one acknowledged, still holds events
+    /// before `upTo` — and the flush said done with them unacknowledged (review, helper-53). Each round after the
+    /// first waits a moment: it only ever follows a window in flight.
+    private func flushLanes(
+        upTo: SpoolPosition,
+        until deadline: ContinuousClock.Instant?,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        let remaining = deadline.map { ContinuousClock.now.duration(to: $0) }
+        if let remaining, remaining <= .zero {
+            return completion(
+                LogstashError(code: .timeout, message: "Logstash flush did not finish in time; the events stay spooled")
+            )
+        }
+        let group = LaneGroup(count: lanes.count) { errors in
+            let spool = self.spool
+            if spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0 { return completion(nil) }
+            if let error = errors.first { return completion(error) }
+            self.eventLoop.scheduleTask(in: .milliseconds(10)) {
+                self.flushLanes(upTo: upTo, until: deadline, completion: completion)
+            }
+        }
+        // Through this client's loop, as ``start()`` is: after the lanes were started.
+        eventLoop.execute { for lane in self.lanes { lane.flush(within: remaining) { group.done($0) } } }
     }
 
     /// Flush `id` did not complete within `timeout`: its caller is told, and it is forgotten.
