@@ -239,14 +239,19 @@ private let ifThereIsADevFull = ConditionTrait.enabled(
         let logs = folder.appending("logs")
         let url = logs.appendingPathComponent("app.log")
         let diagnostics = LineCapture()
-        let file = try FileDestination(configuration: .init(url: url), diagnostics: diagnostics.diagnostics)
+        // Small enough to rotate: a rotation the folder refuses keeps the open file too (review, helper-57).
+        let file = try FileDestination(
+            configuration: .init(url: url, maximumFileSize: 2048),
+            diagnostics: diagnostics.diagnostics
+        )
         defer { file.shutdown() }
         file.write(LogBatch(records: records(3)))
         #expect(chmod(logs.path, 0o600) == 0)
-        file.write(LogBatch(records: records(2, from: 3)))
+        for index in 3..<23 { file.write(LogBatch(records: records(1, from: index))) }
         #expect(chmod(logs.path, 0o700) == 0)
-        #expect(try messages(in: url) == (0..<5).map { "event \($0) " })
+        #expect(try messages(in: url) == (0..<23).map { "event \($0) " })
         #expect(!diagnostics.text.contains("lost"), "\(diagnostics.text)")
+        #expect(diagnostics.text.contains("cannot rotate the log file"), "\(diagnostics.text)")
     }
 
     @Test(ifThereIsADevFull) func fullDiskIsReportedOnceNeverCrashesAndLossIsCounted() throws {

@@ -45,7 +45,9 @@ import Musl
         defer { file.shutdown() }
         let opens = try OpenWatch(folder.path)
         for index in 0..<2_000 { file.write(LogBatch(records: records(1, from: index))) }
-        #expect(opens.count(of: "app.log") == 1, "one try at rotating (one reopen) while the clock stands still")
+        // One try at rotating while the clock stands still, which keeps the file open as it is (review, helper-57:
+        // it was closed and opened again, which in a folder the program can no longer search failed).
+        #expect(opens.count(of: "app.log") == 0, "no reopen while the clock stands still")
         #expect(try messages(in: url.path) == (0..<2_000).map { "event \($0)" })
         let openedSoFar = opens.count(of: "app.log")  // the read just now included
         #expect(diagnostics.writes.count == 1, "\(diagnostics.writes)")

@@ -5,7 +5,7 @@ import Testing
 
 /// A program under a file-size limit (`ulimit -f`; the child sets it for itself, which any user may do): JustLog
 /// makes the limit fail its writes with EFBIG instead of letting SIGXFSZ kill the program; the file rotates at the
-/// limit (below its own maximum), and only a line the limit can't take at all is lost, counted exactly.
+/// limit (below its own maximum), and only an event whose line the limit can't take at all is lost, counted exactly.
 @Suite struct FileSizeLimitTests {
     static let limit = 256 << 10
     static let count = 10_000
@@ -64,6 +64,68 @@ import Testing
             child.errorOutput.contains("grow no further than") && child.errorOutput.contains("it is rotated there"),
             "stderr: \(child.errorOutput)"
         )
+    }
+
+    /// An event whose line alone is longer than the limit is lost alone, counted, and rotates nothing away; the
+    /// lines around it are written. Before (review, helper-57), it rotated the file, failed in the new one, and the
+    /// rest of its batch and a second of later lines were counted lost with it.
+    @Test func anEventLongerThanTheLimitIsLostAloneAndTheOthersAreWritten() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let limit = 64 << 10
+        let count = 2_000
+        let child = try ChildProcess(arguments: [
+            "file-size-limit-oversized", folder.path, "\(count)", "\(limit)",
+        ])
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none"); stderr: \(child.errorOutput)")
+        var events: [Int] = []
+        var reported = 0
+        for file in try logFiles(in: folder) {
+            #expect(try size(of: file) <= limit, "\(file.lastPathComponent) passed the limit")
+            for record in try wholeLineRecords(in: file) {
+                if record.message.hasPrefix("JustLog could not write") {
+                    if case .int(let lost)? = record.userInfo["lost_events"] { reported += Int(lost) }
+                } else {
+                    events.append(Int(record.message.dropFirst("child event ".count)) ?? -1)
+                }
+            }
+        }
+        let oversized = (0..<count).filter { $0 % 100 == 50 }
+        #expect(events == (0..<count).filter { $0 % 100 != 50 }, "stderr: \(child.errorOutput)")
+        #expect(reported == oversized.count, "the file says how many were lost")
+    }
+
+    /// A rotation refused (a directory where the rotated file goes) while the file meets the limit: what the limit
+    /// refuses meanwhile is lost, counted; once the way is clear the file rotates, says how many were lost, and
+    /// every later event is written. Before (review, helper-57), the report was written first, into the full file:
+    /// it never fit, and every later event was lost until exit.
+    @Test func aFullFileWhoseRotationWasRefusedRotatesOnceItMayAndLosesNothingAfter() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let limit = 64 << 10
+        let count = 1_000
+        let child = try ChildProcess(arguments: ["file-size-limit-refused", folder.path, "\(count)", "\(limit)"])
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none"); stderr: \(child.errorOutput)")
+        var events: [Int] = []
+        var after: [Int] = []
+        var reported = 0
+        for file in try logFiles(in: folder) {
+            for record in try wholeLineRecords(in: file) {
+                if record.message.hasPrefix("JustLog could not write") {
+                    if case .int(let lost)? = record.userInfo["lost_events"] { reported += Int(lost) }
+                } else if record.message.hasPrefix("after ") {
+                    after.append(Int(record.message.dropFirst("after ".count)) ?? -1)
+                } else {
+                    events.append(Int(record.message.dropFirst("child event ".count)) ?? -1)
+                }
+            }
+        }
+        #expect(after == Array(0..<100), "stderr: \(child.errorOutput)")
+        #expect(events.count > 0 && events.count < count, "\(events.count) events before the way was cleared")
+        #expect(events == Array(0..<events.count), "the events the file took are the first ones, in order")
+        #expect(reported == count - events.count, "the loss report is exact")
     }
 
     /// The log files in `folder`, oldest first: child.log.N … child.log.1, then child.log.

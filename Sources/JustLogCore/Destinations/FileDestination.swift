@@ -11,7 +11,8 @@ public import Foundation
 /// - Past ``Configuration/maximumFileSize`` the file is renamed `name.1` (older ones shift to `name.2`, …)
 ///   and a new one is started; ``Configuration/retainedFileCount`` rotated files are kept. A rename the file
 ///   system refuses (a folder the program may not write in) is reported once and tried again after
-///   ``Configuration/retryInterval``; meanwhile the file grows past its limit, and nothing is lost.
+///   ``Configuration/retryInterval``; meanwhile the file stays open and grows past its limit (what a file-size limit
+///   then refuses is counted lost).
 /// - A path that names a pipe, a device, or a process's stream itself or through links (`app.log -> /dev/stdout`,
 ///   `/dev/fd/N`, `/proc/…/fd/N`), is written to and never rotated. A write to a pipe waits while its reader does
 ///   not read, as a console's does; a FIFO no process reads is an error at creation (so is a socket: use the
@@ -20,9 +21,9 @@ public import Foundation
 /// - If the file or its folder is deleted or moved away, the next batch recreates it (a folder that only can't be
 ///   searched any more leaves the open file as it is). A file emptied under it (logrotate's `copytruncate`) is
 ///   rotated when it is full again.
-/// - A file the system lets grow no further than its maximum — the process's file-size limit (`ulimit -f`), the
-///   largest file a file system holds (`EFBIG`) — rotates there (said once on the diagnostics sink); only a line
-///   larger than that alone is lost, counted.
+/// - A regular file the system lets grow no further than its maximum — the process's file-size limit
+///   (`ulimit -f`), the largest file a file system holds (`EFBIG`) — rotates there (said once on the diagnostics
+///   sink); an event whose line alone is larger is lost alone, counted, and rotates nothing away.
 /// - An I/O error (a full disk, a read-only folder) never reaches the caller: it is
 ///   reported once on the diagnostics sink and the events whose line is not in the file are counted as lost,
 ///   exactly. Writing is tried again at the first batch after ``Configuration/retryInterval`` (and at every

@@ -17,9 +17,9 @@ import Darwin
 /// not read, as a console's does; one whose reader went away fails with `EPIPE` (counted as lost), not `SIGPIPE`.
 /// A rotation the file system refuses (a folder the program may not write in, a file in the way of a rotated name
 /// that can't be moved) is reported once and tried again after the retry interval; meanwhile the file grows past
-/// its limit, and nothing is lost for it. A file the system lets grow no further than its limit — the process's
-/// file-size limit (`ulimit -f`, read at each open), a file system's largest file (`EFBIG`) — rotates there, said
-/// once; only a line larger than that alone is lost (counted).
+/// its limit (what a file-size limit then refuses is counted lost). A file the system lets grow no further than its
+/// limit — the process's file-size limit (`ulimit -f`, read at each open), a file system's largest file (`EFBIG`) —
+/// rotates there, said once; an event whose line alone is larger is lost alone (counted), and rotates nothing away.
 ///
 /// The file only ever holds whole lines. A write that a full disk (`ENOSPC`) or a file-size limit (`EFBIG`)
 /// stops part-way is cut back to its last whole line; should even that fail, the next write starts with a
@@ -141,14 +141,17 @@ struct RotatingFileWriter: Sendable {
     }
 
     /// Reads the process's file-size limit into ``processLimit`` (said once when it is below the file's maximum).
-    private mutating func readProcessLimit() {
+    /// Returns `true` (to be read in a condition).
+    @discardableResult
+    private mutating func readProcessLimit() -> Bool {
         processLimit = nil
-        guard rotates, let limit = Self.processFileSizeLimit(), limit < maximumFileSize else { return }
+        guard rotates, let limit = Self.processFileSizeLimit(), limit < maximumFileSize else { return true }
         processLimit = limit
         diagnostics.reportOnce(
             key: "file.limit.\(path)",
             "the process's file-size limit (ulimit -f) is \(limit) bytes, below the log file's \(maximumFileSize)-byte maximum: \(path) rotates at \(max(1, limit)) bytes"
         )
+        return true
     }
 
     /// The process's file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) in bytes, or `nil` if it has none.
@@ -227,11 +230,16 @@ struct RotatingFileWriter: Sendable {
     /// Whether the open descriptor is still the file at `path` (it was not deleted, moved or rotated away). Only a
     /// path that names nothing (`ENOENT`, `ENOTDIR`) or another file says it was: a folder the program may no longer
     /// search (`EACCES`), a file server that hiccups (`ESTALE`, `EIO`) says nothing about the file it writes, which
-    /// goes on working — closing it for a reopen that fails too lost every line (review, helper-52).
+    /// goes on working — closing it for a reopen that fails too lost every line (review, helper-52) — unless it was
+    /// deleted (no link left).
     private func isStillAtPath() -> Bool {
         guard descriptor >= 0, let identity else { return false }
         var info = stat()
-        guard stat(path, &info) == 0 else { return errno != ENOENT && errno != ENOTDIR }
+        guard stat(path, &info) == 0 else {
+            // (A file deleted meanwhile — by logrotate, where the program can't look — is not written to for ever.)
+            guard errno != ENOENT, errno != ENOTDIR else { return false }
+            return fstat(descriptor, &info) == 0 && info.st_nlink > 0
+        }
         return UInt64(info.st_dev) == identity.device && UInt64(info.st_ino) == identity.inode
     }
 
@@ -355,29 +363,54 @@ struct RotatingFileWriter: Sendable {
             lose(UInt64(lines.count))
             return
         }
-        if let error = prepare(lossLine) {
+        if let error = prepare(lossLine, now: now) {
             fail(error, losing: lines.count, now: now)
             return
         }
+        let (done, error) = writeRotating(lines, now: now, events: true)
+        if let error { fail(error, losing: lines.count - done, now: now) }
+    }
+
+    /// Writes `lines` in order, rotating between them when the file would pass its size. Returns how many were
+    /// dealt with — written, or, for `events`, lost alone — and the error that stopped the next one, if any.
+    ///
+    /// A line no file can take — longer than the process's file-size limit, or refused with `EFBIG` by an empty file
+    /// — is not written and rotates nothing away (review, helper-57: each such line deleted the oldest retained
+    /// file, a restart loop under `ulimit -f 0` the whole history): an event's is counted lost alone and the lines
+    /// after it go on (see ``loseAlone(_:now:)``); the loss report's stops the write. A write that fails with `EFBIG`
+    /// in a file that is not empty rotates it there (see ``grewNoFurther(than:)``) and goes on in the new one.
+    private mutating func writeRotating(
+        _ lines: LineBatch,
+        now: Duration,
+        events: Bool
+    ) -> (done: Int, error: JustLogError?) {
         var start = 0
         var limited = rotates && rotationRetryAt.map { now >= $0 } ?? true
-        /// The line at which a write failed with `EFBIG` and the file was rotated for it: a second `EFBIG` there
-        /// is a line the new file can't take either.
+        /// The line at which a write failed with `EFBIG` and the file was rotated for it: a second `EFBIG` there,
+        /// in a file that is not empty, is not rotated for again.
         var grewNoFurtherAt: Int?
         while start < lines.count {
-            if limited, needsRotation(before: lines.length(of: start)) {
+            let length = lines.length(of: start)
+            // (The limit read again first: one raised since the open takes the line.)
+            if rotates, let limit = processLimit, length > limit, readProcessLimit(), let processLimit,
+                length > processLimit
+            {
+                guard events else { return (start, tooLarge(length, limit: processLimit)) }
+                loseAlone(tooLarge(length, limit: processLimit), now: now)
+                start += 1
+                continue
+            }
+            if limited, needsRotation(before: length) {
                 switch rotate(now: now) {
                 case .rotated: break
                 case .refused: limited = false
-                case .failed(let error):
-                    fail(error, losing: lines.count - start, now: now)
-                    return
+                case .failed(let error): return (start, error)
                 }
             }
             // The lines that fit in the current file (all of them, if it is not rotated), in one write.
             var end = start + 1
             if limited {
-                var pending = size + lines.length(of: start)
+                var pending = size + length
                 while end < lines.count, pending + lines.length(of: end) <= rotationSize {
                     pending += lines.length(of: end)
                     end += 1
@@ -386,19 +419,43 @@ struct RotatingFileWriter: Sendable {
                 end = lines.count
             }
             let (whole, errorNumber) = write(lines, start..<end)
-            if let errorNumber {
-                if errorNumber == EFBIG, limited, size > 0, grewNoFurtherAt != start + whole {
+            guard let errorNumber else {
+                start = end
+                continue
+            }
+            start += whole
+            if errorNumber == EFBIG, limited {
+                if size > 0, grewNoFurtherAt != start {
                     // The file can grow no further: it rotates here (the loop's check), and the rest goes on.
-                    start += whole
                     grewNoFurtherAt = start
                     grewNoFurther(than: size)
                     continue
                 }
-                fail(writeError(errorNumber), losing: lines.count - start - whole, now: now)
-                return
+                if size == 0, events {
+                    loseAlone(tooLarge(lines.length(of: start), limit: nil), now: now)
+                    start += 1
+                    continue
+                }
             }
-            start = end
+            return (start, writeError(errorNumber))
         }
+        return (start, nil)
+    }
+
+    /// Why a line of `length` bytes can't be written to any file: `limit`, the process's file-size limit, or the
+    /// file system's.
+    private func tooLarge(_ length: Int, limit: Int?) -> JustLogError {
+        let why =
+            limit.map { "the process's file-size limit (ulimit -f), \($0) bytes" }
+            ?? "what the file system lets it hold (EFBIG)"
+        return JustLogError(.fileSystem, "a line of \(length) bytes is more than \(path) can take: \(why)")
+    }
+
+    /// An event whose line no file can take is lost alone: counted and reported as a failed write is (the file says
+    /// how many at its next batch), without holding back the lines after it or the next batch.
+    private mutating func loseAlone(_ error: JustLogError, now: Duration) {
+        fail(error, losing: 1, now: now)
+        failure?.retryAt = now
     }
 
     /// Whether a line of `length` bytes starts a new file: the open one is not empty and would pass
@@ -429,7 +486,7 @@ struct RotatingFileWriter: Sendable {
     /// is still in the way.
     mutating func retryAfterFailure(now: Duration, lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
         guard failure != nil else { return nil }
-        if let error = prepare(lossLine) {
+        if let error = prepare(lossLine, now: now) {
             fail(error, losing: 0, now: now)
             reportPendingLoss()
         }
@@ -446,7 +503,7 @@ struct RotatingFileWriter: Sendable {
 
     /// Before writing: opens the file again if it is not open or no longer at `path`, then writes the line that
     /// reports an earlier loss; returns the error if either fails.
-    private mutating func prepare(_ lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
+    private mutating func prepare(_ lossLine: (UInt64, String) -> [UInt8], now: Duration) -> JustLogError? {
         if !isStillAtPath() {
             // Another file now: a refused rotation of the one before says nothing about it.
             rotationRetryAt = nil
@@ -456,16 +513,17 @@ struct RotatingFileWriter: Sendable {
                 return error
             }
         }
-        return writeLossReport(lossLine)
+        return writeLossReport(lossLine, now: now)
     }
 
-    /// Writes the line that reports the pending loss, if any, and clears the failure; returns the error if the
-    /// line could not be written.
-    private mutating func writeLossReport(_ lossLine: (UInt64, String) -> [UInt8]) -> JustLogError? {
+    /// Writes the line that reports the pending loss, if any — rotating first if the file is full (review,
+    /// helper-57: at its size limit the report never fit, and every later line was lost) — and clears the failure;
+    /// returns the error if the line could not be written.
+    private mutating func writeLossReport(_ lossLine: (UInt64, String) -> [UInt8], now: Duration) -> JustLogError? {
         guard let failure else { return nil }
         if failure.lostEvents > 0 {
             let line = LineBatch(line: lossLine(failure.lostEvents, failure.error.description))
-            if let errorNumber = write(line, 0..<1).errorNumber { return writeError(errorNumber) }
+            if let error = writeRotating(line, now: now, events: false).error { return error }
             diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
         }
         diagnostics.reset(key: "file.write.\(path)")
@@ -614,8 +672,8 @@ struct RotatingFileWriter: Sendable {
     private enum Rotation {
         /// The file was renamed (or deleted), and a new one opened.
         case rotated
-        /// The file system refused a rename or the deletion: the file stays where it is, open, and grows past its
-        /// limit until ``rotationRetryAt`` (said once on the diagnostics sink).
+        /// The file system refused a rename or the deletion: the file stays where it is, open (as it was), and grows
+        /// past its limit until ``rotationRetryAt`` (said once on the diagnostics sink).
         case refused
         /// The new file could not be opened.
         case failed(JustLogError)
@@ -641,7 +699,8 @@ struct RotatingFileWriter: Sendable {
         }
         let deleted = retainedFileCount == 0 ? path : gap == nil ? "\(path).\(retainedFileCount)" : nil
         let held = deleted.map(descriptorHoldingForDeletion) ?? -1
-        close()
+        // The open file is renamed open: refused, it stays open where it is (review, helper-57: closed first, it was
+        // reopened — in a folder the program can no longer search, refused too, and every line was lost).
         var refusal = deleted.flatMap { deleted in Self.refusal(of: "delete \(deleted)") { unlink(deleted) } }
         if retainedFileCount > 0 {
             for index in stride(from: gap ?? retainedFileCount, through: 1, by: -1) where refusal == nil {
@@ -651,17 +710,19 @@ struct RotatingFileWriter: Sendable {
             }
         }
         if held >= 0 { closer.close(held) }
-        do {
-            try open()
-        } catch {
-            return .failed(error)
-        }
         let key = "file.rotate.\(path)"
         guard let refusal else {
+            close()
+            do {
+                try open()
+            } catch {
+                return .failed(error)
+            }
             rotationRetryAt = nil
             diagnostics.reset(key: key)
             return .rotated
         }
+        // (The file itself is the shift's last rename: refused anywhere, it was not moved.)
         rotationRetryAt = now + retryInterval
         diagnostics.reportOnce(
             key: key,

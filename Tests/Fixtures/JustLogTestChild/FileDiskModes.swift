@@ -13,6 +13,11 @@
 //       logs the first half of the events with no limit through a `Logger` whose file keeps 1,000 rotated files,
 //       flushes, then sets the limit (the file already holds more) and logs the second half; shut down before
 //       returning
+//   JustLogTestChild file-size-limit-oversized FOLDER COUNT LIMIT
+//       like file-size-limit-rotating at the limit, every 100th event's message (from the 50th on) longer than it
+//   JustLogTestChild file-size-limit-refused FOLDER COUNT LIMIT
+//       a directory holds child.log.1, so that rotating the file (1 kept) is refused; logs COUNT events under the
+//       limit, flushes, removes the directory, waits past the retry interval, logs 100 events "after N", shuts down
 import Foundation
 import JustLog
 import JustLogCore
@@ -69,6 +74,8 @@ func fileSizeLimitRaisedMode(_ arguments: [String]) {
 }
 
 func fileSizeLimitLoweredMode(_ arguments: [String]) {
+    // As a program started from a shell, before any thread that writes the log is started (see `limitFileSize`).
+    defaultFileSizeSignal()
     let url = URL(fileURLWithPath: arguments[2], isDirectory: true).appendingPathComponent("child.log")
     let logger = Logger(
         configuration: .init(console: nil, file: .init(.init(url: url, retainedFileCount: 1_000)))
@@ -79,9 +86,46 @@ func fileSizeLimitLoweredMode(_ arguments: [String]) {
     }
     logger.pipeline.flush(timeout: 30)
     // The file is open, past the limit about to be set: its next write fails with EFBIG.
-    limitFileSize(arguments)
+    setFileSizeLimit(arguments)
     for index in count / 2..<count {
         logger.info("child event \(index)", userInfo: ["index": index])
+    }
+    logger.shutdown(timeout: 30)
+}
+
+func fileSizeLimitOversizedMode(_ arguments: [String]) {
+    limitFileSize(arguments)
+    let limit = Int(arguments[4]) ?? 0
+    let url = URL(fileURLWithPath: arguments[2], isDirectory: true).appendingPathComponent("child.log")
+    let logger = Logger(
+        configuration: .init(console: nil, file: .init(.init(url: url, retainedFileCount: 1_000)))
+    )
+    for index in 0..<(Int(arguments[3]) ?? 0) {
+        let oversized = index % 100 == 50 ? " " + String(repeating: "x", count: limit) : ""
+        logger.info("child event \(index)\(oversized)", userInfo: ["index": index])
+    }
+    logger.shutdown(timeout: 30)
+}
+
+func fileSizeLimitRefusedMode(_ arguments: [String]) {
+    let folder = URL(fileURLWithPath: arguments[2], isDirectory: true)
+    let blocker = folder.appendingPathComponent("child.log.1/kept")
+    try? FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
+    limitFileSize(arguments)
+    let logger = Logger(
+        configuration: .init(
+            console: nil,
+            file: .init(.init(url: folder.appendingPathComponent("child.log"), retainedFileCount: 1))
+        )
+    )
+    for index in 0..<(Int(arguments[3]) ?? 0) {
+        logger.info("child event \(index)", userInfo: ["index": index])
+    }
+    logger.pipeline.flush(timeout: 30)
+    try? FileManager.default.removeItem(at: folder.appendingPathComponent("child.log.1"))
+    Thread.sleep(forTimeInterval: 1.2)
+    for index in 0..<100 {
+        logger.info("after \(index)", userInfo: ["index": index])
     }
     logger.shutdown(timeout: 30)
 }
@@ -90,11 +134,22 @@ func fileSizeLimitLoweredMode(_ arguments: [String]) {
 /// to its default action and unblocked, as in a program started from a shell (the test runner starts its children
 /// with most signals blocked, SIGXFSZ among them), before any thread that writes the log is started.
 private func limitFileSize(_ arguments: [String]) {
+    defaultFileSizeSignal()
+    setFileSizeLimit(arguments)
+}
+
+/// SIGXFSZ at its default action and unblocked, as in a program started from a shell (the test runner starts its
+/// children with most signals blocked, SIGXFSZ among them): call before JustLog and any thread that writes the log.
+private func defaultFileSizeSignal() {
     signal(SIGXFSZ, SIG_DFL)
     var xfsz = sigset_t()
     sigemptyset(&xfsz)
     sigaddset(&xfsz, SIGXFSZ)
     sigprocmask(SIG_UNBLOCK, &xfsz, nil)
+}
+
+/// Sets the soft RLIMIT_FSIZE to the LIMIT argument (any user may lower it), or exits 3.
+private func setFileSizeLimit(_ arguments: [String]) {
     guard arguments.count > 4, let limit = rlim_t(arguments[4]) else {
         FileHandle.standardError.write(
             Data("usage: JustLogTestChild \(arguments[1]) FOLDER COUNT LIMIT [ROTATE]\n".utf8)

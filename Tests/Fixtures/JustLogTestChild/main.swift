@@ -158,6 +158,8 @@ case "file-size-limit": fileSizeLimitMode(arguments)
 case "file-size-limit-rotating": fileSizeLimitRotatingMode(arguments)
 case "file-size-limit-raised": fileSizeLimitRaisedMode(arguments)
 case "file-size-limit-lowered": fileSizeLimitLoweredMode(arguments)
+case "file-size-limit-oversized": fileSizeLimitOversizedMode(arguments)
+case "file-size-limit-refused": fileSizeLimitRefusedMode(arguments)
 case "hostile-value": logHostileValue(arguments)
 case "front-doors":
     frontDoors(logger, threads: Int(arguments[3]) ?? 4, events: arguments.count > 4 ? Int(arguments[4]) ?? 1000 : 1000)
