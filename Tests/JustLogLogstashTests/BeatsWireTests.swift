@@ -267,41 +267,50 @@ private func eventID(_ payload: String) -> String? {
     /// A lane's flush was done once the windows *it* held were acknowledged, judged by the end of the latest one: a
     /// lane with its own later window acknowledged that took over a window another lane had let go (its collector
     /// closed) said done at that window's first partial ACK, and `flush()` returned with events unacknowledged
-    /// (review, helper-53). Now the flush goes on until every event before it is acknowledged.
-    @Test func aLoadBalancedFlushWaitsForAWindowAnotherLaneLetGo() async throws {
-        final class Sends: @unchecked Sendable {
+    /// (review, helper-53). Now the flush goes on until every event before it is acknowledged — also when the
+    /// collector that let the window go is gone for good, so that its lane's flush fails (review, helper-58).
+    @Test(arguments: [false, true])
+    func aLoadBalancedFlushWaitsForAWindowAnotherLaneLetGo(collectorGone: Bool) async throws {
+        final class Shared: @unchecked Sendable {
             private let lock = NSLock()
-            private var sends = 0
-            func next() -> Int {
+            private var sends: [Int] = []
+            private var open = false
+            /// Notes that `server` got the window of e0; returns how many times it came.
+            func sent(to server: Int) -> Int {
                 lock.withLock {
-                    sends += 1
-                    return sends
+                    sends.append(server)
+                    return sends.count
                 }
             }
-            var count: Int { lock.withLock { sends } }
+            var count: Int { lock.withLock { sends.count } }
+            var firstServer: Int? { lock.withLock { sends.first } }
+            func openGate() { lock.withLock { open = true } }
+            var isOpen: Bool { lock.withLock { open } }
         }
         // The window of e0–e4: the first time, its collector closes without an ACK; the second time — on the lane
-        // whose own window of e5–e9 was acknowledged — it is acknowledged in two steps.
-        let firstWindow = Sends()
-        let script: @Sendable (FakeBeatsServer.Window) -> [FakeBeatsServer.Reply] = { window in
-            let count = UInt32(window.events.count)
-            guard window.events.first.flatMap({ eventID($0.payload) }) == "e0" else { return [.ack(count)] }
-            return firstWindow.next() == 1
-                ? [.pause(.milliseconds(300)), .close]
-                : [.pause(.milliseconds(500)), .ack(2), .pause(.seconds(2)), .ack(count)]
+        // whose own window of e5–e9 was acknowledged — it is acknowledged in two steps, the first once the flush
+        // waits.
+        let shared = Shared()
+        func script(_ server: Int) -> @Sendable (FakeBeatsServer.Window) -> [FakeBeatsServer.Reply] {
+            { window in
+                let count = UInt32(window.events.count)
+                guard window.events.first.flatMap({ eventID($0.payload) }) == "e0" else { return [.ack(count)] }
+                return shared.sent(to: server) == 1
+                    ? [.pause(.milliseconds(300)), .close]
+                    : [.waitUntil { shared.isOpen }, .ack(2), .pause(.seconds(2)), .ack(count)]
+            }
         }
-        let first = try await FakeBeatsServer(script: script)
-        let second = try await FakeBeatsServer(script: script)
+        let servers = [try await FakeBeatsServer(script: script(0)), try await FakeBeatsServer(script: script(1))]
         let directory = try TemporaryDirectory(prefix: "beats-lanes-flush")
         defer { directory.remove() }
         let activity = ActivityLog()
         let client = try beatsClient(
-            port: first.port,
+            port: servers[0].port,
             directory: directory,
             activity: activity,
             beats: .init(compressionLevel: 0, initialWindow: 5, maxWindow: 5)
         ) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
+            $0.hosts.append(.init(host: "127.0.0.1", port: servers[1].port))
             $0.loadBalance = true
             $0.sendInterval = .milliseconds(50)
             // The lane whose collector closed stays away: the other one takes its window.
@@ -310,13 +319,17 @@ private func eventID(_ payload: String) -> String? {
         }
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
         client.start()
-        #expect(await eventually(timeout: .seconds(60)) { firstWindow.count >= 2 })
-        try await client.flush()
+        #expect(await eventually(timeout: .seconds(60)) { shared.count >= 2 })
+        if collectorGone, let gone = shared.firstServer { await servers[gone].stop() }
+        let flush = Task { try await client.flush() }
+        #expect(await eventually(timeout: .seconds(60)) { await client.pendingFlushes().client >= 1 })
+        try await Task.sleep(for: .milliseconds(100))
+        shared.openGate()
+        try await flush.value
         #expect(client.spool.counterSnapshot.queuedRecords == 0, "the flush said done with events unacknowledged")
         await client.shutdown()
-        await first.stop()
-        await second.stop()
-        let arrived = Set((first.payloads + second.payloads).compactMap(eventID))
+        for server in servers { await server.stop() }
+        let arrived = Set(servers.flatMap(\.payloads).compactMap(eventID))
         #expect(arrived == Set((0..<10).map { "e\($0)" }))
     }
 

@@ -17,6 +17,8 @@ final class FakeBeatsServer: @unchecked Sendable {
         case pause(Duration)
         /// Closes the connection.
         case close
+        /// Waits until `condition` holds (looked at every 10 ms) before the next reply.
+        case waitUntil(@Sendable () -> Bool)
     }
 
     /// One complete window: the connection (1, 2, …), the window's number on it (1, 2, …), and its events.
@@ -137,6 +139,12 @@ final class FakeBeatsServer: @unchecked Sendable {
             case .close:
                 context.close(promise: nil)
                 return
+            case .waitUntil(let condition):
+                guard condition() else {
+                    let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                    context.eventLoop.scheduleTask(in: .milliseconds(10)) { self.play(replies, context: bound.value) }
+                    return
+                }
             }
             play(rest, context: context)
         }

@@ -59,6 +59,8 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
         /// After a write failed, how long (in seconds) batches are counted as lost without trying to write, so
         /// that a full disk costs no system call per event. A flush always tries. Default 1 s.
         public var retryInterval: Double
+        /// Called each time the file tries to rotate (tests count the tries).
+        package var onRotating: (@Sendable () -> Void)?
 
         public init(
             url: URL,
@@ -134,7 +136,8 @@ public final class FileDestination: LogDestination, PlainBatchWriting {
             retainedFileCount: configuration.retainedFileCount,
             retryInterval: .milliseconds(Int64(max(0, min(configuration.retryInterval, 86_400)) * 1000)),
             diagnostics: diagnostics,
-            closer: closer
+            closer: closer,
+            onRotating: configuration.onRotating
         )
         // Past a file-size limit (`ulimit -f`) a write must fail with EFBIG, handled like a full disk, rather
         // than kill the program with SIGXFSZ.

@@ -34,6 +34,8 @@ struct RotatingFileWriter: Sendable {
     let diagnostics: DiagnosticSink
     /// Closes the descriptor of a file that rotation deleted (see ``rotate()``).
     let closer: DescriptorCloser
+    /// Called each time a rotation is tried (tests count the tries).
+    let onRotating: (@Sendable () -> Void)?
 
     /// Writing failed, and events were lost since it last worked.
     struct Failure: Sendable {
@@ -43,6 +45,8 @@ struct RotatingFileWriter: Sendable {
         var lostEvents: UInt64
         /// Before this time (on the owner's clock) a batch is counted as lost without trying to write.
         var retryAt: Duration
+        /// Only events whose line no file can take were lost (``loseAlone(_:)``): writing works.
+        var onlyLinesTooLong = false
     }
 
     private var descriptor: Int32 = -1
@@ -75,7 +79,8 @@ struct RotatingFileWriter: Sendable {
         retainedFileCount: Int,
         retryInterval: Duration,
         diagnostics: DiagnosticSink,
-        closer: DescriptorCloser = .background
+        closer: DescriptorCloser = .background,
+        onRotating: (@Sendable () -> Void)? = nil
     ) {
         self.path = path
         // As `FileDestination.Configuration`, its one caller, clamps them (and no larger than a size counts: on a
@@ -85,6 +90,7 @@ struct RotatingFileWriter: Sendable {
         self.retryInterval = retryInterval
         self.diagnostics = diagnostics.withOwnReports()
         self.closer = closer
+        self.onRotating = onRotating
     }
 
     /// The error that keeps events from the file, if any.
@@ -367,23 +373,24 @@ struct RotatingFileWriter: Sendable {
             fail(error, losing: lines.count, now: now)
             return
         }
-        let (done, error) = writeRotating(lines, now: now, events: true)
+        let (done, error, _) = writeRotating(lines, now: now, events: true)
         if let error { fail(error, losing: lines.count - done, now: now) }
     }
 
     /// Writes `lines` in order, rotating between them when the file would pass its size. Returns how many were
-    /// dealt with — written, or, for `events`, lost alone — and the error that stopped the next one, if any.
+    /// dealt with — written, or, for `events`, lost alone — and the error that stopped the next one, if any, and
+    /// whether that line is one no file can take (`unfit`; only when not `events`).
     ///
     /// A line no file can take — longer than the process's file-size limit, or refused with `EFBIG` by an empty file
     /// — is not written and rotates nothing away (review, helper-57: each such line deleted the oldest retained
     /// file, a restart loop under `ulimit -f 0` the whole history): an event's is counted lost alone and the lines
-    /// after it go on (see ``loseAlone(_:now:)``); the loss report's stops the write. A write that fails with `EFBIG`
+    /// after it go on (see ``loseAlone(_:)``); the loss report's stops the write. A write that fails with `EFBIG`
     /// in a file that is not empty rotates it there (see ``grewNoFurther(than:)``) and goes on in the new one.
     private mutating func writeRotating(
         _ lines: LineBatch,
         now: Duration,
         events: Bool
-    ) -> (done: Int, error: JustLogError?) {
+    ) -> (done: Int, error: JustLogError?, unfit: Bool) {
         var start = 0
         var limited = rotates && rotationRetryAt.map { now >= $0 } ?? true
         /// The line at which a write failed with `EFBIG` and the file was rotated for it: a second `EFBIG` there,
@@ -395,8 +402,8 @@ struct RotatingFileWriter: Sendable {
             if rotates, let limit = processLimit, length > limit, readProcessLimit(), let processLimit,
                 length > processLimit
             {
-                guard events else { return (start, tooLarge(length, limit: processLimit)) }
-                loseAlone(tooLarge(length, limit: processLimit), now: now)
+                guard events else { return (start, tooLarge(length, limit: processLimit), true) }
+                loseAlone(tooLarge(length, limit: processLimit))
                 start += 1
                 continue
             }
@@ -404,7 +411,7 @@ struct RotatingFileWriter: Sendable {
                 switch rotate(now: now) {
                 case .rotated: break
                 case .refused: limited = false
-                case .failed(let error): return (start, error)
+                case .failed(let error): return (start, error, false)
                 }
             }
             // The lines that fit in the current file (all of them, if it is not rotated), in one write.
@@ -425,21 +432,26 @@ struct RotatingFileWriter: Sendable {
             }
             start += whole
             if errorNumber == EFBIG, limited {
+                // A limit lowered since it was read: a line longer than it is lost alone at the loop's top, and
+                // rotates nothing away (review, helper-58).
+                readProcessLimit()
+                if let processLimit, lines.length(of: start) > processLimit { continue }
                 if size > 0, grewNoFurtherAt != start {
                     // The file can grow no further: it rotates here (the loop's check), and the rest goes on.
                     grewNoFurtherAt = start
                     grewNoFurther(than: size)
                     continue
                 }
-                if size == 0, events {
-                    loseAlone(tooLarge(lines.length(of: start), limit: nil), now: now)
+                if size == 0 {
+                    guard events else { return (start, tooLarge(lines.length(of: start), limit: nil), true) }
+                    loseAlone(tooLarge(lines.length(of: start), limit: nil))
                     start += 1
                     continue
                 }
             }
-            return (start, writeError(errorNumber))
+            return (start, writeError(errorNumber), false)
         }
-        return (start, nil)
+        return (start, nil, false)
     }
 
     /// Why a line of `length` bytes can't be written to any file: `limit`, the process's file-size limit, or the
@@ -451,11 +463,16 @@ struct RotatingFileWriter: Sendable {
         return JustLogError(.fileSystem, "a line of \(length) bytes is more than \(path) can take: \(why)")
     }
 
-    /// An event whose line no file can take is lost alone: counted and reported as a failed write is (the file says
-    /// how many at its next batch), without holding back the lines after it or the next batch.
-    private mutating func loseAlone(_ error: JustLogError, now: Duration) {
-        fail(error, losing: 1, now: now)
-        failure?.retryAt = now
+    /// An event whose line no file can take is lost alone: counted (the file says how many at its next batch), said
+    /// once on the diagnostics sink, without holding back the lines after it or the next batch — no retry time (a
+    /// batch whose clock was read before this one's must not wait: helper-58), and no "works again" once written.
+    private mutating func loseAlone(_ error: JustLogError) {
+        if failure == nil { failure = Failure(error: error, lostEvents: 0, retryAt: .zero, onlyLinesTooLong: true) }
+        lose(1)
+        diagnostics.reportOnce(
+            key: "file.too-long.\(path)",
+            "\(error.message); such an event is lost alone and counted, and the file says how many"
+        )
     }
 
     /// Whether a line of `length` bytes starts a new file: the open one is not empty and would pass
@@ -518,15 +535,29 @@ struct RotatingFileWriter: Sendable {
 
     /// Writes the line that reports the pending loss, if any — rotating first if the file is full (review,
     /// helper-57: at its size limit the report never fit, and every later line was lost) — and clears the failure;
-    /// returns the error if the line could not be written.
+    /// returns the error if the line could not be written. A report longer than the file can take leaves the loss
+    /// pending and the way clear.
     private mutating func writeLossReport(_ lossLine: (UInt64, String) -> [UInt8], now: Duration) -> JustLogError? {
         guard let failure else { return nil }
         if failure.lostEvents > 0 {
             let line = LineBatch(line: lossLine(failure.lostEvents, failure.error.description))
-            if let error = writeRotating(line, now: now, events: false).error { return error }
-            diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
+            let (_, error, unfit) = writeRotating(line, now: now, events: false)
+            if unfit {
+                // The report itself is longer than the file can take: writing goes on (helper-58: it failed every
+                // batch until exit), the report waits for a limit raised, and the count is said on the diagnostics
+                // sink at a flush and at the end, as while writing fails.
+                diagnostics.reportOnce(
+                    key: "file.report-too-long.\(path)",
+                    "the line that says how many events were lost can't be written to \(path) (\(error?.message ?? "")): the count is said here at each flush and at the end"
+                )
+                return nil
+            } else if let error {
+                return error
+            } else if !failure.onlyLinesTooLong {
+                diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
+            }
         }
-        diagnostics.reset(key: "file.write.\(path)")
+        if !failure.onlyLinesTooLong { diagnostics.reset(key: "file.write.\(path)") }
         lastReportedTotal = totalLostEvents
         self.failure = nil
         return nil
@@ -622,6 +653,7 @@ struct RotatingFileWriter: Sendable {
         } else {
             failure?.error = error
             failure?.retryAt = retryAt
+            failure?.onlyLinesTooLong = false
         }
         lose(UInt64(max(0, count)))
         diagnostics.reportOnce(
@@ -692,6 +724,7 @@ struct RotatingFileWriter: Sendable {
     /// the file to delete is held open across its `unlink` (``descriptorHoldingForDeletion(_:)``) and
     /// ``closer`` closes it, on its own queue; the file is gone from the folder at once, as before.
     private mutating func rotate(now: Duration) -> Rotation {
+        onRotating?()
         // The first retained name that is free, if any: the shift stops there.
         let gap = (1...max(1, retainedFileCount)).first { index in
             var info = stat()
@@ -709,10 +742,12 @@ struct RotatingFileWriter: Sendable {
                 refusal = Self.refusal(of: "rename \(from) to \(to)") { rename(from, to) }
             }
         }
-        if held >= 0 { closer.close(held) }
         let key = "file.rotate.\(path)"
         guard let refusal else {
+            // The working descriptor first: the one held for the deletion is then the file's last, closed on the
+            // closer's queue (with no file kept, the deleted file is the open one: helper-58).
             close()
+            if held >= 0 { closer.close(held) }
             do {
                 try open()
             } catch {
@@ -723,6 +758,7 @@ struct RotatingFileWriter: Sendable {
             return .rotated
         }
         // (The file itself is the shift's last rename: refused anywhere, it was not moved.)
+        if held >= 0 { closer.close(held) }
         rotationRetryAt = now + retryInterval
         diagnostics.reportOnce(
             key: key,

@@ -56,6 +56,8 @@ public final class LogstashClient: @unchecked Sendable {
     private let source: any SpoolSource
     /// With load balancing: one client per host, sharing the spool (this client then only forwards).
     private let lanes: [LogstashClient]
+    /// With load balancing: what hands the lanes their windows.
+    private let dispatcher: WindowDispatcher?
 
     // MARK: - Appender side (any thread, guarded by `appendLock`)
 
@@ -148,8 +150,10 @@ public final class LogstashClient: @unchecked Sendable {
         onDeliveryResumed: (@Sendable (UInt64) -> Void)? = nil
     ) throws {
         var lanes: [LogstashClient] = []
+        var shared: WindowDispatcher?
         if configuration.loadBalance, configuration.transport.isBeats, configuration.hosts.count > 1 {
             let dispatcher = WindowDispatcher(spool: spool)
+            shared = dispatcher
             for (index, host) in configuration.hosts.enumerated() {
                 var lane = configuration
                 lane.hosts = [host]
@@ -160,6 +164,7 @@ public final class LogstashClient: @unchecked Sendable {
                         spool: spool,
                         source: dispatcher.lane(index),
                         lanes: [],
+                        dispatcher: nil,
                         eventLoopGroup: eventLoopGroup,
                         activity: activity,
                         warning: warning,
@@ -173,6 +178,7 @@ public final class LogstashClient: @unchecked Sendable {
             spool: spool,
             source: spool,
             lanes: lanes,
+            dispatcher: shared,
             eventLoopGroup: eventLoopGroup,
             activity: activity,
             warning: warning,
@@ -185,6 +191,7 @@ public final class LogstashClient: @unchecked Sendable {
         spool: LogstashSpool,
         source: any SpoolSource,
         lanes: [LogstashClient],
+        dispatcher: WindowDispatcher?,
         eventLoopGroup: (any EventLoopGroup)?,
         activity: (@Sendable (String) -> Void)?,
         warning: (@Sendable (String) -> Void)?,
@@ -195,6 +202,7 @@ public final class LogstashClient: @unchecked Sendable {
         self.spool = spool
         self.source = source
         self.lanes = lanes
+        self.dispatcher = dispatcher
         self.eventLoop = (eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton).next()
         self.activity = activity
         self.warning = warning ?? { message in DiagnosticSink.standardError.report(message) }
@@ -331,33 +339,77 @@ public final class LogstashClient: @unchecked Sendable {
         }
     }
 
-    /// With load balancing: flushes every lane, round after round, until everything before `upTo` is acknowledged
-    /// (or a lane fails, or `deadline` passes). A lane's flush is done once the windows *it* holds are: a window
-    /// another lane let go part-way, now in flight on a lane that had a later one acknowledged, still holds events
-    /// before `upTo` — and the flush said done with them unacknowledged (review, helper-53). Each round after the
-    /// first waits a moment: it only ever follows a window in flight.
+    /// With load balancing: flushes every lane, then waits until everything before `upTo` is acknowledged (or the
+    /// deadline passes). A lane's flush is done once the windows *it* holds are: a window another lane let go
+    /// part-way, now in flight on a lane that had a later one acknowledged, still holds events before `upTo` — and the
+    /// flush said done with them unacknowledged (review, helper-53). So a round of lane flushes that leaves events
+    /// before `upTo` is followed by a wait while a lane has a window in flight, and by another round when none has
+    /// (a window let go waits for a lane to take it). It fails when every lane's flush failed, or when rounds with
+    /// nothing in flight move nothing (review, helper-58: no lane takes them; a flush must not poll for ever).
     private func flushLanes(
         upTo: SpoolPosition,
         until deadline: ContinuousClock.Instant?,
+        progress: LaneFlushProgress = LaneFlushProgress(),
         completion: @escaping @Sendable ((any Error)?) -> Void
     ) {
         let remaining = deadline.map { ContinuousClock.now.duration(to: $0) }
         if let remaining, remaining <= .zero {
-            return completion(
-                LogstashError(code: .timeout, message: "Logstash flush did not finish in time; the events stay spooled")
-            )
+            // On the loop, as every other way of finishing (a zero timeout ran it on the caller's thread: helper-58).
+            eventLoop.execute { completion(Self.flushTimedOut) }
+            return
         }
         let group = LaneGroup(count: lanes.count) { errors in
-            let spool = self.spool
-            if spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0 { return completion(nil) }
-            if let error = errors.first { return completion(error) }
-            self.eventLoop.scheduleTask(in: .milliseconds(10)) {
-                self.flushLanes(upTo: upTo, until: deadline, completion: completion)
-            }
+            if self.lanesFlushed(upTo: upTo) { return completion(nil) }
+            if errors.count == self.lanes.count, let error = errors.first { return completion(error) }
+            self.waitForLanes(upTo: upTo, until: deadline, progress: progress.afterRound(self.spool.cursor), completion)
         }
         // Through this client's loop, as ``start()`` is: after the lanes were started.
         eventLoop.execute { for lane in self.lanes { lane.flush(within: remaining) { group.done($0) } } }
     }
+
+    /// The wait of ``flushLanes(upTo:until:progress:completion:)`` after a round, looked at every 10 ms.
+    private func waitForLanes(
+        upTo: SpoolPosition,
+        until deadline: ContinuousClock.Instant?,
+        progress: LaneFlushProgress,
+        _ completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        if lanesFlushed(upTo: upTo) { return completion(nil) }
+        if let deadline, ContinuousClock.now >= deadline { return completion(Self.flushTimedOut) }
+        let progress = progress.seen(spool.cursor)
+        let inFlight = (dispatcher?.windowsInFlight ?? 0) > 0
+        if !inFlight, progress.idleRounds >= LaneFlushProgress.idleRoundsAllowed {
+            let left = spool.counterSnapshot.queuedRecords
+            return completion(
+                LogstashError(
+                    code: .connectionLost,
+                    message:
+                        "Logstash flush: \(left) event(s) are not acknowledged and no connection takes them now; they stay spooled"
+                )
+            )
+        }
+        let next = eventLoop.scheduleTask(in: .milliseconds(10)) {
+            if inFlight {
+                self.waitForLanes(upTo: upTo, until: deadline, progress: progress, completion)
+            } else {
+                self.flushLanes(upTo: upTo, until: deadline, progress: progress, completion: completion)
+            }
+        }
+        // A loop shut down before it ran (a group of the caller's): the flush is told, not forgotten (helper-58).
+        next.futureResult.whenFailure { _ in
+            completion(LogstashError(code: .shutdown, message: "the Logstash client shut down; records stay spooled"))
+        }
+    }
+
+    /// Whether every record before `upTo` is acknowledged (or none is left at all).
+    private func lanesFlushed(upTo: SpoolPosition) -> Bool {
+        spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0
+    }
+
+    private static let flushTimedOut = LogstashError(
+        code: .timeout,
+        message: "Logstash flush did not finish in time; the events stay spooled"
+    )
 
     /// Flush `id` did not complete within `timeout`: its caller is told, and it is forgotten.
     private func abandonFlush(id: Int, after timeout: Duration) {
@@ -1053,6 +1105,27 @@ public final class LogstashClient: @unchecked Sendable {
 }
 
 /// Completes once each of `count` lanes called ``done(_:)``, with what they reported.
+/// How a load-balanced flush moves: rounds of lane flushes that ended with nothing in flight and the spool's
+/// cursor where it was.
+private struct LaneFlushProgress: Sendable {
+    /// Such rounds in a row before the flush gives up.
+    static let idleRoundsAllowed = 3
+    var cursor: SpoolPosition?
+    var idleRounds = 0
+
+    /// After a wait's look at `cursor`: moved, and the count starts again.
+    func seen(_ cursor: SpoolPosition) -> LaneFlushProgress {
+        guard let last = self.cursor, cursor <= last else { return LaneFlushProgress(cursor: cursor) }
+        return self
+    }
+
+    /// After a round that ended with the cursor at `cursor`.
+    func afterRound(_ cursor: SpoolPosition) -> LaneFlushProgress {
+        guard let last = self.cursor, cursor <= last else { return LaneFlushProgress(cursor: cursor) }
+        return LaneFlushProgress(cursor: last, idleRounds: idleRounds + 1)
+    }
+}
+
 private final class LaneGroup: @unchecked Sendable {
     private let lock = SpoolLock()
     private var remaining: Int

@@ -150,6 +150,11 @@ final class WindowDispatcher: @unchecked Sendable {
         lock.withLock { entries.filter { !$0.done }.count }
     }
 
+    /// Windows a lane is sending now (handed out, not let go, not yet fully acknowledged).
+    var windowsInFlight: Int {
+        lock.withLock { entries.filter { $0.owner != nil && !$0.done }.count }
+    }
+
     // MARK: - Helpers
 
     private func release(lane: Int) {
