@@ -333,6 +333,36 @@ private func eventID(_ payload: String) -> String? {
         #expect(arrived == Set((0..<10).map { "e\($0)" }))
     }
 
+    /// A host that is down waits for its backoff's timer once a flush has cut one short: a load-balanced flush waited
+    /// for it — a minute here — though the other host had everything acknowledged at once (review, helper-59). A
+    /// lane has a second a round; the flush is done when everything before it is acknowledged.
+    @Test func aLoadBalancedFlushDoesNotWaitForTheBackoffOfAHostThatIsDown() async throws {
+        let down = try RefusingPort()
+        defer { withExtendedLifetime(down) {} }
+        let live = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
+        let directory = try TemporaryDirectory(prefix: "beats-lanes-down")
+        defer { directory.remove() }
+        let activity = ActivityLog()
+        let client = try beatsClient(port: down.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: live.port))
+            $0.loadBalance = true
+            $0.backoffMinimum = .seconds(60)
+            $0.backoffMaximum = .seconds(60)
+        }
+        client.start()
+        for round in 0..<3 {
+            for index in 0..<10 { try client.spool.append(jsonRecord(round * 10 + index)) }
+            let start = ContinuousClock.now
+            try await client.flush()
+            #expect(client.spool.counterSnapshot.queuedRecords == 0)
+            let took = start.duration(to: .now)
+            #expect(took < .seconds(30), "flush \(round + 1) took \(took): it waited for the backoff of the host down")
+        }
+        await client.shutdown()
+        await live.stop()
+        #expect(Set(live.payloads.compactMap(eventID)) == Set((0..<30).map { "e\($0)" }))
+    }
+
     @Test func theUntrustedServerWarningIsGivenOnceForAllLoadBalancedHosts() async throws {
         let (first, second) = (try RefusingPort(), try RefusingPort())
         defer { withExtendedLifetime((first, second)) {} }

@@ -17,12 +17,7 @@ import Testing
         defer { folder.remove() }
         // Logger.shared keeps 5 rotated files: the events take ~4 MB, 1 MiB files hold them all.
         let limit = 1 << 20
-        let child = try ChildProcess(arguments: ["file-size-limit", folder.path, "\(Self.count)", "\(limit)"])
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(
-            status == 0,
-            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
-        )
+        let child = try await runChild(["file-size-limit", folder.path, "\(Self.count)", "\(limit)"])
         let files = try logFiles(in: folder)
         #expect(files.count > 2, "the file rotated \(files.count - 1) times")
         var messages: [String] = []
@@ -42,14 +37,7 @@ import Testing
     @Test func aFileSizeLimitMetWhileTheFileIsOpenRotatesItThereAndLosesNothing() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let child = try ChildProcess(arguments: [
-            "file-size-limit-lowered", folder.path, "\(Self.count)", "\(Self.limit)",
-        ])
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(
-            status == 0,
-            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
-        )
+        let child = try await runChild(["file-size-limit-lowered", folder.path, "\(Self.count)", "\(Self.limit)"])
         let files = try logFiles(in: folder)
         #expect(files.count > 3, "the file rotated \(files.count - 1) times")
         var messages: [String] = []
@@ -74,11 +62,7 @@ import Testing
         defer { folder.remove() }
         let limit = 64 << 10
         let count = 2_000
-        let child = try ChildProcess(arguments: [
-            "file-size-limit-oversized", folder.path, "\(count)", "\(limit)",
-        ])
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none"); stderr: \(child.errorOutput)")
+        let child = try await runChild(["file-size-limit-oversized", folder.path, "\(count)", "\(limit)"])
         var events: [Int] = []
         var reported = 0
         let files = try logFiles(in: folder)
@@ -111,11 +95,7 @@ import Testing
         // An event's line here is ~360 bytes; the loss report's, with its reason and the file's path, ~500.
         let limit = 450
         let count = 200
-        let child = try ChildProcess(arguments: [
-            "file-size-limit-oversized", folder.path, "\(count)", "\(limit)",
-        ])
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none"); stderr: \(child.errorOutput)")
+        let child = try await runChild(["file-size-limit-oversized", folder.path, "\(count)", "\(limit)"])
         var events: [Int] = []
         for file in try logFiles(in: folder) {
             for record in try wholeLineRecords(in: file) where !record.message.hasPrefix("JustLog could not write") {
@@ -123,8 +103,14 @@ import Testing
             }
         }
         #expect(events == (0..<count).filter { $0 % 100 != 50 }, "stderr: \(child.errorOutput)")
-        // The 2 losses, exactly, said on standard error at the end.
+        // A flush while the report waits does not fail (writing works) and says the count (review, helper-59).
         let path = folder.appending("child.log").path
+        #expect(child.errorOutput.contains("flush after 60: ok"), "stderr: \(child.errorOutput)")
+        #expect(
+            child.errorOutput.contains("1 event(s) lost writing to \(path) so far, 1 of them not yet reported"),
+            "stderr: \(child.errorOutput)"
+        )
+        // The 2 losses, exactly, said on standard error at the end.
         let said = "2 event(s) lost writing to \(path) so far, 2 of them not yet reported in the file"
         #expect(child.errorOutput.contains(said), "stderr: \(child.errorOutput)")
     }
@@ -138,9 +124,7 @@ import Testing
         defer { folder.remove() }
         let limit = 64 << 10
         let count = 1_000
-        let child = try ChildProcess(arguments: ["file-size-limit-refused", folder.path, "\(count)", "\(limit)"])
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(status.map { "\($0)" } ?? "none"); stderr: \(child.errorOutput)")
+        let child = try await runChild(["file-size-limit-refused", folder.path, "\(count)", "\(limit)"])
         var events: [Int] = []
         var after: [Int] = []
         var reported = 0
@@ -161,6 +145,18 @@ import Testing
         #expect(reported == count - events.count, "the loss report is exact")
     }
 
+    /// Runs the test child with `arguments` and waits for it (at most 2 minutes); records an issue unless it
+    /// exits with 0.
+    private func runChild(_ arguments: [String]) async throws -> ChildProcess {
+        let child = try ChildProcess(arguments: arguments)
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(
+            status == 0,
+            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
+        )
+        return child
+    }
+
     /// The log files in `folder`, oldest first: child.log.N … child.log.1, then child.log.
     private func logFiles(in folder: TemporaryDirectory) throws -> [URL] {
         let rotated = try FileManager.default.contentsOfDirectory(atPath: folder.path)
@@ -174,14 +170,7 @@ import Testing
     @Test func programWhoseFileSizeLimitIsRaisedAgainWritesTheExactLossReportAndEveryLaterEvent() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let child = try ChildProcess(arguments: [
-            "file-size-limit-raised", folder.path, "\(Self.count)", "100",
-        ])
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(
-            status == 0,
-            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
-        )
+        let child = try await runChild(["file-size-limit-raised", folder.path, "\(Self.count)", "100"])
 
         let records = try wholeLineRecords(in: folder.appending("child.log"))
         let half = Self.count / 2
@@ -217,14 +206,9 @@ import Testing
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let rotateAt = 200 << 10
-        let child = try ChildProcess(
-            arguments: ["file-size-limit-rotating", folder.path, "\(Self.count)", "\(Self.limit)", "\(rotateAt)"]
-        )
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(
-            status == 0,
-            "exit status \(status.map { "\($0)" } ?? "none") (25 is SIGXFSZ); stderr: \(child.errorOutput)"
-        )
+        let child = try await runChild([
+            "file-size-limit-rotating", folder.path, "\(Self.count)", "\(Self.limit)", "\(rotateAt)",
+        ])
         #expect(!child.errorOutput.contains("lost"), "stderr: \(child.errorOutput)")
 
         // Oldest first: child.log.N … child.log.1, then child.log.

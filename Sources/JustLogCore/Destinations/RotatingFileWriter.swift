@@ -45,15 +45,19 @@ struct RotatingFileWriter: Sendable {
         var lostEvents: UInt64
         /// Before this time (on the owner's clock) a batch is counted as lost without trying to write.
         var retryAt: Duration
-        /// Only events whose line no file can take were lost (``loseAlone(_:)``): writing works.
-        var onlyLinesTooLong = false
+        /// Writing works: the events lost are those whose line no file can take (``loseAlone(_:)``), or the line
+        /// that says how many can't be written itself (``writeLossReport(_:now:)``). No error for a flush then.
+        var writingWorks = false
+        /// The count and the process's file-size limit when the report was found too long for the file: tried again
+        /// only when either changed.
+        var reportTooLong: (lost: UInt64, limit: Int?)?
     }
 
     private var descriptor: Int32 = -1
     /// Bytes in the file (at most ``largestSize``: a sparse file may claim up to `Int.max`, and sums with it trapped).
     private var size = 0
-    /// The process's file-size limit (`ulimit -f`), if below ``maximumFileSize``: read at each open, and again
-    /// before a rotation it alone would cause (a limit raised meanwhile rotates no more there).
+    /// The process's file-size limit (`ulimit -f`), if it has one: read at each open, before a rotation it would
+    /// cause (a limit raised meanwhile rotates no more there) and before a line longer than it is lost.
     private var processLimit: Int?
     /// The size at which a write to the open file failed with `EFBIG` (a limit lowered while it was open, a file
     /// system's largest file), if one did.
@@ -93,8 +97,8 @@ struct RotatingFileWriter: Sendable {
         self.onRotating = onRotating
     }
 
-    /// The error that keeps events from the file, if any.
-    var lastError: JustLogError? { failure?.error }
+    /// The error that keeps events from the file, if any (none while writing works, with a loss still to report).
+    var lastError: JustLogError? { failure?.writingWorks == true ? nil : failure?.error }
 
     // MARK: - Opening
 
@@ -150,9 +154,9 @@ struct RotatingFileWriter: Sendable {
     /// Returns `true` (to be read in a condition).
     @discardableResult
     private mutating func readProcessLimit() -> Bool {
-        processLimit = nil
-        guard rotates, let limit = Self.processFileSizeLimit(), limit < maximumFileSize else { return true }
-        processLimit = limit
+        processLimit = rotates ? Self.processFileSizeLimit() : nil
+        // (At or above the maximum it rotates nothing early; it still bounds a line: review, helper-59.)
+        guard let limit = processLimit, limit < maximumFileSize else { return true }
         diagnostics.reportOnce(
             key: "file.limit.\(path)",
             "the process's file-size limit (ulimit -f) is \(limit) bytes, below the log file's \(maximumFileSize)-byte maximum: \(path) rotates at \(max(1, limit)) bytes"
@@ -467,7 +471,7 @@ struct RotatingFileWriter: Sendable {
     /// once on the diagnostics sink, without holding back the lines after it or the next batch — no retry time (a
     /// batch whose clock was read before this one's must not wait: helper-58), and no "works again" once written.
     private mutating func loseAlone(_ error: JustLogError) {
-        if failure == nil { failure = Failure(error: error, lostEvents: 0, retryAt: .zero, onlyLinesTooLong: true) }
+        if failure == nil { failure = Failure(error: error, lostEvents: 0, retryAt: .zero, writingWorks: true) }
         lose(1)
         diagnostics.reportOnce(
             key: "file.too-long.\(path)",
@@ -506,6 +510,9 @@ struct RotatingFileWriter: Sendable {
         if let error = prepare(lossLine, now: now) {
             fail(error, losing: 0, now: now)
             reportPendingLoss()
+        } else if failure != nil {
+            // Writing works, but the line that says how many were lost can't be written: said here.
+            reportPendingLoss()
         }
         return lastError
     }
@@ -540,12 +547,24 @@ struct RotatingFileWriter: Sendable {
     private mutating func writeLossReport(_ lossLine: (UInt64, String) -> [UInt8], now: Duration) -> JustLogError? {
         guard let failure else { return nil }
         if failure.lostEvents > 0 {
+            if let tooLong = failure.reportTooLong, tooLong.lost == failure.lostEvents,
+                tooLong.limit == Self.processFileSizeLimit()
+            {
+                return nil
+            }
             let line = LineBatch(line: lossLine(failure.lostEvents, failure.error.description))
             let (_, error, unfit) = writeRotating(line, now: now, events: false)
             if unfit {
                 // The report itself is longer than the file can take: writing goes on (helper-58: it failed every
-                // batch until exit), the report waits for a limit raised, and the count is said on the diagnostics
-                // sink at a flush and at the end, as while writing fails.
+                // batch until exit), the report waits for a limit raised or a count that changed, and the count is
+                // said on the diagnostics sink at each flush and at the end. Writing works again if it had failed
+                // (helper-59: the old error stayed, and every flush returned it).
+                if !failure.writingWorks {
+                    diagnostics.report("writing to \(path) works again")
+                    diagnostics.reset(key: "file.write.\(path)")
+                }
+                self.failure?.writingWorks = true
+                self.failure?.reportTooLong = (failure.lostEvents, Self.processFileSizeLimit())
                 diagnostics.reportOnce(
                     key: "file.report-too-long.\(path)",
                     "the line that says how many events were lost can't be written to \(path) (\(error?.message ?? "")): the count is said here at each flush and at the end"
@@ -553,11 +572,11 @@ struct RotatingFileWriter: Sendable {
                 return nil
             } else if let error {
                 return error
-            } else if !failure.onlyLinesTooLong {
+            } else if !failure.writingWorks {
                 diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
             }
         }
-        if !failure.onlyLinesTooLong { diagnostics.reset(key: "file.write.\(path)") }
+        if !failure.writingWorks { diagnostics.reset(key: "file.write.\(path)") }
         lastReportedTotal = totalLostEvents
         self.failure = nil
         return nil
@@ -653,7 +672,8 @@ struct RotatingFileWriter: Sendable {
         } else {
             failure?.error = error
             failure?.retryAt = retryAt
-            failure?.onlyLinesTooLong = false
+            failure?.writingWorks = false
+            failure?.reportTooLong = nil
         }
         lose(UInt64(max(0, count)))
         diagnostics.reportOnce(

@@ -345,7 +345,8 @@ public final class LogstashClient: @unchecked Sendable {
     /// flush said done with them unacknowledged (review, helper-53). So a round of lane flushes that leaves events
     /// before `upTo` is followed by a wait while a lane has a window in flight, and by another round when none has
     /// (a window let go waits for a lane to take it). It fails when every lane's flush failed, or when rounds with
-    /// nothing in flight move nothing (review, helper-58: no lane takes them; a flush must not poll for ever).
+    /// nothing in flight move nothing (review, helper-58: no lane takes them; a flush must not poll for ever). It
+    /// completes on an event loop (a lane's or this client's), never on the caller's thread.
     private func flushLanes(
         upTo: SpoolPosition,
         until deadline: ContinuousClock.Instant?,
@@ -354,17 +355,24 @@ public final class LogstashClient: @unchecked Sendable {
     ) {
         let remaining = deadline.map { ContinuousClock.now.duration(to: $0) }
         if let remaining, remaining <= .zero {
-            // On the loop, as every other way of finishing (a zero timeout ran it on the caller's thread: helper-58).
+            // On an event loop, as every other way of finishing (a zero timeout ran it on the caller's thread:
+            // helper-58).
             eventLoop.execute { completion(Self.flushTimedOut) }
             return
         }
         let group = LaneGroup(count: lanes.count) { errors in
             if self.lanesFlushed(upTo: upTo) { return completion(nil) }
-            if errors.count == self.lanes.count, let error = errors.first { return completion(error) }
+            // A lane that did not finish its part within the round (a host backing off waits for its timer) is not
+            // a failure; a flush fails when every lane's did.
+            let failures = errors.filter { ($0 as? LogstashError)?.code != .timeout }
+            if failures.count == self.lanes.count, let error = failures.first { return completion(error) }
             self.waitForLanes(upTo: upTo, until: deadline, progress: progress.afterRound(self.spool.cursor), completion)
         }
+        // At most a second a round for each lane: a host that is down waits for its backoff's timer (up to 30 s),
+        // and the rest may have delivered everything meanwhile (review, helper-59).
+        let round = min(remaining ?? Self.laneRound, Self.laneRound)
         // Through this client's loop, as ``start()`` is: after the lanes were started.
-        eventLoop.execute { for lane in self.lanes { lane.flush(within: remaining) { group.done($0) } } }
+        eventLoop.execute { for lane in self.lanes { lane.flush(within: round) { group.done($0) } } }
     }
 
     /// The wait of ``flushLanes(upTo:until:progress:completion:)`` after a round, looked at every 10 ms.
@@ -405,6 +413,9 @@ public final class LogstashClient: @unchecked Sendable {
     private func lanesFlushed(upTo: SpoolPosition) -> Bool {
         spool.cursor >= upTo || spool.counterSnapshot.queuedRecords == 0
     }
+
+    /// The longest a lane's part of a load-balanced flush round takes.
+    private static let laneRound: Duration = .seconds(1)
 
     private static let flushTimedOut = LogstashError(
         code: .timeout,
@@ -875,6 +886,8 @@ public final class LogstashClient: @unchecked Sendable {
 
     private func write(_ batch: SpoolBatch) {
         guard let channel else {
+            // The window goes back in line for any lane, as at every other loss (review, helper-59).
+            source.connectionLost()
             run(
                 machine.connectionClosed(
                     error: LogstashError(code: .connectionLost, message: "no connection to write to"),

@@ -14,7 +14,8 @@
 //       flushes, then sets the limit (the file already holds more) and logs the second half; shut down before
 //       returning
 //   JustLogTestChild file-size-limit-oversized FOLDER COUNT LIMIT
-//       like file-size-limit-rotating at the limit, every 100th event's message (from the 50th on) longer than it
+//       like file-size-limit-rotating at the limit, every 100th event's message (from the 50th on) longer than it;
+//       flushes after the 60th and prints "flush after 60: ok" or the error on stderr
 //   JustLogTestChild file-size-limit-refused FOLDER COUNT LIMIT
 //       a directory holds child.log.1, so that rotating the file (1 kept) is refused; logs COUNT events under the
 //       limit, flushes, removes the directory, waits past the retry interval, logs 100 events "after N", shuts down
@@ -103,6 +104,10 @@ func fileSizeLimitOversizedMode(_ arguments: [String]) {
     for index in 0..<(Int(arguments[3]) ?? 0) {
         let oversized = index % 100 == 50 ? " " + String(repeating: "x", count: limit) : ""
         logger.info("child event \(index)\(oversized)", userInfo: ["index": index])
+        if index == 60 {
+            let error = logger.pipeline.flush(timeout: 30)
+            FileHandle.standardError.write(Data("flush after 60: \(error.map { "\($0)" } ?? "ok")\n".utf8))
+        }
     }
     logger.shutdown(timeout: 30)
 }
