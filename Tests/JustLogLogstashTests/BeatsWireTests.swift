@@ -363,6 +363,34 @@ private func eventID(_ payload: String) -> String? {
         #expect(Set(live.payloads.compactMap(eventID)) == Set((0..<30).map { "e\($0)" }))
     }
 
+    /// While every host is still connecting (a connect that takes seconds, a slow TLS handshake), a load-balanced
+    /// flush waits for the connects, and fails with their reason if they fail — not after three rounds of a second
+    /// with "no connection takes them" (review, helper-60), and not with a round's own cut-off for a reason.
+    @Test func aLoadBalancedFlushWaitsForHostsStillConnectingAndFailsWithTheirReason() async throws {
+        let (first, second) = (try UnansweredPort(), try UnansweredPort())
+        defer { withExtendedLifetime((first, second)) {} }
+        let directory = try TemporaryDirectory(prefix: "beats-lanes-connecting")
+        defer { directory.remove() }
+        let activity = ActivityLog()
+        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
+            $0.loadBalance = true
+            $0.connectTimeout = .seconds(6)
+        }
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        do {
+            try await client.flush()
+            Issue.record("the flush said done with no collector connected")
+        } catch {
+            #expect("\(error)".contains("not delivered"), "\(error)")
+            #expect(!"\(error)".contains("no connection takes them"), "\(error)")
+            #expect(!"\(error)".contains("part of a load-balanced flush round"), "\(error)")
+        }
+        #expect(client.spool.counterSnapshot.queuedRecords == 10)
+        await client.shutdown()
+    }
+
     @Test func theUntrustedServerWarningIsGivenOnceForAllLoadBalancedHosts() async throws {
         let (first, second) = (try RefusingPort(), try RefusingPort())
         defer { withExtendedLifetime((first, second)) {} }

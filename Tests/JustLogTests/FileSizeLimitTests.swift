@@ -118,11 +118,13 @@ import Testing
     /// A rotation refused (a directory where the rotated file goes) while the file meets the limit: what the limit
     /// refuses meanwhile is lost, counted; once the way is clear the file rotates, says how many were lost, and
     /// every later event is written. Before (review, helper-57), the report was written first, into the full file:
-    /// it never fit, and every later event was lost until exit.
-    @Test func aFullFileWhoseRotationWasRefusedRotatesOnceItMayAndLosesNothingAfter() async throws {
+    /// it never fit, and every later event was lost until exit. With a limit below the report's line (450 bytes;
+    /// an event's takes ~360), the count is said on standard error instead — and a flush while writing fails says
+    /// why, not that it works (helper-60).
+    @Test(arguments: [64 << 10, 450])
+    func aFullFileWhoseRotationWasRefusedRotatesOnceItMayAndLosesNothingAfter(limit: Int) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let limit = 64 << 10
         let count = 1_000
         let child = try await runChild(["file-size-limit-refused", folder.path, "\(count)", "\(limit)"])
         var events: [Int] = []
@@ -139,10 +141,27 @@ import Testing
                 }
             }
         }
-        #expect(after == Array(0..<100), "stderr: \(child.errorOutput)")
-        #expect(events.count > 0 && events.count < count, "\(events.count) events before the way was cleared")
-        #expect(events == Array(0..<events.count), "the events the file took are the first ones, in order")
-        #expect(reported == count - events.count, "the loss report is exact")
+        let refused = "flush while refused: "
+        #expect(
+            child.errorOutput.contains(refused) && !child.errorOutput.contains(refused + "ok"),
+            "a flush while writing fails returns the error; stderr: \(child.errorOutput)"
+        )
+        if limit > 450 {
+            #expect(after == Array(0..<100), "stderr: \(child.errorOutput)")
+            #expect(events.count > 0 && events.count < count, "\(events.count) events before the way was cleared")
+            #expect(events == Array(0..<events.count), "the events the file took are the first ones, in order")
+            #expect(reported == count - events.count, "the loss report is exact")
+        } else {
+            // One line a file and one file kept: the file says little; standard error says the count — every
+            // event but the first, said at the flush and not grown by the end.
+            #expect(reported == 0, "no report fits")
+            #expect(after.last == 99, "stderr: \(child.errorOutput)")
+            let path = folder.appending("child.log").path
+            #expect(
+                lastCount(before: " event(s) lost writing to \(path) so far", in: child.errorOutput) == count - 1,
+                "stderr: \(child.errorOutput)"
+            )
+        }
     }
 
     /// Runs the test child with `arguments` and waits for it (at most 2 minutes); records an issue unless it

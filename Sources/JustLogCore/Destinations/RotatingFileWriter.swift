@@ -378,7 +378,16 @@ struct RotatingFileWriter: Sendable {
             return
         }
         let (done, error, _) = writeRotating(lines, now: now, events: true)
-        if let error { fail(error, losing: lines.count - done, now: now) }
+        if let error {
+            fail(error, losing: lines.count - done, now: now)
+        } else if let failure, !failure.writingWorks {
+            // Lines were written while the report of an earlier failure can't be (too long for the file): writing
+            // works again, and a flush has no error to return for it (helper-59).
+            self.failure?.writingWorks = true
+            self.failure?.retryAt = .zero
+            diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
+            diagnostics.reset(key: "file.write.\(path)")
+        }
     }
 
     /// Writes `lines` in order, rotating between them when the file would pass its size. Returns how many were
@@ -557,13 +566,9 @@ struct RotatingFileWriter: Sendable {
             if unfit {
                 // The report itself is longer than the file can take: writing goes on (helper-58: it failed every
                 // batch until exit), the report waits for a limit raised or a count that changed, and the count is
-                // said on the diagnostics sink at each flush and at the end. Writing works again if it had failed
-                // (helper-59: the old error stayed, and every flush returned it).
-                if !failure.writingWorks {
-                    diagnostics.report("writing to \(path) works again")
-                    diagnostics.reset(key: "file.write.\(path)")
-                }
-                self.failure?.writingWorks = true
+                // said on the diagnostics sink at each flush and at the end. Whether writing works again is for the
+                // batch's lines to show (``append(lines:now:lossLine:)``; helper-60: said here, a flush said so
+                // while every write still failed).
                 self.failure?.reportTooLong = (failure.lostEvents, Self.processFileSizeLimit())
                 diagnostics.reportOnce(
                     key: "file.report-too-long.\(path)",

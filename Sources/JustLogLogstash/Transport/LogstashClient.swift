@@ -328,11 +328,29 @@ public final class LogstashClient: @unchecked Sendable {
             flushLanes(upTo: upTo, until: timeout.map { ContinuousClock.now.advanced(by: $0) }, completion: completion)
             return
         }
+        flush(upTo: upTo, within: timeout, completion: completion)
+    }
+
+    /// A lane's part of a load-balanced flush round: ``flush(within:completion:)`` that, given up after `round`,
+    /// answers ``laneRoundOver`` — not a timeout of the lane's own, such as its TLS handshake's, which is a failure
+    /// that says why (review, helper-60).
+    private func flushRound(within round: Duration, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        flush(upTo: spool.endPosition, within: round, givingUpWith: Self.laneRoundOver, completion: completion)
+    }
+
+    private func flush(
+        upTo: SpoolPosition,
+        within timeout: Duration?,
+        givingUpWith giveUpError: LogstashError? = nil,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
         eventLoop.execute {
             let id = self.nextFlushID
             self.nextFlushID += 1
             let giveUp = timeout.map { timeout in
-                self.eventLoop.scheduleTask(in: Self.timeAmount(timeout)) { self.abandonFlush(id: id, after: timeout) }
+                self.eventLoop.scheduleTask(in: Self.timeAmount(timeout)) {
+                    self.abandonFlush(id: id, after: timeout, with: giveUpError)
+                }
             }
             self.flushCallbacks[id] = (completion, giveUp)
             self.run(self.machine.flushRequested(id: id, upTo: upTo))
@@ -364,15 +382,19 @@ public final class LogstashClient: @unchecked Sendable {
             if self.lanesFlushed(upTo: upTo) { return completion(nil) }
             // A lane that did not finish its part within the round (a host backing off waits for its timer) is not
             // a failure; a flush fails when every lane's did.
-            let failures = errors.filter { ($0 as? LogstashError)?.code != .timeout }
+            let failures = errors.filter { ($0 as? LogstashError)?.message != Self.laneRoundOver.message }
             if failures.count == self.lanes.count, let error = failures.first { return completion(error) }
-            self.waitForLanes(upTo: upTo, until: deadline, progress: progress.afterRound(self.spool.cursor), completion)
+            // A round in which a lane is still on its way (connecting, a TLS handshake, a backoff's timer) says
+            // nothing about whether a lane will take the events: only rounds every lane finished count as idle.
+            let settled = failures.count == errors.count
+            let next = progress.afterRound(self.spool.cursor, settled: settled)
+            self.waitForLanes(upTo: upTo, until: deadline, progress: next, completion)
         }
         // At most a second a round for each lane: a host that is down waits for its backoff's timer (up to 30 s),
         // and the rest may have delivered everything meanwhile (review, helper-59).
         let round = min(remaining ?? Self.laneRound, Self.laneRound)
         // Through this client's loop, as ``start()`` is: after the lanes were started.
-        eventLoop.execute { for lane in self.lanes { lane.flush(within: round) { group.done($0) } } }
+        eventLoop.execute { for lane in self.lanes { lane.flushRound(within: round) { group.done($0) } } }
     }
 
     /// The wait of ``flushLanes(upTo:until:progress:completion:)`` after a round, looked at every 10 ms.
@@ -416,6 +438,11 @@ public final class LogstashClient: @unchecked Sendable {
 
     /// The longest a lane's part of a load-balanced flush round takes.
     private static let laneRound: Duration = .seconds(1)
+    /// What a lane's part of a round answers when it was not done within ``laneRound``: not a failure.
+    private static let laneRoundOver = LogstashError(
+        code: .timeout,
+        message: "this connection's part of a load-balanced flush round is not done yet"
+    )
 
     private static let flushTimedOut = LogstashError(
         code: .timeout,
@@ -423,14 +450,15 @@ public final class LogstashClient: @unchecked Sendable {
     )
 
     /// Flush `id` did not complete within `timeout`: its caller is told, and it is forgotten.
-    private func abandonFlush(id: Int, after timeout: Duration) {
+    private func abandonFlush(id: Int, after timeout: Duration, with error: LogstashError? = nil) {
         guard let flush = flushCallbacks.removeValue(forKey: id) else { return }
         machine.flushAbandoned(id: id)
         flush.completion(
-            LogstashError(
-                code: .timeout,
-                message: "Logstash flush did not finish within \(timeout); the events stay spooled"
-            )
+            error
+                ?? LogstashError(
+                    code: .timeout,
+                    message: "Logstash flush did not finish within \(timeout); the events stay spooled"
+                )
         )
     }
 
@@ -1118,8 +1146,8 @@ public final class LogstashClient: @unchecked Sendable {
 }
 
 /// Completes once each of `count` lanes called ``done(_:)``, with what they reported.
-/// How a load-balanced flush moves: rounds of lane flushes that ended with nothing in flight and the spool's
-/// cursor where it was.
+/// How a load-balanced flush moves: rounds of lane flushes that every lane finished (none was still connecting or
+/// waiting) and that ended with nothing in flight and the spool's cursor where it was.
 private struct LaneFlushProgress: Sendable {
     /// Such rounds in a row before the flush gives up.
     static let idleRoundsAllowed = 3
@@ -1132,10 +1160,10 @@ private struct LaneFlushProgress: Sendable {
         return self
     }
 
-    /// After a round that ended with the cursor at `cursor`.
-    func afterRound(_ cursor: SpoolPosition) -> LaneFlushProgress {
+    /// After a round that ended with the cursor at `cursor`; `settled`: every lane finished its part.
+    func afterRound(_ cursor: SpoolPosition, settled: Bool) -> LaneFlushProgress {
         guard let last = self.cursor, cursor <= last else { return LaneFlushProgress(cursor: cursor) }
-        return LaneFlushProgress(cursor: last, idleRounds: idleRounds + 1)
+        return LaneFlushProgress(cursor: last, idleRounds: idleRounds + (settled ? 1 : 0))
     }
 }
 

@@ -18,7 +18,8 @@
 //       flushes after the 60th and prints "flush after 60: ok" or the error on stderr
 //   JustLogTestChild file-size-limit-refused FOLDER COUNT LIMIT
 //       a directory holds child.log.1, so that rotating the file (1 kept) is refused; logs COUNT events under the
-//       limit, flushes, removes the directory, waits past the retry interval, logs 100 events "after N", shuts down
+//       limit, flushes (printing "flush while refused: ok" or the error on stderr), removes the directory, waits
+//       past the retry interval, logs 100 events "after N", shuts down
 import Foundation
 import JustLog
 import JustLogCore
@@ -126,7 +127,8 @@ func fileSizeLimitRefusedMode(_ arguments: [String]) {
     for index in 0..<(Int(arguments[3]) ?? 0) {
         logger.info("child event \(index)", userInfo: ["index": index])
     }
-    logger.pipeline.flush(timeout: 30)
+    let error = logger.pipeline.flush(timeout: 30)
+    FileHandle.standardError.write(Data("flush while refused: \(error.map { "\($0)" } ?? "ok")\n".utf8))
     try? FileManager.default.removeItem(at: folder.appendingPathComponent("child.log.1"))
     Thread.sleep(forTimeInterval: 1.2)
     for index in 0..<100 {
