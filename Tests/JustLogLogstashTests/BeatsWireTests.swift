@@ -391,6 +391,41 @@ private func eventID(_ payload: String) -> String? {
         await client.shutdown()
     }
 
+    /// Every host down, their reconnects at different times (a flush during the outage has used the one early
+    /// reconnect each, and the backoffs' jitter spreads them): each lane's part of a round may then fail in a round
+    /// of its own. The flush fails with their reason once every lane has failed since the events last moved (review,
+    /// helper-61: it went on in rounds until two reconnects happened to fail in the same second). The jitter decides
+    /// whether this run's reconnects fall in different rounds: the test holds either way, and shows the case only
+    /// when they do.
+    @Test func aLoadBalancedFlushFailsOnceEveryHostFailedThoughInDifferentRounds() async throws {
+        let (first, second) = (try RefusingPort(), try RefusingPort())
+        defer { withExtendedLifetime((first, second)) {} }
+        let directory = try TemporaryDirectory(prefix: "beats-lanes-down-apart")
+        defer { directory.remove() }
+        let activity = ActivityLog()
+        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
+            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
+            $0.loadBalance = true
+            $0.backoffMinimum = .seconds(4)
+            $0.backoffMaximum = .seconds(4)
+        }
+        for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
+        client.start()
+        // The first flushes fail at once (the connects at the start, then each lane's early reconnect).
+        for _ in 0..<2 { await #expect(throws: (any Error).self) { try await client.flush() } }
+        let start = ContinuousClock.now
+        do {
+            try await client.flush()
+            Issue.record("the flush said done with every collector down")
+        } catch {
+            #expect("\(error)".contains("not delivered"), "\(error)")
+        }
+        let took = start.duration(to: .now)
+        #expect(took < .seconds(30), "the flush took \(took)")
+        #expect(client.spool.counterSnapshot.queuedRecords == 10)
+        await client.shutdown()
+    }
+
     @Test func theUntrustedServerWarningIsGivenOnceForAllLoadBalancedHosts() async throws {
         let (first, second) = (try RefusingPort(), try RefusingPort())
         defer { withExtendedLifetime((first, second)) {} }

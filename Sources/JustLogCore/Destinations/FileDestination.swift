@@ -21,7 +21,7 @@ public import Foundation
 /// - If the file or its folder is deleted or moved away, the next batch recreates it (a folder that only can't be
 ///   searched any more leaves the open file as it is). A file emptied under it (logrotate's `copytruncate`) is
 ///   rotated when it is full again.
-/// - A regular file the system lets grow no further than its maximum — the process's file-size limit
+/// - A rotating file the system lets grow no further than its maximum — the process's file-size limit
 ///   (`ulimit -f`), the largest file a file system holds (`EFBIG`) — rotates there (said once on the diagnostics
 ///   sink); an event whose line alone is larger is lost alone, counted, and rotates nothing away.
 /// - An I/O error (a full disk, a read-only folder) never reaches the caller: it is

@@ -20,6 +20,7 @@ import Darwin
 /// its limit (what a file-size limit then refuses is counted lost). A file the system lets grow no further than its
 /// limit — the process's file-size limit (`ulimit -f`, read at each open), a file system's largest file (`EFBIG`) —
 /// rotates there, said once; an event whose line alone is larger is lost alone (counted), and rotates nothing away.
+/// (A file that is not rotated — a process's stream that is a regular file — treats `EFBIG` as any failed write.)
 ///
 /// The file only ever holds whole lines. A write that a full disk (`ENOSPC`) or a file-size limit (`EFBIG`)
 /// stops part-way is cut back to its last whole line; should even that fail, the next write starts with a
@@ -377,15 +378,21 @@ struct RotatingFileWriter: Sendable {
             fail(error, losing: lines.count, now: now)
             return
         }
+        let lostBefore = totalLostEvents
         let (done, error, _) = writeRotating(lines, now: now, events: true)
+        // (Lines lost alone are among `done`: "works again" needs a line written — helper-61.)
+        let written = done - Int(totalLostEvents - lostBefore)
         if let error {
             fail(error, losing: lines.count - done, now: now)
-        } else if let failure, !failure.writingWorks {
+        } else if written > 0, let failure, !failure.writingWorks {
             // Lines were written while the report of an earlier failure can't be (too long for the file): writing
-            // works again, and a flush has no error to return for it (helper-59).
+            // works again, and a flush has no error to return for it (helper-59). The count is said here, once.
             self.failure?.writingWorks = true
             self.failure?.retryAt = .zero
-            diagnostics.report("writing to \(path) works again; \(failure.lostEvents) event(s) were lost")
+            lastReportedTotal = totalLostEvents
+            diagnostics.report(
+                "writing to \(path) works again; \(failure.lostEvents) event(s) were lost (not said in the file: the line that would say so is longer than it can take)"
+            )
             diagnostics.reset(key: "file.write.\(path)")
         }
     }

@@ -362,9 +362,11 @@ public final class LogstashClient: @unchecked Sendable {
     /// part-way, now in flight on a lane that had a later one acknowledged, still holds events before `upTo` — and the
     /// flush said done with them unacknowledged (review, helper-53). So a round of lane flushes that leaves events
     /// before `upTo` is followed by a wait while a lane has a window in flight, and by another round when none has
-    /// (a window let go waits for a lane to take it). It fails when every lane's flush failed, or when rounds with
-    /// nothing in flight move nothing (review, helper-58: no lane takes them; a flush must not poll for ever). It
-    /// completes on an event loop (a lane's or this client's), never on the caller's thread.
+    /// (a window let go waits for a lane to take it). It fails, with a lane's reason, when every lane's flush has
+    /// failed since the events last moved — in one round or over several (hosts down whose reconnects come at
+    /// different times: helper-61) — and nothing is in flight; or when rounds with nothing in flight move nothing
+    /// (review, helper-58: no lane takes them; a flush must not poll for ever). It completes on an event loop (a
+    /// lane's or this client's), never on the caller's thread.
     private func flushLanes(
         upTo: SpoolPosition,
         until deadline: ContinuousClock.Instant?,
@@ -382,19 +384,27 @@ public final class LogstashClient: @unchecked Sendable {
             if self.lanesFlushed(upTo: upTo) { return completion(nil) }
             // A lane that did not finish its part within the round (a host backing off waits for its timer) is not
             // a failure; a flush fails when every lane's did.
-            let failures = errors.filter { ($0 as? LogstashError)?.message != Self.laneRoundOver.message }
-            if failures.count == self.lanes.count, let error = failures.first { return completion(error) }
+            let failures = errors.filter { ($0.error as? LogstashError)?.message != Self.laneRoundOver.message }
+            if failures.count == self.lanes.count, let failure = failures.first { return completion(failure.error) }
             // A round in which a lane is still on its way (connecting, a TLS handshake, a backoff's timer) says
             // nothing about whether a lane will take the events: only rounds every lane finished count as idle.
             let settled = failures.count == errors.count
-            let next = progress.afterRound(self.spool.cursor, settled: settled)
+            var next = progress.afterRound(self.spool.cursor, settled: settled)
+            for failure in failures { next.failed(lane: failure.lane, with: failure.error) }
+            if next.failedLanes.count == self.lanes.count, (self.dispatcher?.windowsInFlight ?? 0) == 0,
+                let failure = next.lastFailure
+            {
+                return completion(failure)
+            }
             self.waitForLanes(upTo: upTo, until: deadline, progress: next, completion)
         }
         // At most a second a round for each lane: a host that is down waits for its backoff's timer (up to 30 s),
         // and the rest may have delivered everything meanwhile (review, helper-59).
         let round = min(remaining ?? Self.laneRound, Self.laneRound)
         // Through this client's loop, as ``start()`` is: after the lanes were started.
-        eventLoop.execute { for lane in self.lanes { lane.flushRound(within: round) { group.done($0) } } }
+        eventLoop.execute {
+            for (index, lane) in self.lanes.enumerated() { lane.flushRound(within: round) { group.done(index, $0) } }
+        }
     }
 
     /// The wait of ``flushLanes(upTo:until:progress:completion:)`` after a round, looked at every 10 ms.
@@ -502,11 +512,13 @@ public final class LogstashClient: @unchecked Sendable {
     public func shutdown(reporting completion: @escaping @Sendable (LogstashError?) -> Void) {
         guard lanes.isEmpty else {
             let group = LaneGroup(count: lanes.count) { errors in
-                completion(errors.compactMap { $0 as? LogstashError }.first)
+                completion(errors.compactMap { $0.error as? LogstashError }.first)
             }
             // Through this client's loop, as ``start()`` is: a shutdown right after start reaches each lane after
             // its start (a lane not started yet would stop without sending what is queued).
-            eventLoop.execute { for lane in self.lanes { lane.shutdown(reporting: { group.done($0) }) } }
+            eventLoop.execute {
+                for (index, lane) in self.lanes.enumerated() { lane.shutdown(reporting: { group.done(index, $0) }) }
+            }
             return
         }
         eventLoop.execute {
@@ -1145,14 +1157,27 @@ public final class LogstashClient: @unchecked Sendable {
     }
 }
 
-/// Completes once each of `count` lanes called ``done(_:)``, with what they reported.
-/// How a load-balanced flush moves: rounds of lane flushes that every lane finished (none was still connecting or
-/// waiting) and that ended with nothing in flight and the spool's cursor where it was.
+/// How a load-balanced flush moves, since the spool's cursor last did: rounds of lane flushes that every lane
+/// finished (none was still connecting or waiting) and that ended with nothing in flight, and the lanes whose flush
+/// failed.
 private struct LaneFlushProgress: Sendable {
     /// Such rounds in a row before the flush gives up.
     static let idleRoundsAllowed = 3
     var cursor: SpoolPosition?
     var idleRounds = 0
+    /// The lanes whose part of a round failed (not merely unfinished), and the latest such failure.
+    private(set) var failedLanes: Set<Int> = []
+    private(set) var lastFailure: (any Error)?
+
+    init(cursor: SpoolPosition? = nil, idleRounds: Int = 0) {
+        self.cursor = cursor
+        self.idleRounds = idleRounds
+    }
+
+    mutating func failed(lane: Int, with error: any Error) {
+        failedLanes.insert(lane)
+        lastFailure = error
+    }
 
     /// After a wait's look at `cursor`: moved, and the count starts again.
     func seen(_ cursor: SpoolPosition) -> LaneFlushProgress {
@@ -1163,24 +1188,27 @@ private struct LaneFlushProgress: Sendable {
     /// After a round that ended with the cursor at `cursor`; `settled`: every lane finished its part.
     func afterRound(_ cursor: SpoolPosition, settled: Bool) -> LaneFlushProgress {
         guard let last = self.cursor, cursor <= last else { return LaneFlushProgress(cursor: cursor) }
-        return LaneFlushProgress(cursor: last, idleRounds: idleRounds + (settled ? 1 : 0))
+        var next = self
+        next.idleRounds += settled ? 1 : 0
+        return next
     }
 }
 
+/// Completes once each of `count` lanes called ``done(_:_:)``, with the errors they reported and whose.
 private final class LaneGroup: @unchecked Sendable {
     private let lock = SpoolLock()
     private var remaining: Int
-    private var errors: [(any Error)?] = []
-    private let completion: @Sendable ([(any Error)?]) -> Void
+    private var errors: [(lane: Int, error: any Error)] = []
+    private let completion: @Sendable ([(lane: Int, error: any Error)]) -> Void
 
-    init(count: Int, completion: @escaping @Sendable ([(any Error)?]) -> Void) {
+    init(count: Int, completion: @escaping @Sendable ([(lane: Int, error: any Error)]) -> Void) {
         self.remaining = count
         self.completion = completion
     }
 
-    func done(_ error: (any Error)?) {
-        let finished = lock.withLock { () -> [(any Error)?]? in
-            if let error { errors.append(error) }
+    func done(_ lane: Int, _ error: (any Error)?) {
+        let finished = lock.withLock { () -> [(lane: Int, error: any Error)]? in
+            if let error { errors.append((lane, error)) }
             remaining -= 1
             return remaining == 0 ? errors : nil
         }
