@@ -152,17 +152,14 @@ struct RotatingFileWriter: Sendable {
     }
 
     /// Reads the process's file-size limit into ``processLimit`` (said once when it is below the file's maximum).
-    /// Returns `true` (to be read in a condition).
-    @discardableResult
-    private mutating func readProcessLimit() -> Bool {
+    private mutating func readProcessLimit() {
         processLimit = rotates ? Self.processFileSizeLimit() : nil
         // (At or above the maximum it rotates nothing early; it still bounds a line: review, helper-59.)
-        guard let limit = processLimit, limit < maximumFileSize else { return true }
+        guard let limit = processLimit, limit < maximumFileSize else { return }
         diagnostics.reportOnce(
             key: "file.limit.\(path)",
             "the process's file-size limit (ulimit -f) is \(limit) bytes, below the log file's \(maximumFileSize)-byte maximum: \(path) rotates at \(max(1, limit)) bytes"
         )
-        return true
     }
 
     /// The process's file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) in bytes, or `nil` if it has none.
@@ -418,14 +415,15 @@ struct RotatingFileWriter: Sendable {
         var grewNoFurtherAt: Int?
         while start < lines.count {
             let length = lines.length(of: start)
-            // (The limit read again first: one raised since the open takes the line.)
-            if rotates, let limit = processLimit, length > limit, readProcessLimit(), let processLimit,
-                length > processLimit
-            {
-                guard events else { return (start, tooLarge(length, limit: processLimit), true) }
-                loseAlone(tooLarge(length, limit: processLimit))
-                start += 1
-                continue
+            if let limit = processLimit, length > limit {
+                // The limit read again first: one raised since it was read takes the line.
+                readProcessLimit()
+                if let processLimit, length > processLimit {
+                    guard events else { return (start, tooLarge(length, limit: processLimit), true) }
+                    loseAlone(tooLarge(length, limit: processLimit))
+                    start += 1
+                    continue
+                }
             }
             if limited, needsRotation(before: length) {
                 switch rotate(now: now) {

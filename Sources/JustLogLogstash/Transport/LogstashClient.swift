@@ -1169,9 +1169,8 @@ private struct LaneFlushProgress: Sendable {
     private(set) var failedLanes: Set<Int> = []
     private(set) var lastFailure: (any Error)?
 
-    init(cursor: SpoolPosition? = nil, idleRounds: Int = 0) {
+    init(cursor: SpoolPosition? = nil) {
         self.cursor = cursor
-        self.idleRounds = idleRounds
     }
 
     mutating func failed(lane: Int, with error: any Error) {
