@@ -18,6 +18,23 @@ func beatsClient(
     }
 }
 
+/// A Beats client that load-balances between 127.0.0.1:`first` and 127.0.0.1:`second`, on a fresh spool in
+/// `directory`.
+func loadBalancedBeatsClient(
+    ports first: Int,
+    _ second: Int,
+    directory: TemporaryDirectory,
+    activity: ActivityLog,
+    beats: LogstashClient.Transport.Beats = .init(compressionLevel: 3, initialWindow: 10, maxWindow: 100),
+    change: (inout LogstashClient.Configuration) -> Void = { _ in }
+) throws -> LogstashClient {
+    try beatsClient(port: first, directory: directory, activity: activity, beats: beats) { configuration in
+        configuration.hosts.append(.init(host: "127.0.0.1", port: second))
+        configuration.loadBalance = true
+        change(&configuration)
+    }
+}
+
 private func eventID(_ payload: String) -> String? {
     payload.range(of: #""event_id":""#).map { String(payload[$0.upperBound...].prefix { $0 != "\"" }) }
 }
@@ -247,9 +264,12 @@ private func eventID(_ payload: String) -> String? {
         let second = try await FakeBeatsServer { [.ack(UInt32($0.events.count))] }
         let directory = try TemporaryDirectory(prefix: "beats-lanes-drain")
         let activity = ActivityLog()
-        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
-            $0.loadBalance = true
+        let client = try loadBalancedBeatsClient(
+            ports: first.port,
+            second.port,
+            directory: directory,
+            activity: activity
+        ) {
             $0.sendInterval = .seconds(3600)
         }
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
@@ -304,14 +324,13 @@ private func eventID(_ payload: String) -> String? {
         let directory = try TemporaryDirectory(prefix: "beats-lanes-flush")
         defer { directory.remove() }
         let activity = ActivityLog()
-        let client = try beatsClient(
-            port: servers[0].port,
+        let client = try loadBalancedBeatsClient(
+            ports: servers[0].port,
+            servers[1].port,
             directory: directory,
             activity: activity,
             beats: .init(compressionLevel: 0, initialWindow: 5, maxWindow: 5)
         ) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: servers[1].port))
-            $0.loadBalance = true
             $0.sendInterval = .milliseconds(50)
             // The lane whose collector closed stays away: the other one takes its window.
             $0.backoffMinimum = .seconds(60)
@@ -343,9 +362,8 @@ private func eventID(_ payload: String) -> String? {
         let directory = try TemporaryDirectory(prefix: "beats-lanes-down")
         defer { directory.remove() }
         let activity = ActivityLog()
-        let client = try beatsClient(port: down.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: live.port))
-            $0.loadBalance = true
+        let client = try loadBalancedBeatsClient(ports: down.port, live.port, directory: directory, activity: activity)
+        {
             $0.backoffMinimum = .seconds(60)
             $0.backoffMaximum = .seconds(60)
         }
@@ -372,9 +390,12 @@ private func eventID(_ payload: String) -> String? {
         let directory = try TemporaryDirectory(prefix: "beats-lanes-connecting")
         defer { directory.remove() }
         let activity = ActivityLog()
-        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
-            $0.loadBalance = true
+        let client = try loadBalancedBeatsClient(
+            ports: first.port,
+            second.port,
+            directory: directory,
+            activity: activity
+        ) {
             $0.connectTimeout = .seconds(6)
         }
         for index in 0..<10 { try client.spool.append(jsonRecord(index)) }
@@ -403,9 +424,12 @@ private func eventID(_ payload: String) -> String? {
         let directory = try TemporaryDirectory(prefix: "beats-lanes-down-apart")
         defer { directory.remove() }
         let activity = ActivityLog()
-        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
-            $0.loadBalance = true
+        let client = try loadBalancedBeatsClient(
+            ports: first.port,
+            second.port,
+            directory: directory,
+            activity: activity
+        ) {
             $0.backoffMinimum = .seconds(4)
             $0.backoffMaximum = .seconds(4)
         }
@@ -431,9 +455,12 @@ private func eventID(_ payload: String) -> String? {
         defer { withExtendedLifetime((first, second)) {} }
         let directory = try TemporaryDirectory(prefix: "beats-lanes-warning")
         let activity = ActivityLog()
-        let client = try beatsClient(port: first.port, directory: directory, activity: activity) {
-            $0.hosts.append(.init(host: "127.0.0.1", port: second.port))
-            $0.loadBalance = true
+        let client = try loadBalancedBeatsClient(
+            ports: first.port,
+            second.port,
+            directory: directory,
+            activity: activity
+        ) {
             $0.useTLS = true
             $0.allowUntrustedServer = true
         }
