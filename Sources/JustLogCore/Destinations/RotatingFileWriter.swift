@@ -153,27 +153,13 @@ struct RotatingFileWriter: Sendable {
 
     /// Reads the process's file-size limit into ``processLimit`` (said once when it is below the file's maximum).
     private mutating func readProcessLimit() {
-        processLimit = rotates ? Self.processFileSizeLimit() : nil
+        processLimit = rotates ? FileSizeLimit.current() : nil
         // (At or above the maximum it rotates nothing early; it still bounds a line: review, helper-59.)
         guard let limit = processLimit, limit < maximumFileSize else { return }
         diagnostics.reportOnce(
             key: "file.limit.\(path)",
             "the process's file-size limit (ulimit -f) is \(limit) bytes, below the log file's \(maximumFileSize)-byte maximum: \(path) rotates at \(max(1, limit)) bytes"
         )
-    }
-
-    /// The process's file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) in bytes, or `nil` if it has none.
-    private static func processFileSizeLimit() -> Int? {
-        var limit = rlimit()
-        #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
-        #else
-        let resource = RLIMIT_FSIZE
-        #endif
-        // RLIM_INFINITY is all ones (Swift imports its definition as `-1`, which an unsigned `rlim_t` can't hold):
-        // past `Int.max` is no limit a file meets.
-        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < rlim_t(Int.max) else { return nil }
-        return Int(limit.rlim_cur)
     }
 
     /// The most ``size`` counts: far beyond any file, and sums with a line's length stay far from overflowing (a
@@ -562,7 +548,7 @@ struct RotatingFileWriter: Sendable {
         guard let failure else { return nil }
         if failure.lostEvents > 0 {
             if let tooLong = failure.reportTooLong, tooLong.lost == failure.lostEvents,
-                tooLong.limit == Self.processFileSizeLimit()
+                tooLong.limit == FileSizeLimit.current()
             {
                 return nil
             }
@@ -574,7 +560,7 @@ struct RotatingFileWriter: Sendable {
                 // said on the diagnostics sink at each flush and at the end. Whether writing works again is for the
                 // batch's lines to show (``append(lines:now:lossLine:)``; helper-60: said here, a flush said so
                 // while every write still failed).
-                self.failure?.reportTooLong = (failure.lostEvents, Self.processFileSizeLimit())
+                self.failure?.reportTooLong = (failure.lostEvents, FileSizeLimit.current())
                 diagnostics.reportOnce(
                     key: "file.report-too-long.\(path)",
                     "the line that says how many events were lost can't be written to \(path) (\(error?.message ?? "")): the count is said here at each flush and at the end"

@@ -38,4 +38,18 @@ package enum FileSizeLimit {
     /// Returns whether this call (or an earlier one) changed the disposition.
     @discardableResult
     package static func failWritesInsteadOfKilling() -> Bool { installed }
+
+    /// The process's file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) in bytes, or `nil` if it has none (one system call).
+    package static func current() -> Int? {
+        var limit = rlimit()
+        #if canImport(Glibc)
+        let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+        #else
+        let resource = RLIMIT_FSIZE
+        #endif
+        // RLIM_INFINITY is all ones (Swift imports its definition as `-1`, which an unsigned `rlim_t` can't hold):
+        // past `Int.max` is no limit a file meets.
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < rlim_t(Int.max) else { return nil }
+        return Int(limit.rlim_cur)
+    }
 }

@@ -189,7 +189,7 @@ final class SpoolStorage {
             let segment = try SpoolSegment.create(
                 directory: directory,
                 sequence: sequence,
-                capacity: configuration.segmentBytes,
+                capacity: Self.newSegmentCapacity(configuration, diagnostics),
                 writes: configuration.segmentWrites
             )
             segments.append(segment)
@@ -383,7 +383,7 @@ final class SpoolStorage {
         // Unretained (an append spares a retain and a release): `segments` holds the segment throughout.
         var last = Unmanaged.passUnretained(segments[segments.count - 1])
         if !last._withUnsafeGuaranteedRef({ $0.fits(count) }) {
-            last = .passUnretained(try startSegment())
+            last = .passUnretained(try startSegment(for: count))
         }
         if last._withUnsafeGuaranteedRef({ $0.writesThroughFile }) {
             return try appendThroughFile(record, to: last.takeUnretainedValue())
@@ -503,24 +503,76 @@ final class SpoolStorage {
 
     /// Opens the next segment (``startSegmentNow()``) — or, within ``Spool/Configuration/segmentRetryInterval`` of
     /// a try that failed, throws what that one did.
-    private func startSegment() throws -> SpoolSegment {
+    ///
+    /// `count`, the size of the record the segment is for, must fit in it: a segment smaller than
+    /// ``Spool/Configuration/segmentBytes`` (under a file-size limit: ``newSegmentCapacity(_:_:)``) may not hold the
+    /// largest records; such a record is refused with the reason, alone — the segment is not started for it (at the cap
+    /// that would drop the oldest records for nothing), and the next record is taken as usual.
+    private func startSegment(for count: Int = 0) throws -> SpoolSegment {
         // Nor after a write the disk refused (a segment written through the file): the record that needs a segment
         // would be refused the same way, after the segment had started (and the oldest, at the cap, been dropped).
         if let error = pending(segmentStartFailure) ?? pending(writeFailure) { throw error }
+        // A spare made under a limit since raised may be too small for the record: a new segment is made instead.
+        if let small = spare, !SpoolSegment.fitsWhenNew(count, capacity: small.capacity) {
+            spare = nil
+            small.remove()
+        }
+        let capacity = spare?.capacity ?? Self.newSegmentCapacity(configuration, diagnostics)
+        guard SpoolSegment.fitsWhenNew(count, capacity: capacity) else {
+            throw recordLargerThanASegment(count, capacity)
+        }
         configuration.onStartingASegment?()
+        let segment: SpoolSegment
         do {
-            let segment = try startSegmentNow()
+            segment = try startSegmentNow(capacity: capacity)
             segmentStartFailure = nil
-            return segment
         } catch {
             segmentStartFailure = remembering(error)
             throw error
         }
+        // (A spare that could not be reused is replaced by a new segment, which may be smaller.)
+        guard segment.fits(count) else { throw recordLargerThanASegment(count, segment.capacity) }
+        return segment
+    }
+
+    /// The smallest segment a file-size limit makes (the journal's smallest configured one); under a lower limit no
+    /// segment starts (`EFBIG`), as before.
+    static let smallestLimitedSegment = 64 << 10
+
+    /// The size of a segment started now: ``Spool/Configuration/segmentBytes`` — or the process's file-size limit
+    /// (`ulimit -f`, read at each start) where that is lower, down to ``smallestLimitedSegment`` (said once).
+    /// Before, no segment of the configured size could be made under such a limit, and the spool stopped for the
+    /// whole run: the journal was not crash-safe, and Logstash's events waited in memory (review, helper-52). The spool then holds at most
+    /// ``Spool/Configuration/maxSegments`` of these smaller segments: its cap in bytes is met sooner.
+    static func newSegmentCapacity(_ configuration: Spool.Configuration, _ diagnostics: DiagnosticSink) -> Int {
+        guard let limit = FileSizeLimit.current(), limit < configuration.segmentBytes,
+            limit >= Self.smallestLimitedSegment
+        else {
+            return configuration.segmentBytes
+        }
+        diagnostics.reportOnce(
+            key: "spool.limit.\(configuration.directory)",
+            "the process's file-size limit (ulimit -f) is \(limit) bytes, below the \(configuration.name)'s \(configuration.segmentBytes)-byte segments: its segments in \(configuration.directory) are \(limit) bytes, at most \(configuration.maxSegments) of them"
+        )
+        return limit
+    }
+
+    /// Why a record of `count` bytes can't be appended: a segment of `capacity` bytes, smaller than the configured one
+    /// under a file-size limit, can't hold it. Thrown as the spool being unavailable (the Logstash destination holds
+    /// the record in memory and tries again; the journal leaves it out, not crash-safe), not as a record refused for
+    /// good: under the configured segment size it fits.
+    private func recordLargerThanASegment(_ count: Int, _ capacity: Int) -> JustLogError {
+        JustLogError(
+            code: .spoolUnavailable,
+            message:
+                "a record of \(count) bytes does not fit a \(capacity)-byte segment of the \(configuration.name) in \(configuration.directory), which the process's file-size limit (ulimit -f) keeps that small",
+            cause: String(cString: strerror(EFBIG))
+        )
     }
 
     /// Opens the next segment, first deleting the oldest if the spool is at its cap, and writes the cursor file, which
     /// names it as the newest (one `pwrite`; a segment starts once per ``Spool/Configuration/segmentBytes``).
-    private func startSegmentNow() throws -> SpoolSegment {
+    private func startSegmentNow(capacity: Int) throws -> SpoolSegment {
         if !retiredBeforeAnUnsavedCursor.isEmpty, segments.count + retiredBeforeAnUnsavedCursor.count >= maxSegments {
             deleteRetiredSegmentsAtTheCap()
         }
@@ -528,12 +580,14 @@ final class SpoolStorage {
             dropOldestSegment()
         }
         let sequence = max(segments[segments.count - 1].sequence, highestSegmentNumber) + 1
+        // `capacity` is the spare's, if there is one; a spare that can't be reused is replaced by a new segment.
+        let hadSpare = spare != nil
         let segment =
             try reusedSpare(as: sequence)
             ?? SpoolSegment.create(
                 directory: configuration.directory,
                 sequence: sequence,
-                capacity: configuration.segmentBytes,
+                capacity: hadSpare ? Self.newSegmentCapacity(configuration, diagnostics) : capacity,
                 writes: configuration.segmentWrites
             )
         // Once the segment exists: a failed start is tried again with the same number.
