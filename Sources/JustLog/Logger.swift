@@ -427,23 +427,15 @@ public final class Logger: @unchecked Sendable {
     /// left in the spool — has been handed over, or with an error that says why not (before ``setup()``: that
     /// the logger is not set up).
     ///
-    /// In async code use ``flush()`` (or `try await forceSend()` inside an async function). At the top level of
-    /// `main.swift`, Swift resolves `try await logger.forceSend()` to *this* overload — top-level code is typed as
-    /// synchronous, and the compiler ranks a synchronous overload above an asynchronous one there — so that call
-    /// returns at once and throws nothing (the compiler warns "no 'async' operations occur within 'await'
-    /// expression"). `try await logger.flush()` has no synchronous twin and waits and throws everywhere.
+    /// In async code, wait with ``flush()``. `forceSend` has no `async` twin: one made the documented
+    /// `Logger.shared.forceSend()` fail to compile inside any async function (Swift picks the async overload there,
+    /// and asks for `try await`) — SwiftUI's `.task`, a server's handlers, an `async` `main`.
     public func forceSend(_ completion: @escaping @Sendable ((any Error)?) -> Void = { _ in }) {
         structured.flush(completion: completion)
     }
 
-    /// Dispatches now and returns once everything logged before the call has been handed over; throws the
-    /// error that says why not. Inside an async function; at the top level of `main.swift` use ``flush()``.
-    public func forceSend() async throws {
-        try await structured.flush()
-    }
-
-    /// ``forceSend()`` for async code *and* the top level of `main.swift`: returns once everything logged before
-    /// the call has been handed over (including what an earlier run left in the spool), or throws why not.
+    /// ``forceSend(_:)`` for async code (the top level of `main.swift` included): returns once everything logged
+    /// before the call has been handed over (including what an earlier run left in the spool), or throws why not.
     public func flush() async throws {
         try await structured.flush()
     }

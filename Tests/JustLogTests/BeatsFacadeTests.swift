@@ -27,7 +27,7 @@ import Testing
         for index in 0..<1000 {
             logger.info("facade \(index)", userInfo: ["index": index])
         }
-        try await logger.forceSend()
+        try await logger.flush()
         await logger.shutdown()
         await receiver.stop()
         #expect(tally.snapshot.uniqueEventIDs == 1000)

@@ -145,7 +145,7 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         logger.debug("not in the file")
         logger.info("in the file")
         logger.warning("everywhere", userInfo: ["app": "overridden"])
-        try await logger.forceSend()
+        try await logger.flush()
         let messages = try String(contentsOf: folder.appending("injected.log"), encoding: .utf8)
             .split(separator: "\n").map { try FileLine(parsing: $0).record.message }
         #expect(messages == ["in the file", "everywhere"])
@@ -191,4 +191,12 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         let lines = try String(contentsOf: folder.appending("twice.log"), encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 2)
     }
+}
+
+/// SPEC §1's `forceSend` lines inside an async function (SwiftUI's `.task`, a server's handler, an `async` `main`):
+/// they must compile there unchanged too. They did not while `Logger` had an `async` twin of `forceSend()` — Swift
+/// picks the async overload in async code, and asked for `try await` (review, helper-62). Compiling is the check.
+func documentedForceSendInAsyncCode() async {
+    Logger.shared.forceSend()
+    Logger.shared.forceSend { error in /* all queued logs were handed to the collector, or error says why not */ }
 }

@@ -118,7 +118,7 @@ private let faultScale = max(1, Int(ProcessInfo.processInfo.environment["JUSTLOG
             }
             await Task.yield()
         }
-        try await logger.forceSend()
+        try await logger.flush()
         let expected = events.count * faultScale
         #expect(await eventually(timeout: .seconds(60)) { syslog.receivedLineCount() >= expected })
         let lines = syslog.receivedLines()

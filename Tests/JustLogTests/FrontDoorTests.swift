@@ -47,8 +47,8 @@ import Testing
         #expect(phases.contains(0) && phases.contains(3), "each setup() applied its defaultUserInfo: \(phases)")
     }
 
-    /// `try await logger.forceSend()` at the top level of main.swift resolves to the synchronous overload (Swift
-    /// types top-level code as synchronous); `flush()` has no synchronous twin, so it waits and throws there.
+    /// `flush()` has no synchronous twin, so it waits and throws at the top level of main.swift too (Swift types
+    /// top-level code as synchronous, and would pick a synchronous overload there).
     @Test func flushAtTheTopLevelOfMainWaitsAndThrows() async throws {
         let folder = try TemporaryDirectory(prefix: "top-level")
         defer { folder.remove() }

@@ -119,7 +119,7 @@ struct LogstashDeliveryTests {
             logger.info("event \(index)", userInfo: ["index": index, "order": ["id": index % 97]])
             if index % 1000 == 0 { await Task.yield() }  // long CPU-bound loop on the shared test pool
         }
-        try await logger.forceSend()
+        try await logger.flush()
         #expect(await eventually(timeout: .seconds(120)) { syslog.parsedLineCount() >= count })
         let elapsed = Date().timeIntervalSince(start)
         print(
@@ -162,7 +162,7 @@ struct LogstashDeliveryTests {
         let failure = await logger.pipeline.flush(timeout: 30).map { "\($0)" }
         #expect(failure?.contains("stay spooled") == true, "forceSend says why not: \(failure ?? "nil")")
         try await syslog.start()
-        try await logger.forceSend()
+        try await logger.flush()
         #expect(
             await eventually(timeout: .seconds(60)) {
                 syslog.receivedLineCount() >= 2000 && Set(receivedMessages(syslog)).count >= 2000
@@ -233,7 +233,7 @@ struct LogstashDeliveryTests {
         )
 
         try await syslog.start()
-        try await logger.forceSend()
+        try await logger.flush()
         #expect(
             await eventually(timeout: .seconds(60)) {
                 receivedMessages(syslog).contains { $0.hasPrefix("JustLog dropped") }

@@ -206,7 +206,7 @@ package struct DemoScenario: Sendable {
         log(.info, "demo finished logging")
 
         do {
-            try await logger.forceSend()
+            try await logger.flush()
         } catch {
             report.sendError = "\(error)"
         }

@@ -11,8 +11,7 @@ import Logging
 //                                       main thread calls setup() again three times with new settings; prints
 //                                       "done" after a final forceSend
 //   flush-top-level FOLDER -            `try await logger.flush()` at the top level of main.swift, before
-//                                       setup(): waits and throws (exit 3 with the error); top-level code
-//                                       resolves `try await logger.forceSend()` to the synchronous overload
+//                                       setup(): waits and throws (exit 3 with the error)
 
 /// Logs from both front ends on several threads while `setup()` reconfigures the shared logger in place.
 func frontDoors(_ logger: JustLog.Logger, threads: Int, events: Int) {
