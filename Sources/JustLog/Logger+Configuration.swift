@@ -228,6 +228,7 @@ extension Logger {
         var captureLimits = CaptureLimits()
         var extraDestinations: [LogPipeline.Route] = []
         var pipeline = LogPipeline.Configuration()
+        var diagnostics = DiagnosticSink.standardError
 
         func configuration(switches: DestinationSwitches) -> Configuration {
             let fileURL = baseUrlForFileLogging.appendingPathComponent(
@@ -249,6 +250,7 @@ extension Logger {
                 defaultUserInfo: defaultUserInfo,
                 sanitizer: sanitizer,
                 pipeline: pipeline,
+                diagnostics: diagnostics,
                 privacy: privacy,
                 captureLimits: captureLimits
             )
@@ -268,6 +270,8 @@ final class DestinationSwitches: Sendable {
 final class DestinationSwitch: Sendable {
     private let requested = LockedValue(true)
     private let applied = LockedValue(true)
+    /// Whether the last ``Logger/setup()`` built the destination (`nil` before the first).
+    let builtAtSetup = LockedValue<Bool?>(nil)
 
     var isOn: Bool { requested.current }
 

@@ -221,16 +221,28 @@ public final class Logger: @unchecked Sendable {
     }
 
     /// What `Sensitive` values and swift-log values marked sensitive become. Default
-    /// `PrivacyPolicy/default`: `"<private>"` in release builds, in clear in debug builds.
+    /// `PrivacyPolicy/default`: `"<private>"` in release builds, in clear in debug builds. Applies to calls from the
+    /// moment it is set, before ``setup()`` too — not only from the next ``setup()``, as the other settings.
     public var privacy: PrivacyPolicy {
         get { read(\.privacy) }
-        set { write(\.privacy, newValue) }
+        set {
+            settings.withLock { settings in
+                settings.privacy = newValue
+                pipeline.capture(privacy: newValue)
+            }
+        }
     }
 
-    /// What one call may carry (depth, keys, elements, bytes, message length). Default `CaptureLimits()`.
+    /// What one call may carry (depth, keys, elements, bytes, message length). Default `CaptureLimits()`. Applies
+    /// to calls from the moment it is set, like ``privacy``.
     public var captureLimits: CaptureLimits {
         get { read(\.captureLimits) }
-        set { write(\.captureLimits, newValue) }
+        set {
+            settings.withLock { settings in
+                settings.captureLimits = newValue
+                pipeline.capture(limits: newValue)
+            }
+        }
     }
 
     /// Applied to every record before any destination (redaction). Default `nil`.
@@ -239,23 +251,45 @@ public final class Logger: @unchecked Sendable {
         set { write(\.sanitizer, newValue) }
     }
 
-    /// Whether the console destination writes; can change at any time. Default `true`.
+    /// Whether the console destination writes; can change at any time. Default `true`. A destination that was
+    /// off when ``setup()`` ran is not created: call ``setup()`` again after turning it on (said on standard error
+    /// when it is turned on without).
     public var enableConsoleLogging: Bool {
         get { switches.console.isOn }
-        set { switches.console.set(newValue, pipeline: pipeline) }
+        set { set(switches.console, newValue, named: "enableConsoleLogging", destination: "console") }
     }
 
     /// Whether the file destination writes; can change at any time. Default `true`. A destination that was
-    /// off when ``setup()`` ran is not created: call ``setup()`` again after turning it on.
+    /// off when ``setup()`` ran is not created: call ``setup()`` again after turning it on (said on standard error
+    /// when it is turned on without).
     public var enableFileLogging: Bool {
         get { switches.file.isOn }
-        set { switches.file.set(newValue, pipeline: pipeline) }
+        set { set(switches.file, newValue, named: "enableFileLogging", destination: "file") }
     }
 
-    /// Whether the Logstash destination sends; can change at any time. Default `true`.
+    /// Whether the Logstash destination sends; can change at any time. Default `true`. A destination that was
+    /// off (or had no ``logstashHost``) when ``setup()`` ran is not created: call ``setup()`` again after turning it
+    /// on (said on standard error when it is turned on without).
     public var enableLogstashLogging: Bool {
         get { switches.logstash.isOn }
-        set { switches.logstash.set(newValue, pipeline: pipeline) }
+        set { set(switches.logstash, newValue, named: "enableLogstashLogging", destination: "Logstash") }
+    }
+
+    /// Sets `destinationSwitch`; turned on while the last ``setup()`` built no such destination, says that it takes
+    /// a ``setup()`` — the switch alone changed nothing, and `forceSend` reported success with nothing sent (review,
+    /// helper-62).
+    private func set(_ destinationSwitch: DestinationSwitch, _ isOn: Bool, named name: String, destination: String) {
+        destinationSwitch.set(isOn, pipeline: pipeline)
+        guard isOn, destinationSwitch.builtAtSetup.current == false else { return }
+        read(\.diagnostics).report(
+            "\(name) = true: there is no \(destination) destination — setup() ran without one; call setup() again to start it"
+        )
+    }
+
+    /// Where this logger reports its own problems (tests read them). Default: standard error.
+    package var diagnostics: DiagnosticSink {
+        get { read(\.diagnostics) }
+        set { write(\.diagnostics, newValue) }
     }
 
     /// Builds the destinations from the current settings and delivers what was logged before. Calling it
@@ -282,6 +316,11 @@ public final class Logger: @unchecked Sendable {
             { Self.setup(read ?? settings.withLock { $0.configuration(switches: switches) }, switches: switches) }
         )
         let configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
+        if case .installed = outcome {
+            switches.console.builtAtSetup.withLock { $0 = configuration.console != nil }
+            switches.file.builtAtSetup.withLock { $0 = configuration.file != nil }
+            switches.logstash.builtAtSetup.withLock { $0 = configuration.logstash != nil }
+        }
         switch outcome {
         case .refused(let failure):
             configuration.diagnostics.report("setup(): nothing changed: \(failure.message)")

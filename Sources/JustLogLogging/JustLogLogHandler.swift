@@ -68,17 +68,27 @@ public struct JustLogLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { merge(provided) }
         if let call = event.metadata { merge(call) }
         if event.level == .notice || event.level == .critical {
-            userInfo["swift_log_level"] = .string(event.level.rawValue)
+            // A metadata key of the same name is kept, renamed (`swift_log_level_userInfo`), as in every record.
+            KeyCollision.insert(
+                "swift_log_level",
+                .string(event.level.rawValue),
+                into: &userInfo,
+                displacedSuffix: "userInfo"
+            )
         }
+        // Within the pipeline's capture limits, as a facade call's userInfo (see `ValueCapture`).
+        var capture = ValueCapture(limits: intake.captureLimits, privacy: intake.privacy)
+        let captured = userInfo.isEmpty ? userInfo : capture.fields(logValues: userInfo)
         pipeline.submit(
             JustLogCore.LogEvent(
                 level: level,
                 message: event.message.description,
                 error: event.error,
-                userInfo: userInfo,
+                userInfo: captured,
                 metadata: ["logger": .string(label), "source": .string(event.source)],
                 callSite: CallSite(file: event.file, function: event.function, line: event.line),
-                timestamp: pipeline.now()
+                timestamp: pipeline.now(),
+                truncations: capture.truncations
             )
         )
     }

@@ -10,7 +10,7 @@ import Testing
         var intake = LogPipeline.Intake(
             minimumLevel: LogLevel(rawValue: index % 5)!,
             captureLimits: .init(
-                maximumDepth: index,
+                maximumDepth: index % (CaptureLimits.deepestNesting + 1),
                 maximumKeys: index + 1,
                 maximumElements: index + 2,
                 maximumBytes: index + 3,
@@ -25,7 +25,7 @@ import Testing
 
     /// Whether `lane` is exactly what `intake(index)` published, for some index.
     static func isPublished(_ lane: FastLaneGate.Lane) -> Bool {
-        let index = lane.captureLimits.maximumDepth
+        let index = lane.captureLimits.maximumKeys - 1
         let expected = intake(index, journal: nil)
         return lane.minimumLevel == expected.minimumLevel && lane.captureLimits == expected.captureLimits
             && lane.eventIDPrefix == expected.eventIDPrefix
@@ -159,6 +159,6 @@ import Testing
         // Beyond the first version each reader saw: the readers read while the writer published.
         #expect(changes.current > 2, "\(changes.current) versions seen change")
         #expect(gate.current().map(Self.isPublished) == true)
-        #expect(gate.current()?.captureLimits.maximumDepth == writes)
+        #expect(gate.current()?.captureLimits.maximumKeys == writes + 1)
     }
 }

@@ -381,4 +381,38 @@ private enum Limit {
         #expect(capture.truncations == ["userInfo.ids: kept 2 of 3 elements (limit 2)"])
         #expect(LogValue(any: Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
     }
+
+    /// An `NSNumber` boolean is a boolean wherever it sits: at the top of `userInfo` (a decoded JSON's values), in an
+    /// error's user info. It was `1` or `0` unless a Foundation collection held it (review, helper-63).
+    @Test func foundationBooleansAreBooleansWhereverTheySit() async throws {
+        let decoded = try #require(
+            try JSONSerialization.jsonObject(with: Data(#"{"admin": true, "count": 1}"#.utf8)) as? [String: Any]
+        )
+        let record = try await record(
+            error: NSError(domain: "d", code: 1, userInfo: ["retry": NSNumber(value: false)]),
+            userInfo: ["flag": NSNumber(value: true), "decoded": decoded, "admin": decoded["admin"] as Any]
+        )
+        #expect(record.userInfo["flag"] == .bool(true))
+        #expect(record.userInfo["admin"] == .bool(true))
+        #expect(record.userInfo["decoded"] == .object(["admin": .bool(true), "count": .int(1)]))
+        let chain = try #require(record.userInfo["errors"], "\(record.userInfo)")
+        let json = String(decoding: JSONWriter.encode(chain), as: UTF8.self)
+        #expect(json.contains(#""retry":false"#), "\(json)")
+    }
+
+    /// `-0.0` keeps its sign in every form (it was `0.0`).
+    @Test func negativeZeroKeepsItsSign() async throws {
+        #expect(String(decoding: JSONWriter.encode(.double(-0.0)), as: UTF8.self) == "-0.0")
+        #expect(String(decoding: JSONWriter.encode(.double(0.0)), as: UTF8.self) == "0.0")
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("zero.log")
+        let file = try FileDestination(configuration: .init(url: url))
+        let logger = StructuredLogger(configuration: .init(destinations: [.init(file)], runtime: Fixtures.runtime))
+        logger.info("zero", userInfo: ["z": -0.0])
+        try await logger.flush()
+        _ = await logger.pipeline.shutdown(timeout: 5)
+        let text = try String(contentsOf: url, encoding: .utf8)
+        #expect(text.contains(#""z":-0.0"#), "\(text)")
+    }
 }

@@ -44,6 +44,58 @@ import Testing
         #expect(record.metadata["function"] == "routesLevelMessageMetadataSourceAndCallSite()")
     }
 
+    /// swift-log metadata is held to the pipeline's capture limits, as a facade call's `userInfo` is: it escaped
+    /// them (review, helper-62) — a huge string was kept whole, many keys all kept, and no `truncated` note said so.
+    @Test func metadataIsHeldToTheCaptureLimits() throws {
+        let capture = CapturingDestination()
+        let pipeline = LogPipeline(
+            setup: .init(
+                routes: [.init(capture)],
+                captureLimits: CaptureLimits(maximumDepth: 2, maximumKeys: 10, maximumBytes: 4096)
+            )
+        )
+        let log = Logging.Logger(label: "limits") { JustLogLogHandler(label: $0, pipeline: pipeline, logLevel: .trace) }
+        let many = Logging.Logger.Metadata(uniqueKeysWithValues: (0..<50).map { ("key\($0)", .string("v")) })
+        log.info("many keys", metadata: many)
+        log.info("a big string", metadata: ["blob": .string(String(repeating: "a", count: 100_000))])
+        log.info("deep", metadata: ["a": ["b": ["c": ["d": "deep"]]]])
+        #expect(pipeline.flush(timeout: 60) == nil)
+        let records = capture.records
+        try #require(records.count == 3)
+        #expect(records[0].userInfo.keys.filter { $0.hasPrefix("key") }.count <= 10)
+        #expect(records[0].userInfo[UserInfoKey.truncated] != nil, "\(records[0].userInfo.keys.sorted())")
+        guard case .string(let blob)? = records[1].userInfo["blob"] else {
+            Issue.record("no blob: \(records[1].userInfo)")
+            return
+        }
+        #expect(blob.utf8.count < 5000 && blob.hasSuffix("…[truncated]"), "\(blob.utf8.count) bytes")
+        #expect(records[1].userInfo[UserInfoKey.truncated] != nil)
+        #expect(
+            records[2].userInfo["a"] == ["b": ["c": "<nested deeper than 2: Dictionary<String, LogValue>>"]],
+            "\(records[2].userInfo)"
+        )
+    }
+
+    /// A metadata key `swift_log_level` is kept, renamed, as any key a record's own field takes: it was overwritten.
+    @Test func aMetadataKeyNamedSwiftLogLevelIsKeptRenamed() throws {
+        let capture = CapturingDestination()
+        let (log, pipeline) = make(capture)
+        log.notice("x", metadata: ["swift_log_level": "mine"])
+        #expect(pipeline.flush(timeout: 60) == nil)
+        let record = try #require(capture.records.first)
+        #expect(record.userInfo["swift_log_level"] == "notice")
+        #expect(record.userInfo["swift_log_level_userInfo"] == "mine")
+    }
+
+    /// A maximum depth past what the journal reads back is the deepest it reads (review, helper-63: deeper events
+    /// were lost at a full queue's spill and at recovery).
+    @Test func aMaximumDepthStaysWithinWhatTheJournalReadsBack() {
+        #expect(CaptureLimits(maximumDepth: 10_000).maximumDepth == CaptureLimits.deepestNesting)
+        var limits = CaptureLimits()
+        limits.maximumDepth = 300
+        #expect(limits.maximumDepth == CaptureLimits.deepestNesting)
+    }
+
     @Test(arguments: [
         (Logging.Logger.Level.trace, LogLevel.verbose), (.debug, .debug), (.info, .info), (.notice, .info),
         (.warning, .warning), (.error, .error), (.critical, .error),

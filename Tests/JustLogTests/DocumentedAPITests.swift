@@ -124,6 +124,62 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         logger.shutdown()
     }
 
+    /// `privacy` applies from the moment it is set: to calls held for the first `setup()` (they were captured with
+    /// the default, in clear in a debug build — as tests are — though `privacy` was `.redacted`: review, helper-62),
+    /// and to calls after a `setup()` (it waited for the next one).
+    @Test func privacyAppliesToCallsFromTheMomentItIsSetBeforeAndAfterSetup() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let logger = Logger()
+        logger.baseUrlForFileLogging = folder.url
+        logger.logFilename = "private.log"
+        logger.enableConsoleLogging = false
+        logger.privacy = .redacted
+        logger.info("before setup", userInfo: ["email": Sensitive("ann@example.com")])
+        logger.setup()
+        logger.privacy = .revealed
+        logger.info("revealed", userInfo: ["email": Sensitive("bob@example.com")])
+        logger.privacy = .redacted
+        logger.info("after setup", userInfo: ["email": Sensitive("eve@example.com")])
+        #expect(logger.pipeline.flush(timeout: 10) == nil)
+        let records = try String(contentsOf: folder.appending("private.log"), encoding: .utf8)
+            .split(separator: "\n").map { try FileLine(parsing: $0).record }
+        #expect(records.map(\.message) == ["before setup", "revealed", "after setup"])
+        #expect(records.map { $0.userInfo["email"] } == ["<private>", "bob@example.com", "<private>"])
+        logger.shutdown()
+    }
+
+    /// A destination switched off when `setup()` ran is not built; turning the switch on then changes nothing
+    /// until the next `setup()` — and says so (it was silent, and `forceSend` succeeded with nothing sent: review,
+    /// helper-62). The next `setup()` builds it.
+    @Test func turningOnADestinationThatSetupLeftOutSaysItTakesASetup() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let diagnostics = LockedValue<[String]>([])
+        let logger = Logger()
+        logger.diagnostics = DiagnosticSink { line in diagnostics.withLock { $0.append(line) } }
+        logger.baseUrlForFileLogging = folder.url
+        logger.logFilename = "switched.log"
+        logger.enableConsoleLogging = false
+        logger.enableFileLogging = false
+        logger.setup()
+        logger.info("nowhere")
+        logger.enableFileLogging = true
+        #expect(
+            diagnostics.current.contains { $0.contains("enableFileLogging = true") && $0.contains("call setup() again") },
+            "\(diagnostics.current)"
+        )
+        logger.enableConsoleLogging = false
+        #expect(!diagnostics.current.contains { $0.contains("enableConsoleLogging") }, "turning off says nothing")
+        logger.setup()
+        logger.info("in the file")
+        #expect(logger.pipeline.flush(timeout: 10) == nil)
+        let messages = try String(contentsOf: folder.appending("switched.log"), encoding: .utf8)
+            .split(separator: "\n").map { try FileLine(parsing: $0).record.message }
+        #expect(messages == ["in the file"])
+        logger.shutdown()
+    }
+
     @Test func forceSendBeforeSetupSaysWhy() {
         let logger = Logger()
         logger.info("waiting")

@@ -31,4 +31,38 @@ import Testing
             "the logger is closed: later events are counted, not written"
         )
     }
+
+    /// The documented order — the logger's service first, so that it shuts down last (a `ServiceGroup` shuts its
+    /// services down in reverse order) — keeps what another service logs while it shuts down. The example had the
+    /// logger last: it closed first, and the server's shutdown logs were dropped (review, helper-62).
+    @Test func whatAServiceLogsAsItShutsDownIsWrittenWhenTheLoggersServiceComesFirst() async throws {
+        let folder = try TemporaryDirectory(prefix: "service-order")
+        let url = folder.appending("service.log")
+        let logger = JustLog.Logger(configuration: .init(console: nil, file: .init(url: url)))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: LoggerService(logger: logger)), .init(service: Draining(logger: logger))],
+                gracefulShutdownSignals: [],
+                logger: Logging.Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+        )
+        let running = Task { try await group.run() }
+        logger.info("serving")
+        await group.triggerGracefulShutdown()
+        try await running.value
+        let messages = try String(contentsOf: url, encoding: .utf8).split(separator: "\n")
+            .map { try FileLine(parsing: $0).record.message }
+        #expect(messages == ["serving", "drained"])
+        #expect(logger.pipeline.currentStatistics.dropped == 0)
+    }
+}
+
+/// A service that logs once it is told to shut down, as a server draining its connections does.
+private struct Draining: Service {
+    let logger: JustLog.Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        logger.info("drained")
+    }
 }

@@ -23,10 +23,17 @@
 /// ```
 ///
 /// A negative limit is 0, set in the initializer or later (review, helper-48: set later, a negative one trapped at
-/// the first log call).
+/// the first log call); a depth past ``deepestNesting`` is ``deepestNesting``.
 public struct CaptureLimits: Hashable, Sendable {
-    /// How many arrays and objects deep a `userInfo` value may nest. Default 32.
-    public var maximumDepth: Int { didSet { maximumDepth = max(0, maximumDepth) } }
+    /// The most ``maximumDepth`` may be: the journal reads back values nested at most 256 deep, and an event nested
+    /// deeper was lost there — at a full queue's spill, at recovery after a crash (review, helper-63).
+    public static let deepestNesting = 200
+
+    /// `depth` as ``maximumDepth`` takes it.
+    private static func depth(_ depth: Int) -> Int { min(max(0, depth), deepestNesting) }
+
+    /// How many arrays and objects deep a `userInfo` value may nest: 0 to ``deepestNesting``. Default 32.
+    public var maximumDepth: Int { didSet { maximumDepth = Self.depth(maximumDepth) } }
     /// Members of one object, the `userInfo` itself included. Default 1 000.
     public var maximumKeys: Int { didSet { maximumKeys = max(0, maximumKeys) } }
     /// Elements of one array or set. Default 1 000.
@@ -44,7 +51,7 @@ public struct CaptureLimits: Hashable, Sendable {
         maximumBytes: Int = 1 << 20,
         maximumMessageBytes: Int = 1 << 20
     ) {
-        self.maximumDepth = max(0, maximumDepth)
+        self.maximumDepth = Self.depth(maximumDepth)
         self.maximumKeys = max(0, maximumKeys)
         self.maximumElements = max(0, maximumElements)
         self.maximumBytes = max(0, maximumBytes)

@@ -72,6 +72,20 @@ public struct ValueCapture {
         return object
     }
 
+    /// Captures a `userInfo` already made of ``LogValue``s (a swift-log call's metadata): held to the same limits,
+    /// which it escaped before (review, helper-62: a 5 MiB metadata string was kept whole, and a tree nested past
+    /// the journal's reader's depth was lost at recovery).
+    public mutating func fields(
+        logValues userInfo: [String: LogValue],
+        at root: String = "userInfo"
+    ) -> [String: LogValue] {
+        let captured = capturingRoot(root) { capture in
+            capture.object(userInfo, depth: 0) { capture, value, depth in capture.logValue(value, depth: depth) }
+        }
+        guard case .object(let object) = captured else { return [:] }
+        return object
+    }
+
     /// Captures one value; `root` names it in ``truncations``.
     public mutating func value(_ value: Any, at root: String = "value") -> LogValue {
         capturingRoot(root) { capture in capture.capture(value, depth: 0) }
@@ -110,7 +124,11 @@ public struct ValueCapture {
         // The common types first: each failed cast of an `Any` costs tens of nanoseconds on the caller's thread.
         switch value {
         case let value as String: return string(value)
-        case let value as Int: return scalar(.int(Int64(value)))
+        case let int as Int:
+            // Only an `Int` is surely a number: an `NSNumber` boolean (a decoded JSON's, an `NSError`'s user info),
+            // held here or in an optional, casts to 1 or 0 (review, helper-63).
+            if type(of: value) != Int.self, let bool = Self.boolean(in: value) { return scalar(.bool(bool)) }
+            return scalar(.int(Int64(int)))
         case let value as Double: return scalar(Self.finite(value))
         case let value as Bool: return scalar(.bool(value))
         case let value as LogValue: return logValue(value, depth: depth)
@@ -229,11 +247,24 @@ public struct ValueCapture {
 
     /// An object as a Foundation collection stores it: its booleans are `NSNumber`s that would otherwise read as 1 and 0.
     private mutating func element(_ element: Any, depth: Int) -> LogValue {
-        if type(of: element) is AnyClass, let number = element as AnyObject as? NSNumber {
-            if number === NSNumber(value: true) { return scalar(.bool(true)) }
-            if number === NSNumber(value: false) { return scalar(.bool(false)) }
-        }
+        if type(of: element) is AnyClass, let bool = Self.boolean(element as AnyObject) { return scalar(.bool(bool)) }
         return capture(element, depth: depth)
+    }
+
+    /// The value of `value` — or of the value an optional holds — if it is one of `NSNumber`'s two booleans.
+    private static func boolean(in value: Any) -> Bool? {
+        if let optional = value as? any OptionalValue {
+            return optional.wrappedValue.flatMap { boolean(in: $0) }
+        }
+        return type(of: value) is AnyClass ? boolean(value as AnyObject) : nil
+    }
+
+    /// The value of `object` if it is one of `NSNumber`'s two booleans.
+    private static func boolean(_ object: AnyObject) -> Bool? {
+        guard let number = object as? NSNumber else { return nil }
+        if number === NSNumber(value: true) { return true }
+        if number === NSNumber(value: false) { return false }
+        return nil
     }
 
     /// An error as its description. An `NSError` is described here, not by Foundation, whose description

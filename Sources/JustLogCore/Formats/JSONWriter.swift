@@ -91,6 +91,8 @@ public enum JSONWriter {
             return
         }
         if double == double.rounded(.towardZero), abs(double) < 1e15 {
+            // -0.0 keeps its sign (an integer has none: review, helper-63).
+            if double.sign == .minus, double == 0 { out.byte(UInt8(ascii: "-")) }
             writeInteger(Int64(double), into: &out)
             out.byte(UInt8(ascii: "."))
             out.byte(UInt8(ascii: "0"))

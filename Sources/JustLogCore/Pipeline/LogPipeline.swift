@@ -283,6 +283,14 @@ public final class LogPipeline: Sendable {
     /// The pipeline's limits and timing.
     public var configuration: Configuration { queue.configuration }
 
+    /// Log calls capture with `privacy` and `limits` (those given) from now on (before the first ``reconfigure(_:)`` too, whose
+    /// held events were captured with the defaults: a `Sensitive` value logged in a debug build before `setup()`
+    /// reached the file in clear though `privacy` was `.redacted` — review, helper-62), until the next
+    /// ``reconfigure(_:)`` brings its own.
+    package func capture(privacy: PrivacyPolicy? = nil, limits: CaptureLimits? = nil) {
+        queue.capture(privacy: privacy, limits: limits)
+    }
+
     /// Whether the pipeline still holds events for its first ``reconfigure(_:)``.
     public var isAwaitingSetup: Bool { queue.isHolding }
 

@@ -171,6 +171,16 @@ final class PipelineQueue: @unchecked Sendable {
 
     var intake: LogPipeline.Intake { lock.withLock { currentIntake } }
 
+    /// Log calls capture with `privacy` and `limits` (those given) from now on — held ones for the first setup too —
+    /// until a reconfiguration brings its own.
+    func capture(privacy: PrivacyPolicy?, limits: CaptureLimits?) {
+        lock.withLock {
+            if let privacy { currentIntake.privacy = privacy }
+            if let limits { currentIntake.captureLimits = limits }
+            publishIntake()
+        }
+    }
+
     /// Publishes the intake to the log calls' gates (lock held).
     private func publishIntake() {
         levelGate.set(currentIntake.minimumLevel)
