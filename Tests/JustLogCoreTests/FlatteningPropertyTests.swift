@@ -189,3 +189,23 @@ func flatteningKeepsEveryLeafAndWritesValidJSON(batch: Int) throws {
         }
     }
 }
+
+/// A key that collides is renamed only after every key's owner has it: a caller's own `file_userInfo`, which collides
+/// with nothing, keeps its name, and the caller's `file` (which the metadata's `file` outranks) takes the next free
+/// one. It took the caller's `file_userInfo`, which was pushed to `file_userInfo_userInfo` (review, helper-63) — the
+/// same record's aggregated form and `KeyCollision` say otherwise.
+@Test func aRenamedKeyNeverTakesTheNameOfAKeyThatCollidedWithNothing() {
+    let record = LogRecord(
+        level: .info,
+        message: "m",
+        userInfo: ["file": "a", "file_userInfo": "b"],
+        metadata: ["file": "X.swift", "timestamp": "2016-12-24T12:31:38.475Z"],
+        timestamp: Fixtures.timestamp,
+        eventID: "id"
+    )
+    let members = Dictionary(uniqueKeysWithValues: FlattenedFormat.members(of: record).map { ($0.key, $0.value) })
+    #expect(members["file"] == "X.swift")
+    #expect(members["file_userInfo"] == "b")
+    #expect(members["file_userInfo_2"] == "a")
+    #expect(members["file_userInfo_userInfo"] == nil)
+}

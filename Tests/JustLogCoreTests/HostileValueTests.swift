@@ -415,4 +415,51 @@ private enum Limit {
         let text = try String(contentsOf: url, encoding: .utf8)
         #expect(text.contains(#""z":-0.0"#), "\(text)")
     }
+
+    /// An error's description, reason, suggestion or underlying error of another type than it names stays in its
+    /// `user_info`; it was dropped and said nowhere (review, helper-63).
+    @Test func anErrorsWellKnownKeysOfAnotherTypeAreKeptInItsUserInfo() {
+        let error = NSError(
+            domain: "d",
+            code: 1,
+            userInfo: [NSUnderlyingErrorKey: "disk full", NSLocalizedFailureReasonErrorKey: 42, "plain": "kept"]
+        )
+        let link = ErrorChain(error).links[0]
+        #expect(link.otherUserInfo[NSUnderlyingErrorKey] == "disk full")
+        #expect(link.otherUserInfo[NSLocalizedFailureReasonErrorKey] == .int(42))
+        #expect(link.otherUserInfo["plain"] == "kept")
+        #expect(link.failureReason == nil)
+    }
+
+    /// A `Float` is written as its own shortest text (`0.1`), not as the `Double` it widens to
+    /// (`0.10000000149011612`: review, helper-63), captured or typed.
+    @Test func aFloatIsWrittenAsItsOwnShortestText() {
+        #expect(LogValue.fields(["f": Float(0.1), "g": Float(1.1)]) == ["f": .double(0.1), "g": .double(1.1)])
+        #expect(LogValue(Float(0.1)) == .double(0.1))
+        #expect(LogValue(Float.infinity) == .double(.infinity))
+        #expect(LogValue(0.1 as Double) == .double(0.1))
+    }
+
+    /// A high surrogate escape followed by an escape that is not its partner: the surrogate alone is replaced and the
+    /// next character kept (it was eaten: review, helper-63). Only text JustLog did not write has one.
+    @Test func anUnpairedHighSurrogateEscapeKeepsTheEscapeAfterIt() throws {
+        #expect(try JSONReader.parse(#""\uD83D\u0041""#) == .string("\u{FFFD}A"))
+        #expect(try JSONReader.parse(#""\uD83D\uDE00""#) == .string("\u{1F600}"))
+        #expect(try JSONReader.parse(#""\uD83Dx""#) == .string("\u{FFFD}x"))
+    }
+
+    /// Keys of other types that print the same text — `1` and `"1"` — are all kept, the same way in every run: the
+    /// last one written won, and which one changed with the dictionary's hash order (review, helper-63).
+    @Test func keysThatPrintTheSameAreAllKeptTheSameWayInEveryRun() {
+        let mixed: [AnyHashable: Any] = [1: "int", "1": "string", "1_2": "taken", true: "bool"]
+        let expected: LogValue = ["1": "int", "1_2": "taken", "1_3": "string", "true": "bool"]
+        #expect(LogValue.fields(["mixed": mixed])["mixed"] == expected)
+        let foundation = NSDictionary(dictionary: [NSNumber(value: 7): "number", "7": "string"])
+        guard case .object(let members)? = LogValue.fields(["ns": foundation])["ns"] else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(Set(members.keys) == ["7", "7_2"])
+        #expect(Set(members.values) == ["number", "string"])
+    }
 }

@@ -85,12 +85,13 @@ public struct ErrorChain: Sendable {
             userInfo[NSLocalizedRecoverySuggestionErrorKey] as? String
             ?? (error as? any LocalizedError)?.recoverySuggestion
         var underlying = userInfo[NSUnderlyingErrorKey] as? any Error
-        for key in [
-            NSLocalizedDescriptionKey, NSLocalizedFailureReasonErrorKey, NSLocalizedRecoverySuggestionErrorKey,
-            NSUnderlyingErrorKey,
-        ] {
+        // Each is taken out of the user info only when it was read as what it names (a string, an error): a value of
+        // another type stays there (it was dropped, said nowhere: review, helper-63).
+        for key in [NSLocalizedDescriptionKey, NSLocalizedFailureReasonErrorKey, NSLocalizedRecoverySuggestionErrorKey]
+        where userInfo[key] is String {
             userInfo[key] = nil
         }
+        if userInfo[NSUnderlyingErrorKey] is any Error { userInfo[NSUnderlyingErrorKey] = nil }
         if underlying == nil, !(type(of: error) is NSError.Type) {
             // A stored property that is itself an error is the cause — unless it is this error's own bridged
             // form (URLError and CocoaError keep their NSError in `_nsError`): same domain and code.

@@ -52,7 +52,16 @@ extension LogValue {
 
     /// A floating-point value, as `userInfo` captures it: `.double` (NaN and ±infinity are written as text).
     public init(_ value: some BinaryFloatingPoint) {
-        self = .double(Double(value))
+        self = .double(Self.double(value))
+    }
+
+    /// `value` as a `Double`; a narrower type's by its shortest decimal text, so that `Float(0.1)` is written `0.1`,
+    /// not `0.10000000149011612` (review, helper-63).
+    static func double(_ value: some BinaryFloatingPoint) -> Double {
+        guard type(of: value).significandBitCount < Double.significandBitCount, value.isFinite else {
+            return Double(value)
+        }
+        return Double("\(value)") ?? Double(value)
     }
 }
 

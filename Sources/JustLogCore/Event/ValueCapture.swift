@@ -144,7 +144,7 @@ public struct ValueCapture {
         case let value as UInt16: return scalar(.uint(UInt64(value)))
         case let value as UInt32: return scalar(.uint(UInt64(value)))
         case let value as UInt64: return scalar(.uint(value))
-        case let value as Float: return scalar(Self.finite(Double(value)))
+        case let value as Float: return scalar(Self.finite(LogValue.double(value)))
         case let value as Date: return string(Self.rfc3339(value))
         case let value as Data: return data(value)
         case let value as URL: return string(value.absoluteString)
@@ -174,7 +174,10 @@ public struct ValueCapture {
             }
         case let value as [AnyHashable: Any]:
             return nested(value, depth: depth) { capture, depth in
-                capture.object(value.map { (key: Self.describe($0.key.base), value: $0.value) }, depth: depth) {
+                let members = value.map {
+                    (key: Self.describe($0.key.base), value: $0.value, original: $0.key.base)
+                }
+                return capture.object(Self.distinctKeys(members), depth: depth) {
                     capture,
                     value,
                     depth in
@@ -237,8 +240,10 @@ public struct ValueCapture {
                     capture.element(element, depth: depth)
                 }
             case .dictionary:
-                let members = container.members().map { (key: Self.describe($0.key), value: $0.value) }
-                return capture.object(members, depth: depth) { capture, element, depth in
+                let members = container.members().map {
+                    (key: Self.describe($0.key), value: $0.value, original: $0.key)
+                }
+                return capture.object(Self.distinctKeys(members), depth: depth) { capture, element, depth in
                     capture.element(element, depth: depth)
                 }
             }
@@ -570,6 +575,33 @@ public struct ValueCapture {
 
     /// A readable string for anything that is not captured as a structure; collections and errors are named
     /// rather than described (their descriptions do not stop at cycles).
+    /// The members of a dictionary whose keys were made text, each under a key of its own: keys of other types that
+    /// print the same — `1` and `"1"` — are all kept, the first in order of its key's type name under the text, the
+    /// others under `<text>_2`, `<text>_3`, … (names not taken). Before, the last one written won, and which one that
+    /// was changed from run to run with the dictionary's hash order (review, helper-63).
+    static func distinctKeys<Value>(
+        _ members: [(key: String, value: Value, original: Any)]
+    ) -> [(key: String, value: Value)] {
+        var seen = Set<String>(minimumCapacity: members.count)
+        guard members.contains(where: { !seen.insert($0.key).inserted }) else {
+            return members.map { (key: $0.key, value: $0.value) }
+        }
+        var taken = Set(members.map(\.key))
+        var previous: String?
+        func typeName(_ key: Any) -> String { "\(type(of: key))" }
+        return members.sorted { ($0.key, typeName($0.original)) < ($1.key, typeName($1.original)) }.map { member in
+            guard member.key == previous else {
+                previous = member.key
+                return (key: member.key, value: member.value)
+            }
+            var number = 2
+            while taken.contains("\(member.key)_\(number)") { number += 1 }
+            let renamed = "\(member.key)_\(number)"
+            taken.insert(renamed)
+            return (key: renamed, value: member.value)
+        }
+    }
+
     static func describe(_ value: Any) -> String {
         if let string = value as? String { return string }
         if type(of: value) is AnyClass {

@@ -67,16 +67,23 @@ public enum FlattenedFormat {
         if !collides {
             return ranked.map { ($0.element.key, $0.element.value) }
         }
-        // Collisions (rare): the first owner keeps the key, in precedence order; later ones are renamed.
+        // Collisions (rare): the first owner keeps the key, in precedence order; later ones are renamed — once every
+        // key's owner has it: a renamed one took a caller's own key that collided with nothing (`file` from userInfo
+        // became `file_userInfo`, and the caller's `file_userInfo` was pushed to `file_userInfo_userInfo`: review,
+        // helper-63).
         var result: [String: LogValue] = [:]
         result.reserveCapacity(candidates.count)
+        var renamed: [(key: String, value: LogValue, suffix: String)] = []
         for candidate in candidates {
             if result[candidate.key] == nil {
                 result[candidate.key] = candidate.value
             } else {
-                result[KeyCollision.freeKey(for: candidate.key, suffix: candidate.suffix) { result[$0] != nil }] =
-                    candidate.value
+                renamed.append(candidate)
             }
+        }
+        for candidate in renamed {
+            result[KeyCollision.freeKey(for: candidate.key, suffix: candidate.suffix) { result[$0] != nil }] =
+                candidate.value
         }
         return result.sorted { UTF8Order.precedes($0.key, $1.key) }
     }

@@ -146,9 +146,14 @@ public enum JSONReader {
                             bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
                         {
                             index += 2
+                            let start = index
                             let low = try hex4()
                             if (0xDC00..<0xE000).contains(low) {
                                 scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                            } else {
+                                // Not its partner: the high surrogate alone is replaced, the escape after it read
+                                // on its own (it was eaten: review, helper-63).
+                                index = start - 2
                             }
                         }
                         let character = Unicode.Scalar(scalar) ?? "\u{FFFD}"
