@@ -263,6 +263,13 @@ final class DestinationSwitches: Sendable {
     let console = DestinationSwitch()
     let file = DestinationSwitch()
     let logstash = DestinationSwitch()
+
+    /// Notes which destinations `configuration`, now running, has.
+    func built(_ configuration: Logger.Configuration) {
+        console.builtAtSetup.withLock { $0 = configuration.console != nil }
+        file.builtAtSetup.withLock { $0 = configuration.file != nil }
+        logstash.builtAtSetup.withLock { $0 = configuration.logstash != nil }
+    }
 }
 
 /// One destination's on/off switch. A change applies to events logged after it, not to events already

@@ -47,13 +47,25 @@ public final class Logger: @unchecked Sendable {
     private let settings = LockedValue(Settings())
     let switches = DestinationSwitches()
 
+    /// Whether the logger was made from a ``Configuration``: ``setup()``, which applies the property-style settings,
+    /// changes nothing on it.
+    private let madeFromConfiguration: Bool
+
     /// A logger set up with the property-style settings and ``setup()``; until then it keeps what is logged.
     public init() {
+        madeFromConfiguration = false
         structured = StructuredLogger(pipeline: LogPipeline(holdingUpTo: Self.pendingCapacity))
     }
 
     /// A logger running now with `configuration`.
     public init(configuration: Configuration) {
+        settings.withLock {
+            $0.diagnostics = configuration.diagnostics
+            $0.privacy = configuration.privacy
+            $0.captureLimits = configuration.captureLimits
+        }
+        switches.built(configuration)
+        madeFromConfiguration = true
         structured = StructuredLogger(
             pipeline: LogPipeline(
                 setup: Self.setup(configuration, switches: switches),
@@ -301,8 +313,17 @@ public final class Logger: @unchecked Sendable {
     /// standard error, never thrown. A previous destination that blocks in its final flush or its `shutdown` (one
     /// of your own) is waited for ``reconfigurationWait`` without progress, not for ever: the new destinations are
     /// then set up all the same and take over, in log order, once it lets go; a further `setup()` meanwhile waits
-    /// as long and then changes nothing. Both are said on standard error.
+    /// as long and then changes nothing. Both are said on standard error. On a logger made from a ``Configuration``
+    /// it changes nothing (and says so): its settings are that configuration.
     public func setup() {
+        // Its settings are its configuration, which the property-style settings don't hold: a `setup()` replaced its
+        // destinations, journal and sanitizer with the defaults (review, helper-62).
+        guard !madeFromConfiguration else {
+            read(\.diagnostics).report(
+                "setup() applies the property-style settings, which a Logger made from a Configuration does not use: nothing changed"
+            )
+            return
+        }
         // The settings are read once this setup's turn has come: of two `setup()` calls at once, the later to run
         // reads (and installs) the newer settings.
         var read: Configuration?
@@ -317,9 +338,10 @@ public final class Logger: @unchecked Sendable {
         )
         let configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
         if case .installed = outcome {
-            switches.console.builtAtSetup.withLock { $0 = configuration.console != nil }
-            switches.file.builtAtSetup.withLock { $0 = configuration.file != nil }
-            switches.logstash.builtAtSetup.withLock { $0 = configuration.logstash != nil }
+            switches.built(configuration)
+            // A `privacy` or `captureLimits` set while this setup waited for the old destinations was published, then
+            // overwritten by the intake built from the settings read before (review, helper-64): published again.
+            settings.withLock { pipeline.capture(privacy: $0.privacy, limits: $0.captureLimits) }
         }
         switch outcome {
         case .refused(let failure):

@@ -67,18 +67,19 @@ public struct JustLogLogHandler: LogHandler {
         merge(metadata)
         if let provided = metadataProvider?.get() { merge(provided) }
         if let call = event.metadata { merge(call) }
+        // Within the pipeline's capture limits, as a facade call's userInfo (see `ValueCapture`).
+        var capture = ValueCapture(limits: intake.captureLimits, privacy: intake.privacy)
+        var captured = userInfo.isEmpty ? userInfo : capture.fields(logValues: userInfo)
         if event.level == .notice || event.level == .critical {
-            // A metadata key of the same name is kept, renamed (`swift_log_level_userInfo`), as in every record.
+            // After the limits, which could cut it (review, helper-64). A metadata key of the same name is kept,
+            // renamed (`swift_log_level_userInfo`), as in every record.
             KeyCollision.insert(
                 "swift_log_level",
                 .string(event.level.rawValue),
-                into: &userInfo,
+                into: &captured,
                 displacedSuffix: "userInfo"
             )
         }
-        // Within the pipeline's capture limits, as a facade call's userInfo (see `ValueCapture`).
-        var capture = ValueCapture(limits: intake.captureLimits, privacy: intake.privacy)
-        let captured = userInfo.isEmpty ? userInfo : capture.fields(logValues: userInfo)
         pipeline.submit(
             JustLogCore.LogEvent(
                 level: level,

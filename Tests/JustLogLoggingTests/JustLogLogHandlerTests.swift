@@ -76,6 +76,17 @@ import Testing
         )
     }
 
+    /// `swift_log_level` is added after the capture limits, which could cut it (review, helper-64).
+    @Test func swiftLogLevelIsKeptWhateverTheLimitsCut() throws {
+        let capture = CapturingDestination()
+        let pipeline = LogPipeline(setup: .init(routes: [.init(capture)], captureLimits: CaptureLimits(maximumKeys: 2)))
+        let log = Logging.Logger(label: "level") { JustLogLogHandler(label: $0, pipeline: pipeline, logLevel: .trace) }
+        log.notice("x", metadata: ["a": "1", "b": "2", "c": "3"])
+        #expect(pipeline.flush(timeout: 60) == nil)
+        let record = try #require(capture.records.first)
+        #expect(record.userInfo["swift_log_level"] == "notice", "\(record.userInfo)")
+    }
+
     /// A metadata key `swift_log_level` is kept, renamed, as any key a record's own field takes: it was overwritten.
     @Test func aMetadataKeyNamedSwiftLogLevelIsKeptRenamed() throws {
         let capture = CapturingDestination()

@@ -180,6 +180,61 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         logger.shutdown()
     }
 
+    /// A `privacy` set while a `setup()` waits for the old destinations holds after it: the setup installed what it
+    /// had read before, and calls were captured with the old policy, `privacy` reading the new (review, helper-64).
+    @Test func privacySetWhileASetupWaitsHoldsAfterIt() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let logger = Logger()
+        logger.baseUrlForFileLogging = folder.url
+        logger.logFilename = "race.log"
+        logger.enableConsoleLogging = false
+        logger.privacy = .revealed
+        let blocking = BlockingDestination()
+        logger.additionalDestinations = [.init(blocking)]
+        logger.setup()
+        logger.info("blocks the pipeline's thread")
+        let second = Task.detached { logger.setup() }
+        // The setup reads the settings, then waits for the old destinations, stuck in a write.
+        try await Task.sleep(for: .milliseconds(300))
+        logger.privacy = .redacted
+        blocking.release()
+        await second.value
+        logger.info("after", userInfo: ["email": Sensitive("ann@example.com")])
+        #expect(await logger.pipeline.flush(timeout: 10) == nil)
+        let records = try String(contentsOf: folder.appending("race.log"), encoding: .utf8)
+            .split(separator: "\n").map { try FileLine(parsing: $0).record }
+        #expect(records.last?.message == "after")
+        #expect(records.last?.userInfo["email"] == "<private>", "\(records.last?.userInfo ?? [:])")
+        await logger.shutdown()
+    }
+
+    /// A logger made from a `Configuration` keeps it through a `setup()` (which applies the property-style settings
+    /// it does not use: it replaced the configuration with the defaults — review, helper-62), and its switches say
+    /// when they can't start a destination its configuration left out, on its configuration's diagnostics.
+    @Test func aLoggerMadeFromAConfigurationKeepsItThroughSetupAndSaysWhatItCannotStart() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let diagnostics = LockedValue<[String]>([])
+        let logger = Logger(
+            configuration: .init(
+                console: nil,
+                file: .init(url: folder.appending("configured.log")),
+                diagnostics: DiagnosticSink { line in diagnostics.withLock { $0.append(line) } }
+            )
+        )
+        logger.setup()
+        logger.info("still configured")
+        logger.enableConsoleLogging = true
+        #expect(logger.pipeline.flush(timeout: 10) == nil)
+        let messages = try String(contentsOf: folder.appending("configured.log"), encoding: .utf8)
+            .split(separator: "\n").map { try FileLine(parsing: $0).record.message }
+        #expect(messages == ["still configured"])
+        #expect(diagnostics.current.contains { $0.contains("setup() applies the property-style settings") })
+        #expect(diagnostics.current.contains { $0.contains("enableConsoleLogging = true") }, "\(diagnostics.current)")
+        logger.shutdown()
+    }
+
     @Test func forceSendBeforeSetupSaysWhy() {
         let logger = Logger()
         logger.info("waiting")

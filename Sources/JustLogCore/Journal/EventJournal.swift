@@ -188,10 +188,12 @@ public final class EventJournal: Sendable {
         }
     }
 
-    /// Says once that events can't be journaled, and why.
+    /// Says once that events can't be journaled, and why — once for records too large for it, under a file-size
+    /// limit (see `SpoolStorage.newSegmentCapacity`), and once for the journal failing (a full disk): the first must
+    /// not hide the second (review, helper-64).
     private func reportAppendFailure(_ error: any Error) {
         diagnostics.reportOnce(
-            key: appendFailureKey,
+            key: (error as? JustLogError)?.code == .recordTooLarge ? appendFailureKey + ".size" : appendFailureKey,
             "can't journal an event in \(configuration.directory) (\(error)); it is still written, but would be lost if the program were killed first"
         )
     }

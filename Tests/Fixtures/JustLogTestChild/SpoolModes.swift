@@ -3,9 +3,10 @@
 //   JustLogTestChild spool-missing-folder FOLDER PORT COUNT   the documented setup with file logging off and a
 //       log folder (FOLDER) that does not exist: logs COUNT events "spool-<i>" to Logstash (plain TCP,
 //       127.0.0.1:PORT), forceSends, prints "forceSend: ok" or "forceSend: <error>", exits 0
-//   JustLogTestChild spool-file-size-limit FOLDER PORT COUNT [LIMIT]  the same under a file-size limit of LIMIT
-//       bytes (default 1 MiB, below the spool's 4 MiB segments): prints the first forceSend's result, then raises the
-//       limit again and prints "after raising the limit: ok" once a forceSend succeeds (or the last error), exits 0
+//   JustLogTestChild spool-file-size-limit FOLDER PORT COUNT [LIMIT [LARGE]]  the same under a file-size limit of
+//       LIMIT bytes (default 1 MiB, below the spool's 4 MiB segments), after an event of LARGE bytes if given: prints
+//       the first forceSend's result, then raises the limit again and prints "after raising the limit: ok" once a
+//       forceSend succeeds (or the last error), exits 0
 //   JustLogTestChild spool-reuse-kill FOLDER COUNT  a bare spool whose segments are reused while it is appended to
 //       and acknowledged, to be killed (see spoolReuseKill)
 //   JustLogTestChild spool-append FOLDER COUNT  opens a bare spool of 64 KiB segments in FOLDER and appends COUNT
@@ -26,10 +27,12 @@ import JustLogCore
 import Glibc
 #endif
 
-/// Sets up `Logger.shared` for Logstash only (plain TCP to 127.0.0.1:`port`), logs `count` events.
-private func logToLogstash(port: String, count: String) {
+/// Sets up `Logger.shared` for Logstash only (plain TCP to 127.0.0.1:`port`), logs `count` events — after one of
+/// `largeFirst` bytes ("large" and its padding), if given.
+private func logToLogstash(port: String, count: String, largeFirst: Int? = nil) {
     let logger = Logger.shared
     setUpLogstashOnly(logger, port: port)
+    if let largeFirst { logger.info("large " + String(repeating: "x", count: largeFirst)) }
     for index in 0..<(Int(count) ?? 0) {
         logger.info("spool-\(index)")
     }
@@ -53,7 +56,11 @@ func spoolFileSizeLimit(_ arguments: [String]) {
     var original = rlimit()
     getrlimit(Int32(RLIMIT_FSIZE.rawValue), &original)
     limitFileSize(to: arguments.count > 5 ? rlim_t(arguments[5]) ?? 1 << 20 : 1 << 20)
-    logToLogstash(port: arguments[3], count: arguments.count > 4 ? arguments[4] : "0")
+    logToLogstash(
+        port: arguments[3],
+        count: arguments.count > 4 ? arguments[4] : "0",
+        largeFirst: arguments.count > 6 ? Int(arguments[6]) : nil
+    )
     say("forceSend: \(forceSendResult())")
     // The soft limit may be raised back up to the hard one by any user.
     var restored = original
@@ -124,8 +131,8 @@ func spoolAppend(_ arguments: [String]) {
 }
 
 /// `spool-limited-segments FOLDER -`: under a 128 KiB file-size limit, a bare spool of 4 MiB segments and 1 MiB records
-/// in FOLDER takes "small 0", a 200 KiB record, "small 1", and enough 1 KiB records to start a second segment, each
-/// line printed: "appended <what>" or "refused <what> (<code>): <error>"; then exits 0 (1 if the spool can't be opened).
+/// in FOLDER prints "geometry <segment bytes> <most segments>", then takes "small 0", a 200 KiB record, "small 1", and
+/// enough 1 KiB records to start a second segment, each line printed: "appended <what>" or "refused <what> (<code>): <error>"; then exits 0 (1 if the spool can't be opened).
 func spoolLimitedSegments(_ arguments: [String]) {
     limitFileSize(to: 128 << 10)
     let configuration = Spool.Configuration(directory: arguments[2], segmentBytes: 4 << 20, maxRecordBytes: 1 << 20)
@@ -136,6 +143,8 @@ func spoolLimitedSegments(_ arguments: [String]) {
         FileHandle.standardError.write(Data("can't open the spool: \(error)\n".utf8))
         exit(1)
     }
+    let geometry = spool.segmentGeometry
+    say("geometry \(geometry.segmentBytes) \(geometry.maxSegments)")
     let large = [UInt8](repeating: UInt8(ascii: "L"), count: 200 << 10)
     let filler = String(repeating: "f", count: 1000)
     let records =
