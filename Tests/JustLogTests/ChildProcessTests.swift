@@ -167,6 +167,30 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
         )
     }
 
+    /// A program that exits from `forceSend`'s completion (a command-line tool done with its work): the completion
+    /// ran on the thread that finished the flush — the Logstash client's event loop, or the pipeline's own thread —
+    /// where the exit handler's flush could not finish (it needs that loop: the exit waited its whole patience, here
+    /// an hour) or refused to wait ("called on a log pipeline's own thread", a false alarm). It runs on a thread of its
+    /// own now (review, helper-62).
+    @Test(arguments: ["file", "file+logstash"])
+    func aProgramThatExitsFromForceSendsCompletionExitsAtOnceLosingNothing(variant: String) async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let collector = try await MessageCollector()
+        let child = try ChildProcess(arguments: ["exit-in-forcesend", folder.path, variant, "\(collector.port)"])
+        let status = await child.waitForExit(timeout: .seconds(120))
+        #expect(status == 0, "exit status \(String(describing: status)); stderr: \(child.errorOutput)")
+        #expect(!child.errorOutput.contains("own thread"), "stderr: \(child.errorOutput)")
+        #expect(!child.errorOutput.contains("made no progress"), "stderr: \(child.errorOutput)")
+        let lines = try String(contentsOf: folder.appending("child.log"), encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 100)
+        if variant == "file+logstash" {
+            let expected = (0..<100).map { "child event \($0)" }
+            #expect(await collector.waitFor(expected), "\(Set(expected).subtracting(collector.received).count) missing")
+        }
+        await collector.stop()
+    }
+
     /// Review (helper-39): a destination whose flush failed with a `.shutdown` error (a Logstash destination whose
     /// client is not running) was taken for a stopped pipeline at exit: the exit handler waited its whole patience
     /// for a worker that was idle, then said the destinations made no progress.

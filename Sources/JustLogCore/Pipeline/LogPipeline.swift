@@ -472,8 +472,13 @@ public final class LogPipeline: Sendable {
 
     /// Calls `completion` once every event submitted before this call has been written and every destination
     /// has flushed; with an error if a destination could not (the first such error).
+    ///
+    /// `completion` runs on a Dispatch thread, never on the thread that finished the flush — the pipeline's own, or a
+    /// destination's (the Logstash client's event loop): a program that exits there (`forceSend { _ in exit(0) }`)
+    /// had its exit flush wait for that very thread, for its whole patience, or refuse to wait on the pipeline's
+    /// own thread and say so (review, helper-62).
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        queue.flush(completion: completion)
+        queue.flush { error in DispatchQueue.global().async { completion(error) } }
     }
 
     /// Flushes and waits at most `timeout` seconds; returns the error, or a timeout error (or

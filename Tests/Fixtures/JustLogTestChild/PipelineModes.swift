@@ -201,6 +201,25 @@ func exitFromDestination() -> Never {
 
 nonisolated(unsafe) var exitingLogger: StructuredLogger?
 
+/// `exit-in-forcesend FOLDER VARIANT PORT`: `Logger.shared` with its file — and, for the variant `file+logstash`,
+/// Logstash on 127.0.0.1:PORT (plain TCP) — and an exit patience of an hour; logs "child event <i>" 100 times, then
+/// exits with status 0 from `forceSend`'s completion, as a command-line tool does when its work is done.
+func exitInForceSend(_ logger: JustLog.Logger, variant: String, port: String) -> Never {
+    logger.pipelineConfiguration.exitFlushTimeout = 3_600
+    if variant == "file+logstash" {
+        logger.logstashHost = "127.0.0.1"
+        logger.logstashPort = UInt16(port) ?? 0
+        logger.logstashUseTLS = false
+    }
+    logger.setup()
+    for index in 0..<100 { logger.info("child event \(index)") }
+    logger.forceSend { error in
+        if let error { FileHandle.standardError.write(Data("forceSend: \(error)\n".utf8)) }
+        exit(0)
+    }
+    while true { Thread.sleep(forTimeInterval: 3_600) }
+}
+
 /// Calls `exit(3)` on its first write.
 final class ExitingDestination: LogDestination {
     func write(_ batch: LogBatch) { exit(3) }

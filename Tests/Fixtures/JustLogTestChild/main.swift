@@ -100,6 +100,9 @@ case "full-queue-stopped":
 case "exit-from-destination":
     exitFromDestination()
 
+case "exit-in-forcesend":
+    exitInForceSend(logger, variant: arguments[3], port: arguments.count > 4 ? arguments[4] : "0")
+
 case "exit-flush-error":
     exitWithAFlushError()
 
