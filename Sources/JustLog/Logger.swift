@@ -294,7 +294,9 @@ public final class Logger: @unchecked Sendable {
         destinationSwitch.set(isOn, pipeline: pipeline)
         guard isOn, destinationSwitch.builtAtSetup.current == false else { return }
         read(\.diagnostics).report(
-            "\(name) = true: there is no \(destination) destination — setup() ran without one; call setup() again to start it"
+            madeFromConfiguration
+                ? "\(name) = true: there is no \(destination) destination — this logger's Configuration has none"
+                : "\(name) = true: there is no \(destination) destination — setup() ran without one; call setup() again to start it"
         )
     }
 
@@ -334,7 +336,16 @@ public final class Logger: @unchecked Sendable {
                 // Your own destinations stay open while they stay in the settings (given once, not made anew).
                 return configuration.extraDestinations.map(\.destination)
             },
-            { Self.setup(read ?? settings.withLock { $0.configuration(switches: switches) }, switches: switches) }
+            {
+                var configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
+                // Read again now, after the wait for the old destinations: set meanwhile, they are this setup's — the
+                // intake is installed with them (review, helper-65).
+                settings.withLock {
+                    configuration.privacy = $0.privacy
+                    configuration.captureLimits = $0.captureLimits
+                }
+                return Self.setup(configuration, switches: switches)
+            }
         )
         let configuration = read ?? settings.withLock { $0.configuration(switches: switches) }
         if case .installed = outcome {

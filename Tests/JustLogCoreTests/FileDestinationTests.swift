@@ -52,6 +52,38 @@ private let ifThereIsADevFull = ConditionTrait.enabled(
         }
     }
 
+    /// A file left with a torn last line (a program killed mid-write) and rotated away by logrotate between the open
+    /// and the journal's recovery (both at boot): the torn line's cut measured the new, empty file and truncated the
+    /// open, rotated one to nothing (review, helper-66). It is left as it is; the new file is written.
+    @Test func aTornFileRotatedAwayBeforeRecoveryIsNotCutToTheNewFilesLength() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let url = folder.appending("app.log")
+        let file = try FileDestination(configuration: .init(url: url))
+        file.write(LogBatch(records: records(3)))
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("2016-12-24 12:31:38.475 torn".utf8))
+        try handle.close()
+        file.shutdown()
+
+        let reopened = try FileDestination(configuration: .init(url: url))
+        let rotated = folder.appending("app.log.1")
+        #expect(rename(url.path, rotated.path) == 0)
+        #expect(FileManager.default.createFile(atPath: url.path, contents: nil))
+        let before = try Data(contentsOf: rotated)
+        _ = reopened.journalRecovery()
+        #expect(try Data(contentsOf: rotated) == before, "the rotated file is left as it was")
+        // The next line goes to the open file or, once the writer notices the rotation, to the new one: either way
+        // on a line of its own, after everything the rotated file held.
+        reopened.write(LogBatch(records: records(1, from: 3)))
+        reopened.shutdown()
+        let rotatedText = try String(contentsOf: rotated, encoding: .utf8)
+        #expect(rotatedText.hasPrefix(String(decoding: before, as: UTF8.self)))
+        let lines = (rotatedText + (try String(contentsOf: url, encoding: .utf8))).split(separator: "\n")
+        #expect(lines.compactMap { try? FileLine(parsing: $0).record.message } == (0...3).map { "event \($0) " })
+    }
+
     @Test func rotatesAtSizeLimitKeepsRetentionAndLosesNothingAcrossRotation() throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }

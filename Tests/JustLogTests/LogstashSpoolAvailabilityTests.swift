@@ -272,14 +272,12 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         await collector.stop()
     }
 
-    /// Under a file-size limit below the smallest segment a limit makes (64 KiB), no segment can start: the events
-    /// wait in memory, said, and go once the limit is raised.
     @Test func spoolPastAFileSizeLimitFailsClearlyThenDelivers() async throws {
         let collector = try await MessageCollector()
         let folder = try TemporaryDirectory(prefix: "spool-fsize")
         chmod(folder.path, 0o777)  // the unprivileged child writes its spool here
         let child = try ChildProcess(
-            arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300", "\(32 << 10)"],
+            arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300"],
             unprivileged: true
         )
         let status = await child.waitForExit(timeout: .seconds(120))
@@ -295,101 +293,6 @@ private func withTmpfs(size: String, at path: String, _ body: () async throws ->
         #expect(
             await collector.waitFor(expected),
             "\(Set(expected).subtracting(collector.received).count) of 300 events missing"
-        )
-        await collector.stop()
-    }
-
-    /// Under a file-size limit below the spool's 4 MiB segments (here 1 MiB), the spool starts segments of the
-    /// limit's size and works: the events are on disk at once (crash-safe) and delivered. Before, no segment could
-    /// start for the whole run: the events waited in memory, lost with the program if it was killed (review,
-    /// helper-52).
-    @Test func aSpoolUnderAFileSizeLimitBelowItsSegmentsMakesThemSmallerAndDelivers() async throws {
-        let collector = try await MessageCollector()
-        let folder = try TemporaryDirectory(prefix: "spool-fsize-small")
-        chmod(folder.path, 0o777)  // the unprivileged child writes its spool here
-        let child = try ChildProcess(
-            arguments: ["spool-file-size-limit", folder.path, "\(collector.port)", "300", "\(1 << 20)"],
-            unprivileged: true
-        )
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(String(describing: status)): \(child.errorOutput)")
-        #expect(child.outputLines.first == "forceSend: ok", "\(child.outputLines) \(child.errorOutput)")
-        #expect(
-            child.errorOutput.contains("file-size limit (ulimit -f) is 1048576 bytes")
-                && child.errorOutput.contains("segments in"),
-            "the smaller segments are said: \(child.errorOutput)"
-        )
-        let expected = (0..<300).map { "spool-\($0)" }
-        #expect(
-            await collector.waitFor(expected),
-            "\(Set(expected).subtracting(collector.received).count) of 300 events missing"
-        )
-        await collector.stop()
-    }
-
-    /// Segments made the size of a file-size limit can't hold the largest records: such a record is refused alone, as
-    /// too large, with the reason; the records before and after it are spooled, in segments no larger than the limit,
-    /// and read back in order.
-    @Test func aRecordLargerThanASegmentAFileSizeLimitKeepsSmallIsRefusedAlone() async throws {
-        let folder = try TemporaryDirectory(prefix: "spool-limited-segments")
-        let directory = folder.file("spool")
-        let child = try ChildProcess(arguments: ["spool-limited-segments", directory, "-"])
-        #expect(await child.waitForExit(timeout: .seconds(120)) == 0, "stderr: \(child.errorOutput)")
-        // Segments of the limit's size, as many as the 64 MiB cap holds (not the 16 of 4 MiB: review, helper-64).
-        #expect(child.outputLines.first == "geometry \(128 << 10) \((64 << 20) / (128 << 10))")
-        let lines = Array(child.outputLines.dropFirst())
-        let fillers = (0..<200).map { "appended filler \($0)" }
-        #expect(Array(lines.prefix(1)) == ["appended small 0"], "\(lines)")
-        #expect(
-            lines.count > 1 && lines[1].hasPrefix("refused large (recordTooLarge):")
-                && lines[1].contains("does not fit a 131072-byte segment"),
-            "\(lines.dropFirst().first ?? "")"
-        )
-        #expect(Array(lines.dropFirst(2)) == ["appended small 1"] + fillers, "\(lines.suffix(3))")
-        let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }
-        #expect(segments.count >= 2, "the 1 KiB records started a second segment: \(segments)")
-        for segment in segments {
-            let size = try #require(
-                try FileManager.default.attributesOfItem(atPath: directory + "/" + segment)[.size] as? Int
-            )
-            #expect(size <= 128 << 10, "\(segment) holds \(size) bytes")
-        }
-        let spool = try Spool(
-            configuration: .init(directory: directory, segmentBytes: 4 << 20, maxRecordBytes: 1 << 20)
-        )
-        defer { spool.close() }
-        let batch = spool.read(from: spool.cursor, maxBytes: 4 << 20, maxRecords: 1000)
-        let records = batch.bytes.split(separator: UInt8(ascii: "\n")).map {
-            String(decoding: $0.prefix(9), as: UTF8.self)
-        }
-        #expect(records.count == 202)
-        #expect(Array(records.prefix(3)) == ["small 0", "small 1", "filler 0 "])
-    }
-
-    /// The Logstash destination under a 256 KiB file-size limit, given a 300 KiB event first: the event is dropped
-    /// alone (counted, said), and every later one is spooled and delivered. Refused as the spool being unavailable,
-    /// it held every later event in memory behind it for the rest of the run (review, helper-64: 0 of 300 delivered).
-    @Test func anEventLargerThanASegmentALimitKeepsSmallIsDroppedAloneAndTheOthersDelivered() async throws {
-        let collector = try await MessageCollector()
-        let folder = try TemporaryDirectory(prefix: "spool-fsize-large")
-        chmod(folder.path, 0o777)  // the unprivileged child writes its spool here
-        let child = try ChildProcess(
-            arguments: [
-                "spool-file-size-limit", folder.path, "\(collector.port)", "300", "\(256 << 10)", "\(300 << 10)",
-            ],
-            unprivileged: true
-        )
-        let status = await child.waitForExit(timeout: .seconds(120))
-        #expect(status == 0, "exit status \(String(describing: status)): \(child.errorOutput)")
-        let expected = (0..<300).map { "spool-\($0)" }
-        #expect(
-            await collector.waitFor(expected),
-            "\(Set(expected).subtracting(collector.received).count) of 300 events missing; \(child.outputLines) \(child.errorOutput)"
-        )
-        #expect(
-            child.errorOutput.contains("an event for Logstash could not be spooled and is lost")
-                && child.errorOutput.contains("does not fit a 262144-byte segment"),
-            "the dropped event is said: \(child.errorOutput)"
         )
         await collector.stop()
     }

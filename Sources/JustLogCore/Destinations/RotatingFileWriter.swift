@@ -253,9 +253,10 @@ struct RotatingFileWriter: Sendable {
     /// The `event_id`s of the file's last `limit` whole lines that have one, newest first — going on into the newest
     /// rotated file when the file holds fewer — after cutting away a torn last line (left by a program killed
     /// mid-write; its event is in the journal and is written again whole). Empty if there is none or it can't be
-    /// read.
+    /// read. The cut is made only while the open file is the one at the path, which it measures: a file rotated away
+    /// since the open (logrotate at boot) was cut at the new file's length — to nothing (review, helper-66).
     mutating func newestEventIDs(upTo limit: Int) -> [String] {
-        if descriptor >= 0, endsMidLine, let whole = Self.lastNewline(in: path, size: size) {
+        if descriptor >= 0, endsMidLine, isStillAtPath(), let whole = Self.lastNewline(in: path, size: size) {
             if ftruncate(descriptor, off_t(whole)) == 0 {
                 size = min(whole, Self.largestSize)
                 endsMidLine = false

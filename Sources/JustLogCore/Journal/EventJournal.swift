@@ -188,12 +188,10 @@ public final class EventJournal: Sendable {
         }
     }
 
-    /// Says once that events can't be journaled, and why — once for records too large for it, under a file-size
-    /// limit (see `SpoolStorage.newSegmentCapacity`), and once for the journal failing (a full disk): the first must
-    /// not hide the second (review, helper-64).
+    /// Says once that events can't be journaled, and why.
     private func reportAppendFailure(_ error: any Error) {
         diagnostics.reportOnce(
-            key: (error as? JustLogError)?.code == .recordTooLarge ? appendFailureKey + ".size" : appendFailureKey,
+            key: appendFailureKey,
             "can't journal an event in \(configuration.directory) (\(error)); it is still written, but would be lost if the program were killed first"
         )
     }

@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -94,5 +96,8 @@ final class ExitFlusher: @unchecked Sendable {
                 "at exit, the log destinations made no progress for \(patience) s\(flush.notRunningNote); \(queue.waitingEvents) queued event(s) \(fate)"
             )
         }
+        // `forceSend` completions the flushes just finished (see `LogPipeline.flush(completion:)`): a second to run —
+        // not longer: one may itself be exiting.
+        _ = LogPipeline.completionsInFlight.wait(timeout: .now() + 1)
     }
 }

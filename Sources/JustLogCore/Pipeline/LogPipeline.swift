@@ -473,13 +473,33 @@ public final class LogPipeline: Sendable {
     /// Calls `completion` once every event submitted before this call has been written and every destination
     /// has flushed; with an error if a destination could not (the first such error).
     ///
-    /// `completion` runs on a Dispatch thread, never on the thread that finished the flush — the pipeline's own, or a
+    /// `completion` runs on a Dispatch queue of its own, never on the thread that finished the flush — the pipeline's own, or a
     /// destination's (the Logstash client's event loop): a program that exits there (`forceSend { _ in exit(0) }`)
     /// had its exit flush wait for that very thread, for its whole patience, or refuse to wait on the pipeline's
     /// own thread and say so (review, helper-62).
+    ///
+    /// An answer given at once (not set up, shut down) comes on the caller's own thread, before this returns. The
+    /// others run one at a time, in order; the exit handler gives those handed over as the program exits a second
+    /// to run (they ran within its flush before).
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        queue.flush { error in DispatchQueue.global().async { completion(error) } }
+        let caller = pthread_self()
+        queue.flush { error in
+            if pthread_equal(pthread_self(), caller) != 0 {
+                completion(error)
+                return
+            }
+            Self.completionsInFlight.enter()
+            Self.completions.async {
+                completion(error)
+                Self.completionsInFlight.leave()
+            }
+        }
     }
+
+    /// Where ``flush(completion:)`` runs completions that a flush finished on another thread.
+    private static let completions = DispatchQueue(label: "JustLog flush completions")
+    /// Completions handed to ``completions`` and not run yet (see ``ExitFlusher``).
+    static let completionsInFlight = DispatchGroup()
 
     /// Flushes and waits at most `timeout` seconds; returns the error, or a timeout error (or
     /// ``JustLogError/Code/pipelineThread`` at once on the pipeline's own thread).

@@ -1223,7 +1223,19 @@ final class PipelineQueue: @unchecked Sendable {
             recovered += records.count
             unreadable += chunkUnreadable
         }
-        if recovered > 0 {
+        // No destination of this run writes them (its file could not be opened, only the console counts them): lost,
+        // and said so — they were reported "recovered" (review, helper-66).
+        let written = plans.contains { plan in
+            if case .replay = plan { return true }
+            return false
+        }
+        if recovered > 0, !written {
+            reportLoss(
+                of: UInt64(recovered),
+                "lost \(recovered) event(s) that an earlier run logged and had not written when it stopped: no destination of this run writes them (a log file that could not be opened, no Logstash)",
+                with: dispatcher
+            )
+        } else if recovered > 0 {
             let report = reportRecord(
                 "JustLog recovered \(recovered) event(s) that an earlier run logged but had not written to every destination when it stopped",
                 userInfo: ["recovered_events": .uint(UInt64(recovered))],

@@ -51,9 +51,8 @@ final class SpoolRoom: Sendable {
     func waitForRoom(_ bytes: Int) {
         guard let mayWait = mayWait.current else { return }
         // The segment being appended to may be full: `bytes` may start a new one, and spill into more.
-        // The open spool's: under a file-size limit its segments are smaller, and more (review, helper-64).
-        let (segmentBytes, maxSegments) = spool.segmentGeometry
-        let needed = min(bytes / segmentBytes + 1, maxSegments - 1)
+        let maxSegments = spool.configuration.maxSegments
+        let needed = min(bytes / spool.configuration.segmentBytes + 1, maxSegments - 1)
         while spool.counterSnapshot.segmentCount + needed > maxSegments {
             guard mayWait(), isCollectorTakingEvents() else { return }
             pause()

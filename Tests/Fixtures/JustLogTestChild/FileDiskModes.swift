@@ -163,18 +163,6 @@ private func setFileSizeLimit(_ arguments: [String]) {
         )
         exit(2)
     }
-    setFileSizeLimit(to: limit)
-}
-
-/// SIGXFSZ at its default action and unblocked (see ``defaultFileSizeSignal()``), then the soft RLIMIT_FSIZE set to
-/// `limit`, or exit 3.
-func limitFileSize(to limit: rlim_t) {
-    defaultFileSizeSignal()
-    setFileSizeLimit(to: limit)
-}
-
-/// Sets the soft RLIMIT_FSIZE to `limit` (any user may lower it), or exits 3.
-func setFileSizeLimit(to limit: rlim_t) {
     var current = rlimit()
     getrlimit(resourceFileSize, &current)
     var limited = rlimit(rlim_cur: limit, rlim_max: current.rlim_max)

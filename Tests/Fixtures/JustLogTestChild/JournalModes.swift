@@ -7,10 +7,8 @@ import JustLogCore
 /// takes 0.2 ms per record and stops for good after 10,000, so that the file lags behind the calls as on a loaded
 /// machine, by thousands of events whenever the kill comes. Logs "journal event <i>" 20,000 times, printing i on
 /// stdout after each call returns, then waits to be killed. (A full queue spills into the journal, so the calls
-/// run ahead of the file; logging forever would let the file's rotation delete its oldest lines.) The variant
-/// `file+limit` is `file` under a 2 MiB file-size limit (`ulimit -f`), below the journal's 4 MiB segments.
+/// run ahead of the file; logging forever would let the file's rotation delete its oldest lines.)
 func journalKill(_ logger: Logger, variant: String, port: String) {
-    if variant == "file+limit" { limitFileSize(to: 2 << 20) }
     // Slow, then stalled for good after 10,000 records: however late the kill comes (a loaded machine reads the
     // child's output late), the file holds at most those and a batch, not the 20,000 logged.
     logger.additionalDestinations = [

@@ -3,16 +3,13 @@
 //   JustLogTestChild spool-missing-folder FOLDER PORT COUNT   the documented setup with file logging off and a
 //       log folder (FOLDER) that does not exist: logs COUNT events "spool-<i>" to Logstash (plain TCP,
 //       127.0.0.1:PORT), forceSends, prints "forceSend: ok" or "forceSend: <error>", exits 0
-//   JustLogTestChild spool-file-size-limit FOLDER PORT COUNT [LIMIT [LARGE]]  the same under a file-size limit of
-//       LIMIT bytes (default 1 MiB, below the spool's 4 MiB segments), after an event of LARGE bytes if given: prints
-//       the first forceSend's result, then raises the limit again and prints "after raising the limit: ok" once a
-//       forceSend succeeds (or the last error), exits 0
+//   JustLogTestChild spool-file-size-limit FOLDER PORT COUNT  the same under a 1 MiB file-size limit (below the
+//       spool's 4 MiB segment): prints the first forceSend's result, then raises the limit again and prints
+//       "after raising the limit: ok" once a forceSend succeeds (or the last error), exits 0
 //   JustLogTestChild spool-reuse-kill FOLDER COUNT  a bare spool whose segments are reused while it is appended to
 //       and acknowledged, to be killed (see spoolReuseKill)
 //   JustLogTestChild spool-append FOLDER COUNT  opens a bare spool of 64 KiB segments in FOLDER and appends COUNT
 //       records of ~100 bytes: prints "appended COUNT" and exits 0, or says why on stderr and exits 1
-//   JustLogTestChild spool-limited-segments FOLDER -  a bare spool under a 128 KiB file-size limit: see
-//       spoolLimitedSegments
 //   JustLogTestChild spool-held-kill FOLDER PORT COUNT  the documented setup with its file (journaled) and Logstash
 //       (plain TCP, 127.0.0.1:PORT), whose spool folder (FOLDER/child.log.spool) the test holds: logs COUNT events
 //       "held-<i>", flushes (the Logstash destination can only hold them in memory), prints "written", waits to be
@@ -27,12 +24,10 @@ import JustLogCore
 import Glibc
 #endif
 
-/// Sets up `Logger.shared` for Logstash only (plain TCP to 127.0.0.1:`port`), logs `count` events — after one of
-/// `largeFirst` bytes ("large" and its padding), if given.
-private func logToLogstash(port: String, count: String, largeFirst: Int? = nil) {
+/// Sets up `Logger.shared` for Logstash only (plain TCP to 127.0.0.1:`port`), logs `count` events.
+private func logToLogstash(port: String, count: String) {
     let logger = Logger.shared
     setUpLogstashOnly(logger, port: port)
-    if let largeFirst { logger.info("large " + String(repeating: "x", count: largeFirst)) }
     for index in 0..<(Int(count) ?? 0) {
         logger.info("spool-\(index)")
     }
@@ -53,14 +48,20 @@ func spoolMissingFolder(_ arguments: [String]) {
 }
 
 func spoolFileSizeLimit(_ arguments: [String]) {
-    var original = rlimit()
-    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &original)
-    limitFileSize(to: arguments.count > 5 ? rlim_t(arguments[5]) ?? 1 << 20 : 1 << 20)
-    logToLogstash(
-        port: arguments[3],
-        count: arguments.count > 4 ? arguments[4] : "0",
-        largeFirst: arguments.count > 6 ? Int(arguments[6]) : nil
-    )
+    // Started by the test runner, this process inherits its blocked-signal mask (SIGXFSZ included); a program
+    // started from a shell blocks nothing, so that a file-size limit kills it unless JustLog prevents that.
+    var nothing = sigset_t()
+    sigemptyset(&nothing)
+    sigprocmask(SIG_SETMASK, &nothing, nil)
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    let original = limit
+    limit.rlim_cur = 1 << 20
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else {
+        say("setrlimit failed: \(String(cString: strerror(errno)))")
+        exit(3)
+    }
+    logToLogstash(port: arguments[3], count: arguments.count > 4 ? arguments[4] : "0")
     say("forceSend: \(forceSendResult())")
     // The soft limit may be raised back up to the hard one by any user.
     var restored = original
@@ -128,37 +129,6 @@ func spoolAppend(_ arguments: [String]) {
         exit(1)
     }
     say("appended \(count)")
-}
-
-/// `spool-limited-segments FOLDER -`: under a 128 KiB file-size limit, a bare spool of 4 MiB segments and 1 MiB records
-/// in FOLDER prints "geometry <segment bytes> <most segments>", then takes "small 0", a 200 KiB record, "small 1", and
-/// enough 1 KiB records to start a second segment, each line printed: "appended <what>" or "refused <what> (<code>): <error>"; then exits 0 (1 if the spool can't be opened).
-func spoolLimitedSegments(_ arguments: [String]) {
-    limitFileSize(to: 128 << 10)
-    let configuration = Spool.Configuration(directory: arguments[2], segmentBytes: 4 << 20, maxRecordBytes: 1 << 20)
-    let spool: Spool
-    do {
-        spool = try Spool(configuration: configuration)
-    } catch {
-        FileHandle.standardError.write(Data("can't open the spool: \(error)\n".utf8))
-        exit(1)
-    }
-    let geometry = spool.segmentGeometry
-    say("geometry \(geometry.segmentBytes) \(geometry.maxSegments)")
-    let large = [UInt8](repeating: UInt8(ascii: "L"), count: 200 << 10)
-    let filler = String(repeating: "f", count: 1000)
-    let records =
-        [("small 0", Array("small 0".utf8)), ("large", large), ("small 1", Array("small 1".utf8))]
-        + (0..<200).map { ("filler \($0)", Array("filler \($0) \(filler)".utf8)) }
-    for (what, record) in records {
-        do {
-            _ = try spool.append(record)
-            say("appended \(what)")
-        } catch {
-            say("refused \(what) (\((error as? JustLogError).map { "\($0.code)" } ?? "?")): \(error)")
-        }
-    }
-    spool.close()
 }
 
 /// The documented setup with its file and Logstash (plain TCP to 127.0.0.1:`port`), both journaled.

@@ -19,7 +19,7 @@
 //                                                      40 000 1-KiB events into the default 64 MiB spool; prints
 //                                                      "round N rss BYTES" after each
 //   spool-missing-folder, spool-file-size-limit,       see SpoolModes.swift
-//   spool-reuse-kill, spool-append, spool-limited-segments, spool-held-kill,
+//   spool-reuse-kill, spool-append, spool-held-kill,
 //   spool-held-recover
 //   journal-kill, journal-kill-threads, journal-kill-unjournaled,  see JournalModes.swift
 //   journal-recover, journal-exit-stalled, journal-full-disk, file-broken-pipe
@@ -75,6 +75,10 @@ case "journal-kill-unjournaled":
 
 case "journal-recover":
     journalRecover(logger, run: arguments.count > 4 ? arguments[4] : nil)
+
+case "journal-recover-console":
+    logger.enableConsoleLogging = true
+    journalRecover(logger, run: nil)
 
 case "journal-exit-stalled":
     journalExitStalled(logger, count: arguments[3], run: arguments.count > 4 ? arguments[4] : nil)
@@ -147,7 +151,6 @@ case "spool-reuse-kill": spoolReuseKill(arguments)
 case "spool-held-kill": spoolHeldKill(arguments)
 case "spool-held-recover": spoolHeldRecover(arguments)
 case "spool-append": spoolAppend(arguments)
-case "spool-limited-segments": spoolLimitedSegments(arguments)
 
 case "unresolvable":
     logger.enableFileLogging = false

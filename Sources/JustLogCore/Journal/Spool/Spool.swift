@@ -600,15 +600,6 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    /// The size of the segments the open spool starts and how many it keeps: the configuration's, or smaller segments
-    /// and more of them under a file-size limit (see ``Configuration/segmentBytes``); the configuration's while closed.
-    package var segmentGeometry: (segmentBytes: Int, maxSegments: Int) {
-        lock.withLock {
-            if case .open(let storage) = state { return (storage.segmentCapacity, storage.maxSegments) }
-            return (configuration.segmentBytes, configuration.maxSegments)
-        }
-    }
-
     // MARK: - Counters
 
     /// A snapshot of the counters (zeros before the spool is open).

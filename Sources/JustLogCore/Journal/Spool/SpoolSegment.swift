@@ -457,11 +457,6 @@ final class SpoolSegment {
         isAppendable && end + Self.frameHeaderSize + payloadCount <= capacity
     }
 
-    /// `true` if a record of `payloadCount` bytes fits in a new, empty segment of `capacity` bytes.
-    static func fitsWhenNew(_ payloadCount: Int, capacity: Int) -> Bool {
-        Format.current.headerSize + frameHeaderSize + payloadCount <= capacity
-    }
-
     /// Reserves the frame after ``end`` for a record of `payloadCount` bytes (it ``fits(_:)``) whose caller copies it
     /// in with ``fill(_:with:)`` — at once (an append, under the spool's lock) or once the lock is released (a
     /// ``SpoolReservation``); returns where the frame starts. Writes the

@@ -55,12 +55,7 @@ final class SpoolStorage {
     /// than one this run appends to (see the end of `init`). (Not found: a segment that only a cursor file of the
     /// format before the newest one points into.)
     @exclusivity(unchecked) private var highestSegmentNumber: UInt64
-    /// How many segments the spool keeps at most: ``Spool/Configuration/maxSegments``, or as many of this open's
-    /// ``segmentCapacity`` as its cap holds (see ``newSegmentCapacity(_:_:)``).
-    let maxSegments: Int
-    /// The size of the segments this open starts: ``Spool/Configuration/segmentBytes``, or less under a file-size
-    /// limit (read when the spool opens).
-    let segmentCapacity: Int
+    private let maxSegments: Int
     private let diagnostics: DiagnosticSink
     /// Guards the cursor file's writes, which ``Spool/acknowledge(upTo:)`` makes outside the spool's lock (see
     /// ``write(_:)``), and the two values below.
@@ -77,8 +72,7 @@ final class SpoolStorage {
     init(configuration: Spool.Configuration, diagnostics: DiagnosticSink, lockWait: Duration) throws {
         self.configuration = configuration
         self.diagnostics = diagnostics
-        let segmentCapacity = Self.newSegmentCapacity(configuration, diagnostics)
-        self.segmentCapacity = segmentCapacity
+        self.maxSegments = configuration.maxSegments
         let directory = configuration.directory
         try Self.createFolder(directory)
         let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -157,14 +151,6 @@ final class SpoolStorage {
                 emptied.append(sequence)
             }
         }
-        if segmentCapacity < configuration.segmentBytes {
-            // As many segments of the limit's size as the cap holds; one larger (made before the limit) counts for as
-            // many as it holds, so that the cap in bytes holds (for this open).
-            let larger = entries.reduce(0) { $0 + max(0, ($1.segment.capacity - 1) / segmentCapacity) }
-            self.maxSegments = max(2, configuration.maxTotalBytes / segmentCapacity - larger)
-        } else {
-            self.maxSegments = configuration.maxSegments
-        }
         let storedLedger = SpoolLossLedger.load(directory: directory)
         let recovery = SpoolRecovery(
             segments: entries,
@@ -203,7 +189,7 @@ final class SpoolStorage {
             let segment = try SpoolSegment.create(
                 directory: directory,
                 sequence: sequence,
-                capacity: segmentCapacity,
+                capacity: configuration.segmentBytes,
                 writes: configuration.segmentWrites
             )
             segments.append(segment)
@@ -397,7 +383,7 @@ final class SpoolStorage {
         // Unretained (an append spares a retain and a release): `segments` holds the segment throughout.
         var last = Unmanaged.passUnretained(segments[segments.count - 1])
         if !last._withUnsafeGuaranteedRef({ $0.fits(count) }) {
-            last = .passUnretained(try startSegment(for: count))
+            last = .passUnretained(try startSegment())
         }
         if last._withUnsafeGuaranteedRef({ $0.writesThroughFile }) {
             return try appendThroughFile(record, to: last.takeUnretainedValue())
@@ -517,78 +503,24 @@ final class SpoolStorage {
 
     /// Opens the next segment (``startSegmentNow()``) — or, within ``Spool/Configuration/segmentRetryInterval`` of
     /// a try that failed, throws what that one did.
-    ///
-    /// `count`, the size of the record the segment is for, must fit in it: a segment smaller than
-    /// ``Spool/Configuration/segmentBytes`` (under a file-size limit: ``newSegmentCapacity(_:_:)``) may not hold the
-    /// largest records; such a record is refused alone as too large (``JustLogError/Code/recordTooLarge``) — the
-    /// segment is not started for it (at the cap that would drop the oldest records for nothing), and the next record
-    /// is taken as usual.
-    private func startSegment(for count: Int = 0) throws -> SpoolSegment {
+    private func startSegment() throws -> SpoolSegment {
         // Nor after a write the disk refused (a segment written through the file): the record that needs a segment
         // would be refused the same way, after the segment had started (and the oldest, at the cap, been dropped).
         if let error = pending(segmentStartFailure) ?? pending(writeFailure) { throw error }
-        // A spare made under a limit since raised may be too small for the record: a new segment is made instead.
-        if let small = spare, !SpoolSegment.fitsWhenNew(count, capacity: small.capacity) {
-            spare = nil
-            small.remove()
-        }
-        let capacity = spare?.capacity ?? segmentCapacity
-        guard SpoolSegment.fitsWhenNew(count, capacity: capacity) else {
-            throw recordLargerThanASegment(count, capacity)
-        }
         configuration.onStartingASegment?()
-        let segment: SpoolSegment
         do {
-            segment = try startSegmentNow(capacity: capacity)
+            let segment = try startSegmentNow()
             segmentStartFailure = nil
+            return segment
         } catch {
             segmentStartFailure = remembering(error)
             throw error
         }
-        // (A spare that could not be reused is replaced by a new segment, which may be smaller.)
-        guard segment.fits(count) else { throw recordLargerThanASegment(count, segment.capacity) }
-        return segment
-    }
-
-    /// The smallest segment a file-size limit makes (the journal's smallest configured one); under a lower limit no
-    /// segment starts (`EFBIG`), as before.
-    static let smallestLimitedSegment = 64 << 10
-
-    /// The size of the segments an open starts: ``Spool/Configuration/segmentBytes`` — or the process's file-size
-    /// limit (`ulimit -f`, read when the spool opens) where that is lower, down to ``smallestLimitedSegment`` (said
-    /// once); the spool then keeps as many of them as its cap holds. Before, no segment of the configured size could
-    /// be made under such a limit, and the spool stopped for the whole run: the journal was not crash-safe, and
-    /// Logstash's events waited in memory (review, helper-52). A limit lowered below it while the spool is open makes
-    /// starting a segment fail (`EFBIG`), as a full disk does, until the next open.
-    static func newSegmentCapacity(_ configuration: Spool.Configuration, _ diagnostics: DiagnosticSink) -> Int {
-        guard let limit = FileSizeLimit.current(), limit < configuration.segmentBytes,
-            limit >= Self.smallestLimitedSegment
-        else {
-            return configuration.segmentBytes
-        }
-        diagnostics.reportOnce(
-            key: "spool.limit.\(configuration.directory)",
-            "the process's file-size limit (ulimit -f) is \(limit) bytes, below the \(configuration.name)'s \(configuration.segmentBytes)-byte segments: its segments in \(configuration.directory) are \(limit) bytes (as many as its \(configuration.maxTotalBytes)-byte cap holds), and a record larger than one is not kept there"
-        )
-        return limit
-    }
-
-    /// Why a record of `count` bytes can't be appended: a segment of `capacity` bytes, smaller than the configured one
-    /// under a file-size limit, can't hold it. Refused alone, as too large (the Logstash destination drops it, counted
-    /// and said; the journal leaves it out, not crash-safe, and says so): as the spool being unavailable, every later
-    /// record waited behind it in memory for the rest of the run (review, helper-64).
-    private func recordLargerThanASegment(_ count: Int, _ capacity: Int) -> JustLogError {
-        JustLogError(
-            code: .recordTooLarge,
-            message:
-                "a record of \(count) bytes does not fit a \(capacity)-byte segment of the \(configuration.name) in \(configuration.directory), which the process's file-size limit (ulimit -f) keeps that small",
-            cause: String(cString: strerror(EFBIG))
-        )
     }
 
     /// Opens the next segment, first deleting the oldest if the spool is at its cap, and writes the cursor file, which
     /// names it as the newest (one `pwrite`; a segment starts once per ``Spool/Configuration/segmentBytes``).
-    private func startSegmentNow(capacity: Int) throws -> SpoolSegment {
+    private func startSegmentNow() throws -> SpoolSegment {
         if !retiredBeforeAnUnsavedCursor.isEmpty, segments.count + retiredBeforeAnUnsavedCursor.count >= maxSegments {
             deleteRetiredSegmentsAtTheCap()
         }
@@ -596,14 +528,12 @@ final class SpoolStorage {
             dropOldestSegment()
         }
         let sequence = max(segments[segments.count - 1].sequence, highestSegmentNumber) + 1
-        // `capacity` is the spare's, if there is one; a spare that can't be reused is replaced by a new segment.
-        let hadSpare = spare != nil
         let segment =
             try reusedSpare(as: sequence)
             ?? SpoolSegment.create(
                 directory: configuration.directory,
                 sequence: sequence,
-                capacity: hadSpare ? segmentCapacity : capacity,
+                capacity: configuration.segmentBytes,
                 writes: configuration.segmentWrites
             )
         // Once the segment exists: a failed start is tried again with the same number.
