@@ -76,6 +76,27 @@ import Testing
         )
     }
 
+    /// Flat metadata within the limits is kept as it is (no copy); at and around the byte limit, and past the key
+    /// limit, it keeps exactly what the full capture of the same values keeps, and says the same cuts.
+    @Test func flatMetadataIsKeptExactlyAsTheFullCaptureKeepsIt() {
+        let limits = CaptureLimits(maximumKeys: 4, maximumBytes: 64)
+        for length in 0..<60 {
+            for count in 1...5 {
+                let fields = Dictionary(
+                    uniqueKeysWithValues: (0..<count).map {
+                        ("k\($0)", LogValue.string(String(repeating: "v", count: length)))
+                    }
+                )
+                var flat = ValueCapture(limits: limits)
+                var full = ValueCapture(limits: limits)
+                let kept = flat.fields(logValues: fields)
+                let captured = full.fields(fields.mapValues { $0 as Any })
+                #expect(kept == captured, "\(count) members of \(length) bytes")
+                #expect(flat.truncations == full.truncations, "\(count) members of \(length) bytes")
+            }
+        }
+    }
+
     /// `swift_log_level` is added after the capture limits, which could cut it (review, helper-64).
     @Test func swiftLogLevelIsKeptWhateverTheLimitsCut() throws {
         let capture = CapturingDestination()

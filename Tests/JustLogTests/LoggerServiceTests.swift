@@ -11,13 +11,7 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "service")
         let url = folder.appending("service.log")
         let logger = JustLog.Logger(configuration: .init(console: nil, file: .init(url: url)))
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: LoggerService(logger: logger))],
-                gracefulShutdownSignals: [],
-                logger: Logging.Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-            )
-        )
+        let group = serviceGroup([LoggerService(logger: logger)])
         let running = Task { try await group.run() }
         for index in 0..<5000 { logger.info("before shutdown \(index)") }
         await group.triggerGracefulShutdown()
@@ -39,13 +33,7 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "service-order")
         let url = folder.appending("service.log")
         let logger = JustLog.Logger(configuration: .init(console: nil, file: .init(url: url)))
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: LoggerService(logger: logger)), .init(service: Draining(logger: logger))],
-                gracefulShutdownSignals: [],
-                logger: Logging.Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-            )
-        )
+        let group = serviceGroup([LoggerService(logger: logger), Draining(logger: logger)])
         let running = Task { try await group.run() }
         logger.info("serving")
         await group.triggerGracefulShutdown()
@@ -55,6 +43,17 @@ import Testing
         #expect(messages == ["serving", "drained"])
         #expect(logger.pipeline.currentStatistics.dropped == 0)
     }
+}
+
+/// A group of `services`, started and stopped by the test alone (no signals), its own log silent.
+private func serviceGroup(_ services: [any Service]) -> ServiceGroup {
+    ServiceGroup(
+        configuration: .init(
+            services: services.map { .init(service: $0) },
+            gracefulShutdownSignals: [],
+            logger: Logging.Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+    )
 }
 
 /// A service that logs once it is told to shut down, as a server draining its connections does.

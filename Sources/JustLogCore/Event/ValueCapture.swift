@@ -79,11 +79,38 @@ public struct ValueCapture {
         logValues userInfo: [String: LogValue],
         at root: String = "userInfo"
     ) -> [String: LogValue] {
+        // The common case — a few flat members within every limit — is kept as it is: the same members a capture
+        // keeps, charged the same, without copying the dictionary (an allocation a swift-log call).
+        if isFlatAndWithinLimits(userInfo) {
+            remainingBytes -= userInfo.reduce(0) { $0 + Self.flatCharge($1.key, $1.value) }
+            return userInfo
+        }
         let captured = capturingRoot(root) { capture in
             capture.object(userInfo, depth: 0) { capture, value, depth in capture.logValue(value, depth: depth) }
         }
         guard case .object(let object) = captured else { return [:] }
         return object
+    }
+
+    /// Whether capturing `userInfo` would keep it as it is: no more members than ``CaptureLimits/maximumKeys``, none
+    /// an array or an object, no double that is not finite, and all of them charged within the bytes left.
+    private func isFlatAndWithinLimits(_ userInfo: [String: LogValue]) -> Bool {
+        guard userInfo.count <= limits.maximumKeys else { return false }
+        var charged = 0
+        for (key, value) in userInfo {
+            switch value {
+            case .array, .object: return false
+            case .double(let double) where !double.isFinite: return false
+            default: charged += Self.flatCharge(key, value)
+            }
+        }
+        return charged <= remainingBytes
+    }
+
+    /// What a capture charges a flat member: its key, and its string or its scalar (see `string` and `scalar`).
+    private static func flatCharge(_ key: String, _ value: LogValue) -> Int {
+        if case .string(let text) = value { return key.utf8.count + 4 + text.utf8.count + 2 }
+        return key.utf8.count + 4 + 8
     }
 
     /// Captures one value; `root` names it in ``truncations``.
