@@ -81,8 +81,8 @@ public struct ValueCapture {
     ) -> [String: LogValue] {
         // The common case — a few flat members within every limit — is kept as it is: the same members a capture
         // keeps, charged the same, without copying the dictionary (an allocation a swift-log call).
-        if isFlatAndWithinLimits(userInfo) {
-            remainingBytes -= userInfo.reduce(0) { $0 + Self.flatCharge($1.key, $1.value) }
+        if let charged = flatCharge(of: userInfo), charged <= remainingBytes {
+            remainingBytes -= charged
             return userInfo
         }
         let captured = capturingRoot(root) { capture in
@@ -92,25 +92,21 @@ public struct ValueCapture {
         return object
     }
 
-    /// Whether capturing `userInfo` would keep it as it is: no more members than ``CaptureLimits/maximumKeys``, none
-    /// an array or an object, no double that is not finite, and all of them charged within the bytes left.
-    private func isFlatAndWithinLimits(_ userInfo: [String: LogValue]) -> Bool {
-        guard userInfo.count <= limits.maximumKeys else { return false }
+    /// What capturing `userInfo` charges if it keeps it as it is — its keys, and each string or scalar (see `string`
+    /// and `scalar`) — when that is the question: no more members than ``CaptureLimits/maximumKeys``, none an array or
+    /// an object, no double that is not finite; `nil` otherwise. Kept as it is when the charge fits the bytes left.
+    private func flatCharge(of userInfo: [String: LogValue]) -> Int? {
+        guard userInfo.count <= limits.maximumKeys else { return nil }
         var charged = 0
         for (key, value) in userInfo {
             switch value {
-            case .array, .object: return false
-            case .double(let double) where !double.isFinite: return false
-            default: charged += Self.flatCharge(key, value)
+            case .array, .object: return nil
+            case .double(let double) where !double.isFinite: return nil
+            case .string(let text): charged += key.utf8.count + 4 + text.utf8.count + 2
+            default: charged += key.utf8.count + 4 + 8
             }
         }
-        return charged <= remainingBytes
-    }
-
-    /// What a capture charges a flat member: its key, and its string or its scalar (see `string` and `scalar`).
-    private static func flatCharge(_ key: String, _ value: LogValue) -> Int {
-        if case .string(let text) = value { return key.utf8.count + 4 + text.utf8.count + 2 }
-        return key.utf8.count + 4 + 8
+        return charged
     }
 
     /// Captures one value; `root` names it in ``truncations``.
