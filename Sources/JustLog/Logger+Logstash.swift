@@ -150,6 +150,10 @@ final class UnavailableLogstashDestination: LogDestination {
         dropped.withLock { $0 += UInt64(batch.records.count) }
     }
 
+    /// An earlier run's events are not written here — it drops what it is given — so they are not "recovered" for
+    /// it: with no other destination to write them, the restart counts them lost and says so (review, helper-67).
+    func journalRecovery() -> JournalRecovery { .countOnly }
+
     func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
         completion(
             JustLogError(

@@ -499,6 +499,10 @@ public final class Logger: @unchecked Sendable {
     /// left in the spool — has been handed over, or with an error that says why not (before ``setup()``: that
     /// the logger is not set up).
     ///
+    /// `completion` runs on Dispatch's global queue — never on the thread that finished the flush, so that it may
+    /// call `exit`, or wait for another `forceSend` — except an answer given at once (not set up, shut down), which
+    /// comes on the caller's thread before `forceSend` returns.
+    ///
     /// In async code, wait with ``flush()``. `forceSend` has no `async` twin: one made the documented
     /// `Logger.shared.forceSend()` fail to compile inside any async function (Swift picks the async overload there,
     /// and asks for `try await`) — SwiftUI's `.task`, a server's handlers, an `async` `main`.

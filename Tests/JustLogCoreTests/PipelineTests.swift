@@ -649,6 +649,81 @@ import Testing
         #expect(next.records.isEmpty, "every event was acknowledged: nothing is recovered")
         await restarted.shutdown()
     }
+
+    /// A `forceSend` completion that waits for another `forceSend`'s answer gets it: completions ran one at a time
+    /// on one serial queue, so the nested answer queued behind the completion waiting for it — forever (review,
+    /// helper-67).
+    @Test func aCompletionWaitingForANestedForceSendIsAnswered() async throws {
+        let destination = BlockingDestination()
+        destination.release()
+        let pipeline = LogPipeline(setup: .init(routes: [.init(destination)]), diagnostics: DiagnosticSink { _ in })
+        pipeline.submit(Fixtures.event(.info, "before"))
+        let nested = LockedValue<Bool?>(nil)
+        pipeline.flush { _ in
+            let answered = DispatchSemaphore(value: 0)
+            pipeline.flush { _ in answered.signal() }
+            let outcome = answered.wait(timeout: .now() + 20) == .success
+            nested.withLock { $0 = outcome }
+        }
+        #expect(await eventually(timeout: .seconds(60)) { nested.current != nil })
+        #expect(nested.current == true, "the nested forceSend's completion never ran")
+        #expect(await offThePool { pipeline.shutdown(timeout: 10) } == nil)
+    }
+
+    /// A `forceSend` whose answer comes later on the very thread that asked — here the pipeline's own, in an action
+    /// run in log order — gets it on another thread: it ran inline there, where `exit(0)` in it could not flush
+    /// (review, helper-67).
+    @Test func aLaterAnswerOnTheAskingThreadRunsOffIt() async throws {
+        let destination = BlockingDestination()
+        destination.release()
+        let pipeline = LogPipeline(setup: .init(routes: [.init(destination)]), diagnostics: DiagnosticSink { _ in })
+        let sameThread = LockedValue<Bool?>(nil)
+        pipeline.performInOrder {
+            let asking = pthread_self()
+            pipeline.flush { _ in sameThread.withLock { $0 = pthread_equal(pthread_self(), asking) != 0 } }
+        }
+        #expect(await eventually(timeout: .seconds(60)) { sameThread.current != nil })
+        #expect(sameThread.current == false, "the completion ran on the pipeline's own thread")
+        #expect(await offThePool { pipeline.shutdown(timeout: 10) } == nil)
+    }
+
+    /// An answer given within the call (the pipeline shut down) still comes on the caller's thread, before the call
+    /// returns.
+    @Test func anAnswerWithinTheCallComesBeforeItReturns() async throws {
+        let pipeline = LogPipeline(setup: .init(routes: []), diagnostics: DiagnosticSink { _ in })
+        #expect(await offThePool { pipeline.shutdown(timeout: 10) } == nil)
+        let answer = LockedValue<String?>(nil)
+        pipeline.flush { error in answer.withLock { $0 = "\(error.map { "\($0)" } ?? "none")" } }
+        #expect(answer.current?.contains("shut down") == true, "\(answer.current ?? "no answer yet")")
+    }
+
+    /// The exit handler, run within a completion that calls `exit`, waits for the other completions but not for
+    /// that one: it waited its whole second for it, on every `forceSend { _ in exit(0) }` (review, helper-67).
+    @Test func theExitWaitForCompletionsSkipsTheOneThatIsExiting() async throws {
+        let waits = LockedValue<[Bool]?>(nil)
+        let other = DispatchSemaphore(value: 0)
+        let otherFinished = LockedValue(false)
+        FlushCompletions.shared.run(
+            { _ in
+                other.wait()
+                otherFinished.withLock { $0 = true }
+            },
+            with: nil
+        )
+        FlushCompletions.shared.run(
+            { _ in
+                // As `exit` would run the exit handler here: the other completion is still running; this one is
+                // not counted.
+                let whileTheOtherRuns = FlushCompletions.shared.waitForOthers(seconds: 0.2)
+                other.signal()
+                let once = FlushCompletions.shared.waitForOthers(seconds: 30)
+                waits.withLock { $0 = [whileTheOtherRuns, once, otherFinished.current] }
+            },
+            with: nil
+        )
+        #expect(await eventually(timeout: .seconds(60)) { waits.current != nil })
+        #expect(waits.current == [false, true, true], "waited for the other, and not for itself")
+    }
 }
 
 private func event(_ message: String) -> LogEvent {

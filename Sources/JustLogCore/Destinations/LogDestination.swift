@@ -51,7 +51,9 @@ public enum JournalRecovery: Hashable, Sendable {
     /// that cannot promise that (it retries failed batches later, or keeps events unordered) lists nothing. The
     /// first listed that the journal holds is where it resumes: list them newest first.
     case replay(afterNewestOf: [String])
-    /// Don't write them: the pipeline's line that says how many were recovered is enough (the console).
+    /// Don't write them: the pipeline's line that says how many were recovered is enough (the console), or the
+    /// destination can't write them (a stand-in for one whose settings can't work). When no destination of the run
+    /// replays them, they are counted lost and said so, not "recovered".
     case countOnly
 }
 

@@ -97,7 +97,7 @@ final class ExitFlusher: @unchecked Sendable {
             )
         }
         // `forceSend` completions the flushes just finished (see `LogPipeline.flush(completion:)`): a second to run —
-        // not longer: one may itself be exiting.
-        _ = LogPipeline.completionsInFlight.wait(timeout: .now() + 1)
+        // not longer: one may wait for something that exits no more. One that is itself exiting is not waited for.
+        _ = FlushCompletions.shared.waitForOthers(seconds: 1)
     }
 }

@@ -473,33 +473,28 @@ public final class LogPipeline: Sendable {
     /// Calls `completion` once every event submitted before this call has been written and every destination
     /// has flushed; with an error if a destination could not (the first such error).
     ///
-    /// `completion` runs on a Dispatch queue of its own, never on the thread that finished the flush — the pipeline's own, or a
-    /// destination's (the Logstash client's event loop): a program that exits there (`forceSend { _ in exit(0) }`)
-    /// had its exit flush wait for that very thread, for its whole patience, or refuse to wait on the pipeline's
-    /// own thread and say so (review, helper-62).
+    /// `completion` runs on Dispatch's global queue (``FlushCompletions``), never on the thread that finished the
+    /// flush — the pipeline's own, or a destination's (the Logstash client's event loop): a program that exits there
+    /// (`forceSend { _ in exit(0) }`) had its exit flush wait for that very thread, for its whole patience, or refuse
+    /// to wait on the pipeline's own thread and say so (review, helper-62). Completions may run concurrently with
+    /// one another.
     ///
-    /// An answer given at once (not set up, shut down) comes on the caller's own thread, before this returns. The
-    /// others run one at a time, in order; the exit handler gives those handed over as the program exits a second
-    /// to run (they ran within its flush before).
+    /// An answer given at once, within this call (not set up, shut down), comes on the caller's own thread before
+    /// this returns; one given later comes on the global queue even if the flush finished on the caller's thread (a
+    /// `forceSend` on an event loop or in an action run in log order). The exit handler gives completions handed
+    /// over as the program exits a second to run (they ran within its flush before), not counting one that is
+    /// itself exiting.
     public func flush(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        let caller = pthread_self()
+        let call = FlushCall()
         queue.flush { error in
-            if pthread_equal(pthread_self(), caller) != 0 {
+            if call.answersWithinTheCall {
                 completion(error)
-                return
-            }
-            Self.completionsInFlight.enter()
-            Self.completions.async {
-                completion(error)
-                Self.completionsInFlight.leave()
+            } else {
+                FlushCompletions.shared.run(completion, with: error)
             }
         }
+        call.hasReturned = true
     }
-
-    /// Where ``flush(completion:)`` runs completions that a flush finished on another thread.
-    private static let completions = DispatchQueue(label: "JustLog flush completions")
-    /// Completions handed to ``completions`` and not run yet (see ``ExitFlusher``).
-    static let completionsInFlight = DispatchGroup()
 
     /// Flushes and waits at most `timeout` seconds; returns the error, or a timeout error (or
     /// ``JustLogError/Code/pipelineThread`` at once on the pipeline's own thread).

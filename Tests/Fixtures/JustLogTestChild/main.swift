@@ -80,6 +80,15 @@ case "journal-recover-console":
     logger.enableConsoleLogging = true
     journalRecover(logger, run: nil)
 
+case "journal-recover-console-unusable-logstash":
+    // Logstash settings that can't work (a spool cap below the resend window): its route drops what it is given.
+    logger.enableConsoleLogging = true
+    logger.logstashHost = "127.0.0.1"
+    logger.logstashPort = 9
+    logger.logstashUseTLS = false
+    logger.logstashSpoolCapacity = 1 << 20
+    journalRecover(logger, run: nil)
+
 case "journal-exit-stalled":
     journalExitStalled(logger, count: arguments[3], run: arguments.count > 4 ? arguments[4] : nil)
 
