@@ -78,7 +78,9 @@ func spoolFileSizeLimit(_ arguments: [String]) {
 /// `spool-reuse-kill FOLDER COUNT`: a spool of 64 KiB segments in FOLDER. The main thread appends COUNT records
 /// "reuse record <i>" (padded to ~100 bytes), printing i after each append returns; a second thread reads and
 /// acknowledges behind it, printing "acked <n>" once records 0..<n are acknowledged — so that segments retire,
-/// become the spare and are reused all the while. Then waits to be killed.
+/// become the spare and are reused all the while. Then waits to be killed. With a fifth argument K, the main thread
+/// stops right after record K's append returns, before printing K, until the reader has acknowledged it — where a
+/// kill lands now and then — and waits there to be killed.
 func spoolReuseKill(_ arguments: [String]) {
     let configuration = Spool.Configuration(directory: arguments[2], segmentBytes: 64 << 10, maxRecordBytes: 1024)
     let spool: Spool
@@ -89,6 +91,8 @@ func spoolReuseKill(_ arguments: [String]) {
         exit(1)
     }
     let count = Int(arguments[3]) ?? 0
+    let stallAt = arguments.count > 4 ? Int(arguments[4]) : nil
+    let acknowledgedSoFar = AcknowledgedCount()
     Thread.detachNewThread {
         var acknowledged = 0
         while acknowledged < count {
@@ -99,6 +103,7 @@ func spoolReuseKill(_ arguments: [String]) {
             }
             spool.acknowledge(upTo: batch.end)
             acknowledged += batch.recordCount
+            acknowledgedSoFar.set(acknowledged)
             say("acked \(acknowledged)")
         }
     }
@@ -110,9 +115,23 @@ func spoolReuseKill(_ arguments: [String]) {
             FileHandle.standardError.write(Data("append \(index) failed: \(error)\n".utf8))
             exit(1)
         }
+        if index == stallAt {
+            while acknowledgedSoFar.value <= index { usleep(1_000) }
+            break
+        }
         say("\(index)")
     }
     while true { Thread.sleep(forTimeInterval: 3_600) }
+}
+
+/// How many records `spool-reuse-kill`'s reader has acknowledged.
+private final class AcknowledgedCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    var value: Int { lock.withLock { count } }
+
+    func set(_ value: Int) { lock.withLock { count = value } }
 }
 
 /// `spool-append FOLDER COUNT` (see the top of this file).
