@@ -68,6 +68,24 @@ import Testing
         #expect(!restart.outputLines.contains { $0.contains("JustLog recovered") }, "\(restart.outputLines)")
     }
 
+    /// A restart whose destinations all take errors only writes none of the earlier run's info events, and no
+    /// destination takes the warning that says they were recovered: nothing said the program had crashed (review,
+    /// helper-66). It is said on the diagnostics sink.
+    @Test func aRecoveryNoDestinationsLevelTakesIsSaidOnTheDiagnostics() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let deadPort = try RefusingPort()
+        defer { withExtendedLifetime(deadPort) {} }
+        let child = try ChildProcess(arguments: ["journal-kill", folder.path, "file", String(deadPort.port)])
+        #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
+        await child.kill()
+
+        let restart = try ChildProcess(arguments: ["journal-recover-errors-only", folder.path, "-"])
+        #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "\(restart.errorOutput)")
+        #expect(restart.errorOutput.contains("JustLog: recovered "), "\(restart.errorOutput)")
+        #expect(!restart.outputLines.contains { $0.contains("recovered") }, "\(restart.outputLines)")
+    }
+
     /// Threads killed while they log: a call may have taken its record's place in the journal and not filled it
     /// (the copy happens after the locks). After a restart, each thread's events whose calls returned are in the
     /// file, in its order, once; a place never filled is skipped, and not reported as damage or loss.

@@ -1236,12 +1236,17 @@ final class PipelineQueue: @unchecked Sendable {
                 with: dispatcher
             )
         } else if recovered > 0 {
+            let message =
+                "recovered \(recovered) event(s) that an earlier run logged but had not written to every destination when it stopped"
             let report = reportRecord(
-                "JustLog recovered \(recovered) event(s) that an earlier run logged but had not written to every destination when it stopped",
+                "JustLog " + message,
                 userInfo: ["recovered_events": .uint(UInt64(recovered))],
                 dispatcher: dispatcher
             )
             dispatcher.writeBackground([report])
+            // No destination's level takes the warning (console and file at `.error`): said where JustLog says what
+            // it can't write — an earlier run's crash is not to go unsaid (review, helper-66).
+            if !routes.contains(where: { $0.minimumLevel <= report.level }) { diagnostics.report(message) }
         }
         if unreadable + missing > 0 {
             let why = [

@@ -80,6 +80,13 @@ case "journal-recover-console":
     logger.enableConsoleLogging = true
     journalRecover(logger, run: nil)
 
+case "journal-recover-errors-only":
+    // Console and file take errors only: no destination takes the "recovered" warning.
+    logger.enableConsoleLogging = true
+    logger.consoleMinimumLevel = .error
+    logger.fileMinimumLevel = .error
+    journalRecover(logger, run: nil)
+
 case "journal-recover-console-unusable-logstash":
     // Logstash settings that can't work (a spool cap below the resend window): its route drops what it is given.
     logger.enableConsoleLogging = true
