@@ -1110,6 +1110,71 @@ private func spoolWithDeletedNewestSegment(
             spool.close()
         }
     }
+
+    /// Serials and segment numbers are read from files any writer of the folder can change: a value near
+    /// `UInt64.max` — a segment header's last serial (its complement beside it), a record's serial (its frame's
+    /// checksum made to match), the cursor file's serials or newest segment, a loss ledger's range, a segment file
+    /// named with the largest number — made the open trap adding one to it, at every start (review, helper-69).
+    /// Such a value is damage now: the spool opens, keeps every record it can read, and appends.
+    @Test(arguments: ["header", "frame", "cursor serial", "cursor newest", "ledger", "segment name"])
+    func aSerialOrSegmentNumberNearTheLargestIsDamageNotATrap(kind: String) throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-huge-serial")
+        try writeSpool(directory, 0..<300)
+        let files = SpoolFiles(directory: directory)
+        let largest = [UInt8](repeating: 0xFF, count: 8)
+        func littleEndian(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+        switch kind {
+        case "header":
+            let newest = try #require(files.segments.last)
+            files.write(newest, at: 8, largest + [UInt8](repeating: 0, count: 8))
+        case "frame":
+            let location = try #require(files.locate(150))
+            let frame = location.offset - 24
+            files.write(location.path, at: frame + 8, largest)
+            var header = [UInt8](files.contents(location.path)[frame..<frame + 20])
+            let check = header.withUnsafeMutableBytes { CRC32C.checksum(UnsafeRawBufferPointer($0)) }
+            header = littleEndian(UInt64(check)).prefix(4).map { $0 }
+            files.write(location.path, at: frame + 20, header)
+        case "cursor serial", "cursor newest":
+            let path = directory.file("cursor")
+            var words = [UInt8](files.contents(path).prefix(40))
+            if kind == "cursor serial" {
+                words.replaceSubrange(16..<24, with: largest)
+            } else {
+                words.replaceSubrange(24..<32, with: largest)
+                words.replaceSubrange(32..<40, with: largest)
+            }
+            let check = words.withUnsafeBytes { CRC32.checksum($0) }
+            files.write(path, at: 0, words + littleEndian(UInt64(check)).prefix(4) + littleEndian(3).prefix(4))
+        case "ledger":
+            let ranges = littleEndian(1) + largest
+            let check = ranges.withUnsafeBytes { CRC32.checksum($0) }
+            FileManager.default.createFile(
+                atPath: directory.file("losses"),
+                contents: Data(
+                    Array("JLLOSS01".utf8) + littleEndian(1).prefix(4) + littleEndian(UInt64(check)).prefix(4) + ranges
+                )
+            )
+        default:
+            let newest = try #require(files.segments.last)
+            try FileManager.default.copyItem(atPath: newest, toPath: directory.file("\(UInt64.max).seg"))
+        }
+
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: LineCapture().diagnostics)
+        let read = readAll(spool)
+        #expect(read.count >= 299, "kept \(read.count) of 300 records")
+        #expect(Set(read).isSubset(of: Set((0..<300).map(text))))
+        // Past a segment's end: the next segment gets a number too.
+        for index in 300..<500 { try spool.append(record(index)) }
+        #expect(readAll(spool).suffix(200) == (300..<500).map(text))
+        spool.close()
+        let reopened = try LogstashSpool(
+            configuration: configuration(directory),
+            diagnostics: LineCapture().diagnostics
+        )
+        #expect(readAll(reopened).suffix(200) == (300..<500).map(text), "opened again")
+        reopened.close()
+    }
 }
 
 /// `index` if record `index` survived the damage untouched, else `nil` (see the fuzz test).

@@ -71,17 +71,23 @@ struct SpoolCursorFile {
                 return written == format && stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<checked]))
             }
         }
+        // A number past any a spool reaches is damage (see ``SpoolSegment/largestNumber``).
+        let plausible = { (words: Int) in (0..<words).allSatisfy { word($0) <= SpoolSegment.largestNumber } }
         switch count {
         case 0:
             return .none
         case 16:
-            guard let offset = Int(exactly: word(1)) else { return .damaged }
+            guard let offset = Int(exactly: word(1)), plausible(1) else { return .damaged }
             return .legacy(SpoolPosition(segment: word(0), offset: offset))
         case Self.previousSize:
-            guard checks(24, format: Self.previousFormat), let offset = Int(exactly: word(1)) else { return .damaged }
+            guard checks(24, format: Self.previousFormat), let offset = Int(exactly: word(1)), plausible(3) else {
+                return .damaged
+            }
             return .current(SpoolPosition(segment: word(0), offset: offset), serial: word(2), newest: nil)
         case Self.size:
-            guard checks(40, format: Self.format), let offset = Int(exactly: word(1)) else { return .damaged }
+            guard checks(40, format: Self.format), let offset = Int(exactly: word(1)), plausible(5) else {
+                return .damaged
+            }
             return .current(
                 SpoolPosition(segment: word(0), offset: offset),
                 serial: word(2),

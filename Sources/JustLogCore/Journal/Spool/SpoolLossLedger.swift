@@ -55,7 +55,8 @@ struct SpoolLossLedger: Equatable {
             let ranges = (0..<entries).compactMap { index -> Range<UInt64>? in
                 let low = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 + 16 * index, as: UInt64.self))
                 let high = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24 + 16 * index, as: UInt64.self))
-                return low < high ? low..<high : nil
+                // A number past any a spool reaches is damage (see ``SpoolSegment/largestNumber``).
+                return low < high && high <= SpoolSegment.largestNumber + 1 ? low..<high : nil
             }
             return SpoolLossLedger(ranges: ranges)
         }

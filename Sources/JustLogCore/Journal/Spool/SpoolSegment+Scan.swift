@@ -171,7 +171,7 @@ extension SpoolSegment {
         guard checksum(UnsafeRawBufferPointer(start: base + offset, count: 20)) == headerCRC else { return .none }
         let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
         let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
-        guard length > 0 else { return .none }
+        guard length > 0, serial <= Self.largestNumber else { return .none }
         guard length <= capacity - offset - Self.frameHeaderSize else {
             return .damaged(length: length, serial: serial)
         }
@@ -186,7 +186,9 @@ extension SpoolSegment {
     private func checkReserved(at offset: Int) -> FrameCheck {
         let length = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
         let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
-        guard length > 0, length <= capacity - offset - Self.frameHeaderSize else { return .none }
+        guard length > 0, length <= capacity - offset - Self.frameHeaderSize, serial <= Self.largestNumber else {
+            return .none
+        }
         let check = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
         if check == Self.reservationCheck(length: length, serial: serial) {
             return .unfinished(length: length, serial: serial)

@@ -126,6 +126,11 @@ final class SpoolSegment {
 
     /// The first 8 bytes of a segment file in the current format.
     static let magic: [UInt8] = Format.current.magic
+    /// The largest serial or segment number taken from a file: beyond any a spool reaches (one a nanosecond for a
+    /// century stays below 2^62), and far enough below `UInt64.max` that adding to it never traps. A larger one, in
+    /// a header, a frame, a cursor file, a loss ledger or a segment's name, is damage (any writer of the folder can
+    /// put one there: an open trapped on it, at every start — review, helper-69).
+    static let largestNumber: UInt64 = 1 << 62
     /// The first 4 bytes of every format-2 frame, read as a little-endian `UInt32`.
     static let frameMagic: UInt32 = 0x3252_4AF9
     /// The first 4 bytes of a reserved frame that is not filled yet, read as a little-endian `UInt32`.
@@ -611,7 +616,7 @@ final class SpoolSegment {
         guard format.isFramed else { return nil }
         let serial = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         let check = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
-        return check == ~serial ? serial : nil
+        return check == ~serial && serial <= Self.largestNumber ? serial : nil
     }
 
     // MARK: - Reading

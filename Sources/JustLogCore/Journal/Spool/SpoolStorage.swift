@@ -328,7 +328,8 @@ final class SpoolStorage {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            if name.hasSuffix(".seg"), let sequence = UInt64(name.dropLast(4)) {
+            // A name with a number past any a spool reaches is no segment of it (see `SpoolSegment.largestNumber`).
+            if name.hasSuffix(".seg"), let sequence = UInt64(name.dropLast(4)), sequence <= SpoolSegment.largestNumber {
                 sequences.append(sequence)
             } else if name.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) {
                 probes.append(name)
