@@ -5,19 +5,25 @@ public enum LogFolder {
     /// The default folder of the log file: on Linux `$XDG_CACHE_HOME/<program>` (or `~/.cache/<program>`),
     /// on Apple platforms `<Caches>/<bundle identifier or program>`.
     public static func defaultFolder(programName: String = ProcessInfo.processInfo.processName) -> URL {
+        defaultFolder(programName: programName, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// ``defaultFolder(programName:)`` with `environment` for the process's (tests pass their own).
+    package static func defaultFolder(programName: String, environment: [String: String]) -> URL {
         #if canImport(Darwin)
         let caches =
             FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? URL(fileURLWithPath: NSTemporaryDirectory())
         return caches.appendingPathComponent(Bundle.main.bundleIdentifier ?? programName, isDirectory: true)
         #else
-        let environment = ProcessInfo.processInfo.environment
         let cache: URL
         if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
             cache = URL(fileURLWithPath: xdg, isDirectory: true)
         } else {
+            // An absolute `HOME` only, as for `XDG_CACHE_HOME`: an empty or relative one put the logs and the journal
+            // under whatever folder the program was started in (review, helper-69).
             let home =
-                environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+                environment["HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil }
                 ?? FileManager.default.homeDirectoryForCurrentUser
             cache = home.appendingPathComponent(".cache", isDirectory: true)
         }

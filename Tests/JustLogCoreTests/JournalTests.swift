@@ -587,6 +587,75 @@ import Testing
     }
 }
 
+/// A journal's or spool's folder is where this program's records go and what it writes over: a folder another user
+/// could write in is not used (review, helper-69: one made ahead in a shared log folder, with links planted as the
+/// cursor and a segment, had the program overwrite and truncate the files they pointed to).
+@Suite struct SpoolFolderOwnershipTests {
+    @Test(arguments: ["writable by others", "writable by its group", "another user's", "another user's link"])
+    func aFolderAnotherUserCouldWriteIsRefusedAndLeftUntouched(kind: String) throws {
+        let parent = try TemporaryDirectory(prefix: "spool-owner")
+        defer { parent.remove() }
+        let folder = parent.file("app.log.journal")
+        let isRoot = geteuid() == 0
+        switch kind {
+        case "writable by others", "writable by its group":
+            #expect(mkdir(folder, 0o700) == 0)
+            #expect(chmod(folder, kind == "writable by others" ? 0o777 : 0o770) == 0)
+        case "another user's":
+            // Only root can give a folder away; an ordinary user's run has the mode cases.
+            guard isRoot else { return }
+            #expect(mkdir(folder, 0o700) == 0)
+            #expect(chown(folder, 65_534, 65_534) == 0)
+        default:
+            guard isRoot else { return }
+            let target = parent.file("elsewhere")
+            #expect(mkdir(target, 0o700) == 0)
+            #expect(symlink(target, folder) == 0)
+            #expect(lchown(folder, 65_534, 65_534) == 0)
+        }
+        let error = #expect(throws: JustLogError.self) {
+            try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in }).close()
+        }
+        #expect(error?.code == .spoolUnavailable)
+        #expect(error?.message.contains("it is not used") == true, "\(String(describing: error))")
+        let inside = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        #expect(inside.isEmpty, "\(inside)")
+    }
+
+    /// Its `spool.lock` deleted while a spool holds it (a cleaner of old files in /tmp), the next spool made a new
+    /// one and took it: two spools writing one folder's files (review, helper-69). The folder itself is locked too.
+    @Test func aSecondSpoolStaysOutThoughTheLockFileWasDeleted() throws {
+        let parent = try TemporaryDirectory(prefix: "spool-lock-deleted")
+        defer { parent.remove() }
+        let folder = parent.file("app.log.journal")
+        let first = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        defer { first.close() }
+        #expect(unlink(folder + "/spool.lock") == 0)
+        let second = try Spool(unopened: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        let error = #expect(throws: JustLogError.self) { try second.open(waitingForLock: .milliseconds(50)) }
+        #expect(error?.message.contains("in use by another logger or process") == true, "\(String(describing: error))")
+        second.close()
+    }
+
+    /// A folder of this user's, or a link this user made to one (a journal kept on another disk), is used.
+    @Test(arguments: [false, true])
+    func aFolderOrLinkOfThisUsersIsUsed(throughALink: Bool) throws {
+        let parent = try TemporaryDirectory(prefix: "spool-owner")
+        defer { parent.remove() }
+        let folder = parent.file("app.log.journal")
+        if throughALink {
+            #expect(mkdir(parent.file("elsewhere"), 0o750) == 0)
+            #expect(symlink(parent.file("elsewhere"), folder) == 0)
+        }
+        let spool = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        try spool.append(Array("kept".utf8))
+        spool.close()
+        let again = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        defer { again.close() }
+        #expect(again.read(from: again.cursor, maxBytes: 1 << 20, maxRecords: 10).recordCount == 1)
+    }
+}
+
 /// The fast lane when the destinations fall behind: at half the journal a log call waits there for room, as a call
 /// waits for a full queue, instead of leaving the fast lane for the memory queue — where every event would cost its
 /// caller a capture and the pipeline's thread a rebuilt record, and a stream faster than the destinations would

@@ -1111,6 +1111,24 @@ private func spoolWithDeletedNewestSegment(
         }
     }
 
+    /// A segment file larger than any segment a spool makes — a sparse file of a terabyte — had its blocks reserved
+    /// (on a disk with room, filling it) and was to be mapped whole; the spool did not open (review, helper-69). It
+    /// is moved aside now, as an unopenable segment is, and the others are read.
+    @Test func aSegmentLargerThanAnySpoolMakesIsMovedAside() throws {
+        let directory = try TemporaryDirectory(prefix: "recovery-huge-segment")
+        try writeSpool(directory, 0..<300)
+        let files = SpoolFiles(directory: directory)
+        let newest = try #require(files.segments.last)
+        let huge = directory.file(String(repeating: "0", count: 18) + "99.seg")
+        try FileManager.default.copyItem(atPath: newest, toPath: huge)
+        files.truncate(huge, to: 1 << 40)
+
+        let spool = try LogstashSpool(configuration: configuration(directory), diagnostics: LineCapture().diagnostics)
+        defer { spool.close() }
+        #expect(readAll(spool).prefix(300) == (0..<300).map(text)[...])
+        #expect(!FileManager.default.fileExists(atPath: huge), "left in place")
+    }
+
     /// Serials and segment numbers are read from files any writer of the folder can change: a value near
     /// `UInt64.max` — a segment header's last serial (its complement beside it), a record's serial (its frame's
     /// checksum made to match), the cursor file's serials or newest segment, a loss ledger's range, a segment file

@@ -265,6 +265,18 @@ func runDocumentedSnippet(someSessionID: String, someError: NSError) {
         await logger.shutdown()
     }
 
+    /// An empty or relative `HOME` put the default folder under the folder the program was started in (review,
+    /// helper-69); like a relative `XDG_CACHE_HOME`, it is not used.
+    @Test(arguments: ["", "relative/home"])
+    func aDefaultLogFolderIsNeverRelative(home: String) {
+        #if os(Linux)
+        let folder = LogFolder.defaultFolder(programName: "demo", environment: ["HOME": home])
+        #expect(folder.path.hasPrefix("/"), "\(folder.path)")
+        #expect(!folder.path.hasPrefix(FileManager.default.currentDirectoryPath + "/"), "\(folder.path)")
+        #expect(folder.path.hasSuffix("/.cache/demo"), "\(folder.path)")
+        #endif
+    }
+
     @Test func defaultLogFolderFollowsXDGOnLinux() {
         #if os(Linux)
         let folder = LogFolder.defaultFolder(programName: "demo")

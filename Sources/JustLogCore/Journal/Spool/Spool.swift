@@ -158,6 +158,8 @@ public final class Spool: @unchecked Sendable {
                 var template = Array((directory + "/" + probeNamePrefix + "XXXXXX").utf8CString)
                 let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
                 guard fd >= 0 else { return true }
+                // Not inherited by a program started meanwhile (`mkostemp` is not in Swift's Glibc).
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 defer {
                     closeDescriptor(fd)
                     template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }

@@ -47,7 +47,7 @@ struct SpoolCursorFile {
 
     /// Opens (creating, owner-only) the cursor file at `path`.
     init(path: String) throws(SpoolOpenFailure) {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw SpoolOpenFailure("can't open spool cursor \(path)") }
         self.path = path
     }

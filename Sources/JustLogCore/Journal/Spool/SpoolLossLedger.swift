@@ -39,7 +39,7 @@ struct SpoolLossLedger: Equatable {
     /// The ledger in `directory` to add ranges to: as ``load(directory:)``, but `nil` if a ledger is there and can't
     /// be opened now (no descriptor left, no memory): saved over, what it holds would be forgotten.
     static func loadToAdd(directory: String) -> SpoolLossLedger? {
-        let fd = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC)
+        let fd = open(directory + "/" + fileName, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return errno == ENOENT ? SpoolLossLedger() : nil }
         defer { closeDescriptor(fd) }
         let limit = 16 + 16 * maximumRanges
@@ -77,7 +77,7 @@ struct SpoolLossLedger: Equatable {
         }
         let path = directory + "/" + Self.fileName
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return false }
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         closeDescriptor(fd)

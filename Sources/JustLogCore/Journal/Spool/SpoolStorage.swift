@@ -40,6 +40,8 @@ final class SpoolStorage {
     /// Holds an exclusive `flock` on `<folder>/spool.lock` while open: one spool per folder, across
     /// processes and within one (two spools on one folder would write over each other's records).
     private let lockFD: CInt
+    /// The folder, open and locked (`flock`) too — see `init`.
+    private let folderFD: CInt
     @exclusivity(unchecked) private(set) var counters: SpoolCounters
     @exclusivity(unchecked) private var dropsToReport: UInt64 = 0
     @exclusivity(unchecked) private var lossesToReport: UInt64
@@ -75,19 +77,40 @@ final class SpoolStorage {
         self.maxSegments = configuration.maxSegments
         let directory = configuration.directory
         try Self.createFolder(directory)
-        let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lockFD >= 0 else { throw spoolError("can't open the spool lock in \(directory)") }
+        let folderFD = try Self.openFolderOnlyThisUserCanWrite(directory)
+        let inUse = JustLogError(
+            code: .spoolUnavailable,
+            message:
+                "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
+        )
+        // The folder's own lock first: a `spool.lock` deleted while held (a cleaner of old files in /tmp: its time
+        // never changes) let the next spool make a new one and take it — two spools writing one folder's files.
+        // A file system that can't lock a folder leaves the file's lock alone to exclude (as before).
+        if !lockExclusively(folderFD, wait: lockWait), errno == EWOULDBLOCK || errno == EINTR {
+            closeDescriptor(folderFD)
+            throw inUse
+        }
+        // And `spool.lock`, which earlier versions take alone.
+        let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lockFD >= 0 else {
+            let error = spoolError("can't open the spool lock in \(directory)")
+            closeDescriptor(folderFD)
+            throw error
+        }
         guard lockExclusively(lockFD, wait: lockWait) else {
             closeDescriptor(lockFD)
-            throw JustLogError(
-                code: .spoolUnavailable,
-                message:
-                    "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
-            )
+            closeDescriptor(folderFD)
+            throw inUse
         }
         self.lockFD = lockFD
+        self.folderFD = folderFD
         var opened = false
-        defer { if !opened { closeDescriptor(lockFD) } }
+        defer {
+            if !opened {
+                closeDescriptor(lockFD)
+                closeDescriptor(folderFD)
+            }
+        }
         // Before anything is opened, moved aside or repaired: a folder a newer version of JustLog wrote (after a
         // downgrade) is not this version's to read, nor to change.
         let listing = try Self.listing(of: directory)
@@ -317,6 +340,44 @@ final class SpoolStorage {
         }
     }
 
+    /// Refuses a folder another user could put files in: owned by another user, writable by its group or by others,
+    /// or a symbolic link another user made. Such a user could plant links named as the spool's files — the cursor,
+    /// a segment — and have this program overwrite or truncate what they point to, or read the records (review,
+    /// helper-69: a folder made ahead in a shared log folder did both). A link this user or root made is followed
+    /// (a folder kept on another disk), and what it points to is checked the same way.
+    /// Returns the folder open (`O_RDONLY`), checked.
+    private static func openFolderOnlyThisUserCanWrite(_ path: String) throws -> CInt {
+        var link = stat()
+        guard lstat(path, &link) == 0 else { throw spoolError("can't inspect spool folder \(path)") }
+        let user = geteuid()
+        if link.st_mode & S_IFMT == S_IFLNK, link.st_uid != user, link.st_uid != 0 {
+            throw refused(path, "is a symbolic link another user (uid \(link.st_uid)) made")
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw spoolError("can't open spool folder \(path)") }
+        var kept = false
+        defer { if !kept { closeDescriptor(fd) } }
+        var folder = stat()
+        guard fstat(fd, &folder) == 0 else { throw spoolError("can't inspect spool folder \(path)") }
+        if folder.st_uid != user {
+            throw refused(path, "belongs to another user (uid \(folder.st_uid); this program runs as uid \(user))")
+        }
+        if folder.st_mode & 0o022 != 0 {
+            let mode = String(folder.st_mode & 0o777, radix: 8)
+            throw refused(path, "can be written by other users (mode \(mode)): `chmod go-w` it")
+        }
+        kept = true
+        return fd
+    }
+
+    private static func refused(_ path: String, _ why: String) -> JustLogError {
+        JustLogError(
+            code: .spoolUnavailable,
+            message:
+                "the spool folder \(path) \(why); it is not used, for another user could plant links to other files there and have them overwritten or read"
+        )
+    }
+
     /// The sequence numbers of the segment files in `directory`, in order, and the names of the files a copy-on-write
     /// probe left there (see ``Spool/Configuration/SegmentWrites/probeNamePrefix``).
     private static func listing(of directory: String) throws -> (segments: [UInt64], leftoverProbes: [String]) {
@@ -348,6 +409,7 @@ final class SpoolStorage {
         spare = nil
         cursorFile.close()
         closeDescriptor(lockFD)
+        closeDescriptor(folderFD)
     }
 
     // MARK: - Appending
