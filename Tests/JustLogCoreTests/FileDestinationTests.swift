@@ -260,6 +260,41 @@ private let ifThereIsADevFull = ConditionTrait.enabled(
         #expect(try messages(in: url).map { Int($0.split(separator: " ")[1])! } == Array(90..<120))
     }
 
+    /// A link another user planted as the log file (a shared or group-writable log folder) had every line — logged
+    /// text included — appended to the file it points at, any of this user's: a shell's start-up file, say (review,
+    /// helper-69). It is not followed; the file it points at is untouched. Only root can make a link another user
+    /// owns: run by the root step.
+    @Test(.enabled(if: getuid() == 0, "needs root to make a link another user owns"))
+    func aLinkAnotherUserPlantedAsTheLogFileIsNotFollowed() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let victim = folder.file("victim")
+        #expect(FileManager.default.createFile(atPath: victim, contents: Data("precious\n".utf8)))
+        let url = folder.appending("app.log")
+        #expect(symlink(victim, url.path) == 0)
+        #expect(lchown(url.path, 65_534, 65_534) == 0)
+        let error = #expect(throws: JustLogError.self) {
+            let file = try FileDestination(configuration: .init(url: url), diagnostics: LineCapture().diagnostics)
+            file.write(LogBatch(records: records(3)))
+            file.shutdown()
+        }
+        #expect(error?.message.contains("is a symbolic link another user") == true, "\(String(describing: error))")
+        #expect(FileManager.default.contents(atPath: victim) == Data("precious\n".utf8))
+    }
+
+    /// A link this user made (a log kept on another disk) is followed, as `/dev/stdout` is.
+    @Test func aLinkThisUserMadeAsTheLogFileIsFollowed() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let target = folder.appending("elsewhere.log")
+        let url = folder.appending("app.log")
+        #expect(symlink(target.path, url.path) == 0)
+        let file = try FileDestination(configuration: .init(url: url), diagnostics: LineCapture().diagnostics)
+        file.write(LogBatch(records: records(3)))
+        file.shutdown()
+        #expect(try messages(in: target) == (0..<3).map { "event \($0) " })
+    }
+
     /// A folder the program may no longer search (`chmod` by an administrator, a mount's permissions) makes the
     /// path unreadable, not the open file: writing goes on. Before (review, helper-52), `EACCES` was taken for "the
     /// file was moved away", the file closed, its reopen refused, and every line lost. Root searches any folder:

@@ -114,6 +114,25 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
 /// exit-stopped ones, three pipeline tests of that run failed together ("no progress for 3.0 s", their destinations
 /// not held back), around when the children were continued and exited — sanitized children busy at exit, most
 /// likely; each passed alone.
+/// A log file another user made ahead, writable by this program's user (mode 0666 in a shared folder), would hand
+/// them every line (review, helper-69): an ordinary user's program does not write it, and says why.
+@Suite struct AnotherUsersLogFileTests {
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a file to another user and run the program as a third"))
+    func aProgramDoesNotWriteALogFileAnotherUserOwns() async throws {
+        let folder = try TemporaryDirectory(prefix: "others-log")
+        defer { folder.remove() }
+        chmod(folder.path, 0o777)  // a shared folder; the unprivileged child writes its journal here
+        let logFile = folder.file("child.log")
+        #expect(FileManager.default.createFile(atPath: logFile, contents: nil))
+        #expect(chown(logFile, 1_234, 1_234) == 0)
+        #expect(chmod(logFile, 0o666) == 0)
+        let child = try ChildProcess(arguments: ["exit-without-flush", folder.path, "10"], unprivileged: true)
+        #expect(await child.waitForExit(timeout: .seconds(60)) == 0, "\(child.errorOutput)")
+        #expect(child.errorOutput.contains("belongs to another user"), "\(child.errorOutput)")
+        #expect((try FileManager.default.attributesOfItem(atPath: logFile)[.size] as? Int) == 0)
+    }
+}
+
 @Suite struct StoppedProgramTests {
     /// A log call waiting for room in a full queue (16 events, a full-queue wait of 1 s) while the program is stopped
     /// for 6 s does not count that time against the destination, which needs 0.15 s more once continued: nothing is

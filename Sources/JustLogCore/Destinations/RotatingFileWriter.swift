@@ -121,9 +121,21 @@ struct RotatingFileWriter: Sendable {
         // Non-blocking to open: a FIFO no one reads would wait for a reader forever (review, helper-52); its writes
         // block as usual (the flag is cleared). A regular file under a lease answers `EAGAIN` then: opened again,
         // waiting, as before.
+        // A symbolic link is followed only if this user or root made it (`/dev/stdout`, a log kept elsewhere): one
+        // another user planted where the folder lets them (a shared or group-writable log folder) had log lines —
+        // logged text included — appended to any file of this user's, a shell's start-up file among them, and a
+        // torn last line cut there (review, helper-69).
         let flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY
-        var fd = systemOpen(path, flags | O_NONBLOCK, 0o600)
-        if fd < 0, errno == EAGAIN || errno == EWOULDBLOCK { fd = systemOpen(path, flags, 0o600) }
+        var followsLink = false
+        var fd = systemOpen(path, flags | O_NONBLOCK | O_NOFOLLOW, 0o600)
+        if fd < 0, errno == ELOOP {
+            if let refusal = Self.linkRefusal(path) { throw refusal }
+            followsLink = true
+            fd = systemOpen(path, flags | O_NONBLOCK, 0o600)
+        }
+        if fd < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+            fd = systemOpen(path, flags | (followsLink ? 0 : O_NOFOLLOW), 0o600)
+        }
         guard fd >= 0 else {
             throw JustLogError(.fileSystem, "cannot open the log file \(path): \(Self.openFailure(path, errno))")
         }
@@ -131,6 +143,16 @@ struct RotatingFileWriter: Sendable {
         if status >= 0, status & O_NONBLOCK != 0 { _ = fcntl(fd, F_SETFL, status & ~O_NONBLOCK) }
         var info = stat()
         fstat(fd, &info)
+        // A regular file another user owns (made ahead, writable by this user) would hand them every line; root's
+        // is trusted, and root may write anyone's.
+        let user = geteuid()
+        if info.st_mode & S_IFMT == S_IFREG, info.st_uid != user, info.st_uid != 0, user != 0 {
+            systemClose(fd)
+            throw JustLogError(
+                .fileSystem,
+                "the log file \(path) belongs to another user (uid \(info.st_uid); this program runs as uid \(user)); it is not written, for that user would read every line: remove it, or log to a file of this user's"
+            )
+        }
         descriptor = fd
         isPipe = info.st_mode & S_IFMT == S_IFIFO
         rotates = info.st_mode & S_IFMT == S_IFREG && !Self.namesAStream(path)
@@ -142,6 +164,18 @@ struct RotatingFileWriter: Sendable {
         #if canImport(Darwin)
         if isPipe { _ = fcntl(fd, F_SETNOSIGPIPE, 1) }
         #endif
+    }
+
+    /// Why the symbolic link at `path` is not followed — another user than this one or root made it — or `nil`.
+    private static func linkRefusal(_ path: String) -> JustLogError? {
+        var link = stat()
+        guard lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK else { return nil }
+        let user = geteuid()
+        guard link.st_uid != user, link.st_uid != 0 else { return nil }
+        return JustLogError(
+            .fileSystem,
+            "the log file \(path) is a symbolic link another user (uid \(link.st_uid)) made; it is not followed, for it could point at any file of this user's: remove it, or log elsewhere"
+        )
     }
 
     /// The size past which the open file rotates: ``maximumFileSize``, or less where the file can't grow that far
