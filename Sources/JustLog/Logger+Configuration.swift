@@ -179,10 +179,16 @@ extension Logger {
             let folder = journal.folder ?? defaultJournalFolder(configuration)
         else { return nil }
         do {
-            return try EventJournal(
+            let opened = try EventJournal(
                 configuration: .init(directory: folder.path, maxTotalBytes: journal.capacity),
                 diagnostics: configuration.diagnostics
             )
+            // Beside the log file, the journals of log files no logger writes now: deleted, or said (see
+            // `StrayJournals`). Not beside a journal folder of the user's choosing.
+            if journal.folder == nil {
+                StrayJournals.tidy(besides: folder.path, diagnostics: configuration.diagnostics)
+            }
+            return opened
         } catch {
             configuration.diagnostics.report(
                 "no log journal (the console and file destinations lose what is queued if the program is killed): \(error)"

@@ -637,6 +637,35 @@ import Testing
         second.close()
     }
 
+    /// A spool waiting for the folder's lock while its holder deletes the folder (a journal no logger writes any
+    /// more, see `StrayJournals`) makes the folder again, rather than take the deleted one's lock and fail there.
+    @Test func aSpoolWaitingForAFolderItsHolderDeletesMakesItAgain() async throws {
+        let parent = try TemporaryDirectory(prefix: "spool-deleted-while-waiting")
+        defer { parent.remove() }
+        let folder = parent.file("app.log.journal")
+        let first = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        let second = try Spool(unopened: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        let opened = LockedValue<String?>(nil)
+        Thread.detachNewThread {
+            do {
+                try second.open(waitingForLock: .seconds(60))
+                opened.withLock { $0 = "opened" }
+            } catch {
+                opened.withLock { $0 = "\(error)" }
+            }
+        }
+        // (If the second has not started waiting yet, it makes the folder anew all the same.)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(first.closeRemovingFolderIfEmpty())
+        #expect(await eventually(timeout: .seconds(60)) { opened.current != nil })
+        #expect(opened.current == "opened")
+        try second.append(Array("kept".utf8))
+        second.close()
+        let again = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        defer { again.close() }
+        #expect(again.read(from: again.cursor, maxBytes: 1 << 20, maxRecords: 10).recordCount == 1)
+    }
+
     /// A folder of this user's, or a link this user made to one (a journal kept on another disk), is used.
     @Test(arguments: [false, true])
     func aFolderOrLinkOfThisUsersIsUsed(throughALink: Bool) throws {

@@ -1167,7 +1167,7 @@ private func spoolWithDeletedNewestSegment(
         case "ledger":
             let ranges = littleEndian(1) + largest
             let check = ranges.withUnsafeBytes { CRC32.checksum($0) }
-            FileManager.default.createFile(
+            _ = FileManager.default.createFile(
                 atPath: directory.file("losses"),
                 contents: Data(
                     Array("JLLOSS01".utf8) + littleEndian(1).prefix(4) + littleEndian(UInt64(check)).prefix(4) + ranges

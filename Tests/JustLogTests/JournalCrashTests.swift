@@ -86,6 +86,37 @@ import Testing
         #expect(!restart.outputLines.contains { $0.contains("recovered") }, "\(restart.outputLines)")
     }
 
+    /// A journal is written only by a logger of its own log file: the log file renamed after a crash, the earlier
+    /// run's journal stayed — its events never written and never said, its segments on disk for good (review,
+    /// helper-66). A logger opening its journal beside it now says what it holds, and deletes it once nothing in it
+    /// is unwritten.
+    @Test func aJournalLeftForALogFileNoLongerWrittenIsSaidThenDeletedOnceWritten() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let deadPort = try RefusingPort()
+        defer { withExtendedLifetime(deadPort) {} }
+        let child = try ChildProcess(arguments: ["journal-kill", folder.path, "file", String(deadPort.port)])
+        #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
+        await child.kill()
+        let returned = child.lastAcknowledged + 1
+        let stray = folder.file("child.log.journal")
+
+        let renamed = try ChildProcess(arguments: ["journal-recover-renamed", folder.path, "-"])
+        #expect(await renamed.waitForExit(timeout: .seconds(120)) == 0, "\(renamed.errorOutput)")
+        #expect(renamed.errorOutput.contains("the log journal \(stray) holds "), "\(renamed.errorOutput)")
+        #expect(FileManager.default.fileExists(atPath: stray), "kept until its events are written")
+
+        let original = try ChildProcess(arguments: ["journal-recover", folder.path, "-"])
+        #expect(await original.waitForExit(timeout: .seconds(120)) == 0, "\(original.errorOutput)")
+        #expect(try indexes(in: folder.appending("child.log")).count >= returned)
+
+        let again = try ChildProcess(arguments: ["journal-recover-renamed", folder.path, "-"])
+        #expect(await again.waitForExit(timeout: .seconds(120)) == 0, "\(again.errorOutput)")
+        #expect(!again.errorOutput.contains("holds"), "\(again.errorOutput)")
+        #expect(!FileManager.default.fileExists(atPath: stray), "deleted once written")
+        #expect(FileManager.default.fileExists(atPath: folder.file("renamed.log.journal")))
+    }
+
     /// Threads killed while they log: a call may have taken its record's place in the journal and not filled it
     /// (the copy happens after the locks). After a restart, each thread's events whose calls returned are in the
     /// file, in its order, once; a place never filled is skipped, and not reported as damage or loss.

@@ -54,6 +54,9 @@ public final class EventJournal: Sendable {
         package var onStartingASegment: (@Sendable () -> Void)?
         /// How records reach the segment files (see ``Spool/Configuration/SegmentWrites``): by the file system.
         package var segmentWrites = Spool.Configuration.SegmentWrites.byFileSystem
+        /// How long opening waits for a process that holds the folder and is letting go (see
+        /// ``Spool/open(waitingForLock:)``): a second.
+        package var lockWait: Duration = .seconds(1)
 
         /// `bytes` as ``segmentBytes`` takes it: 64 KiB to 1 GiB.
         private static func segmentSize(_ bytes: Int) -> Int { min(max(64 << 10, bytes), 1 << 30) }
@@ -112,7 +115,8 @@ public final class EventJournal: Sendable {
         spoolConfiguration.now = configuration.now
         spoolConfiguration.onStartingASegment = configuration.onStartingASegment
         spoolConfiguration.segmentWrites = configuration.segmentWrites
-        self.spool = try Spool(configuration: spoolConfiguration, diagnostics: diagnostics)
+        self.spool = try Spool(unopened: spoolConfiguration, diagnostics: diagnostics)
+        try spool.open(waitingForLock: configuration.lockWait)
         self.recoveryCount = spool.counterSnapshot.queuedRecords
         self.recoveryEnd = spool.endPosition
     }
@@ -279,5 +283,13 @@ public final class EventJournal: Sendable {
     public func close() {
         service.withLock { $0 = .closed }
         spool.close()
+    }
+
+    /// Closes the journal and deletes its folder if it holds nothing unwritten (see ``StrayJournals``); otherwise
+    /// closes it as ``close()`` does. Returns whether the folder was deleted.
+    @discardableResult
+    package func closeRemovingFolderIfEverythingIsWritten() -> Bool {
+        service.withLock { $0 = .closed }
+        return spool.closeRemovingFolderIfEmpty(alsoRemoving: { $0.hasPrefix(JournalContexts.namePrefix) })
     }
 }

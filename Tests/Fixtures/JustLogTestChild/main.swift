@@ -80,6 +80,11 @@ case "journal-recover-console":
     logger.enableConsoleLogging = true
     journalRecover(logger, run: nil)
 
+case "journal-recover-renamed":
+    // The log file renamed since the earlier run: its journal is another's now.
+    logger.logFilename = "renamed.log"
+    journalRecover(logger, run: nil)
+
 case "journal-recover-errors-only":
     // Console and file take errors only: no destination takes the "recovered" warning.
     logger.enableConsoleLogging = true

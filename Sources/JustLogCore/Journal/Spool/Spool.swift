@@ -286,6 +286,24 @@ public final class Spool: @unchecked Sendable {
         close()
     }
 
+    /// Closes the spool and deletes its folder — its files, and those `alsoRemoving` names — if every record is
+    /// acknowledged; otherwise closes it as ``close()`` does. Returns whether the folder's files were deleted.
+    @discardableResult
+    package func closeRemovingFolderIfEmpty(alsoRemoving: (String) -> Bool = { _ in false }) -> Bool {
+        readerLock.withLock {
+            lock.withLock {
+                defer { state = .closed }
+                guard case .open(let storage) = state else { return false }
+                guard storage.counters.queuedRecords == 0 else {
+                    storage.close()
+                    return false
+                }
+                storage.closeRemovingFolder(alsoRemoving: alsoRemoving)
+                return true
+            }
+        }
+    }
+
     /// Unmaps and closes the files. Records stay on disk for the next ``Spool`` opened on the folder.
     /// Later calls to ``append(_:)`` throw ``JustLogError/Code/spoolClosed``.
     public func close() {

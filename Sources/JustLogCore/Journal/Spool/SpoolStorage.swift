@@ -76,20 +76,12 @@ final class SpoolStorage {
         self.diagnostics = diagnostics
         self.maxSegments = configuration.maxSegments
         let directory = configuration.directory
-        try Self.createFolder(directory)
-        let folderFD = try Self.openFolderOnlyThisUserCanWrite(directory)
         let inUse = JustLogError(
             code: .spoolUnavailable,
             message:
                 "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
         )
-        // The folder's own lock first: a `spool.lock` deleted while held (a cleaner of old files in /tmp: its time
-        // never changes) let the next spool make a new one and take it — two spools writing one folder's files.
-        // A file system that can't lock a folder leaves the file's lock alone to exclude (as before).
-        if !lockExclusively(folderFD, wait: lockWait), errno == EWOULDBLOCK || errno == EINTR {
-            closeDescriptor(folderFD)
-            throw inUse
-        }
+        let folderFD = try Self.openAndLockFolder(directory, wait: lockWait, inUse: inUse)
         // And `spool.lock`, which earlier versions take alone.
         let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard lockFD >= 0 else {
@@ -340,6 +332,35 @@ final class SpoolStorage {
         }
     }
 
+    /// Creates the folder if missing, opens it (see ``openFolderOnlyThisUserCanWrite(_:)``) and takes its `flock`.
+    ///
+    /// The folder's own lock, besides `spool.lock`'s: a `spool.lock` deleted while held (a cleaner of old files in
+    /// /tmp: its time never changes) let the next spool make a new one and take it — two spools writing one folder's
+    /// files (review, helper-69). A file system that can't lock a folder leaves the file's lock alone to exclude, as
+    /// before. A folder deleted by the holder meanwhile (``closeRemovingFolder(alsoRemoving:)``) is made again.
+    private static func openAndLockFolder(_ directory: String, wait: Duration, inUse: JustLogError) throws -> CInt {
+        for _ in 0..<3 {
+            try createFolder(directory)
+            let folderFD = try openFolderOnlyThisUserCanWrite(directory)
+            if !lockExclusively(folderFD, wait: wait), errno == EWOULDBLOCK || errno == EINTR {
+                closeDescriptor(folderFD)
+                throw inUse
+            }
+            var held = stat()
+            var named = stat()
+            if fstat(folderFD, &held) == 0, stat(directory, &named) == 0, held.st_dev == named.st_dev,
+                held.st_ino == named.st_ino
+            {
+                return folderFD
+            }
+            closeDescriptor(folderFD)
+        }
+        throw JustLogError(
+            code: .spoolUnavailable,
+            message: "the spool folder \(directory) was deleted and made again three times while it was being opened"
+        )
+    }
+
     /// Refuses a folder another user could put files in: owned by another user, writable by its group or by others,
     /// or a symbolic link another user made. Such a user could plant links named as the spool's files — the cursor,
     /// a segment — and have this program overwrite or truncate what they point to, or read the records (review,
@@ -397,6 +418,44 @@ final class SpoolStorage {
             }
         }
         return (sequences.sorted(), probes)
+    }
+
+    /// Closes the spool and deletes its files and its folder, the locks held until the folder is gone (a spool
+    /// opening it meanwhile waits, then makes it again): for a folder no logger writes any more, whose records are
+    /// all acknowledged (the caller checks). Only the spool's own files and those `alsoRemoving` names are deleted;
+    /// anything else — a file moved aside — keeps the folder.
+    func closeRemovingFolder(alsoRemoving: (String) -> Bool) {
+        waitForFills(in: segments)
+        segments.removeAll()
+        retiredBeforeAnUnsavedCursor.removeAll()
+        spare?.remove()
+        spare = nil
+        cursorFile.close()
+        let directory = configuration.directory
+        if let dir = opendir(directory) {
+            var names: [String] = []
+            while let entry = readdir(dir) {
+                names.append(
+                    withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                        String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                    }
+                )
+            }
+            closedir(dir)
+            let own: Set = [
+                "cursor", SpoolLossLedger.fileName, SpoolLossLedger.fileName + ".tmp", SpoolSegment.spareFileName,
+            ]
+            for name in names
+            where own.contains(name) || name.hasSuffix(".seg")
+                || name.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) || alsoRemoving(name)
+            {
+                unlink(directory + "/" + name)
+            }
+        }
+        unlink(directory + "/spool.lock")
+        rmdir(directory)
+        closeDescriptor(lockFD)
+        closeDescriptor(folderFD)
     }
 
     /// Unmaps and closes the files, once no reserved place is being filled. Records stay on disk for the next spool

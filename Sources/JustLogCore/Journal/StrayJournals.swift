@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The journals an earlier run left beside this one's for log files no logger writes now — the log file renamed, a
+/// file name with the date in it, a program that stopped using a file.
+///
+/// A journal is written only by a logger of its own log file, so such a journal stayed: its segments (4 MiB each)
+/// on disk for good, and the events a crash left in it never written and never said (review, helper-66). Looked at
+/// when a logger opens its own journal in the log folder: one that holds nothing unwritten is deleted; one that
+/// holds events is said on the diagnostics sink — written when a logger next writes that file, and kept until then
+/// (or deleted by hand). One another process (or logger) holds is in use, and left alone.
+package enum StrayJournals {
+    /// How a journal's folder is named beside its log file: `<log file name>.journal`.
+    package static let folderSuffix = ".journal"
+
+    /// Looks at the journals in `journal`'s folder's parent other than `journal` itself.
+    package static func tidy(besides journal: String, diagnostics: DiagnosticSink) {
+        let own = journal.hasSuffix("/") ? String(journal.dropLast()) : journal
+        guard let slash = own.lastIndex(of: "/") else { return }
+        let parent = String(own[..<slash])
+        for name in entries(of: parent.isEmpty ? "/" : parent) where name.hasSuffix(folderSuffix) {
+            let folder = parent + "/" + name
+            guard folder != own, holdsSegments(folder) else { continue }
+            var configuration = EventJournal.Configuration(directory: folder)
+            configuration.lockWait = .zero
+            // Another process's, or damaged past opening (said by the open itself): left alone.
+            guard let stray = try? EventJournal(configuration: configuration, diagnostics: diagnostics) else {
+                continue
+            }
+            let held = stray.recoveryCount
+            if !stray.closeRemovingFolderIfEverythingIsWritten() {
+                let file = String(name.dropLast(folderSuffix.count))
+                diagnostics.report(
+                    "the log journal \(folder) holds \(held) event(s) that an earlier run logged for the log file \(file) and did not write there; no logger writes that file now (renamed?): they are written when one next does, in \(parent) — or delete the folder to drop them"
+                )
+            }
+        }
+    }
+
+    /// The names in `directory` (none if it can't be read).
+    private static func entries(of directory: String) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            names.append(
+                withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
+            )
+        }
+        return names
+    }
+
+    /// Whether `folder` is a folder (not a link) holding a spool's lock and at least one segment: a journal worth
+    /// opening. Anything else named `*.journal` is not JustLog's, or holds nothing.
+    private static func holdsSegments(_ folder: String) -> Bool {
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return false }
+        let names = entries(of: folder)
+        return names.contains("spool.lock") && names.contains { $0.hasSuffix(".seg") }
+    }
+}
