@@ -499,7 +499,7 @@ public final class Logger: @unchecked Sendable {
     /// left in the spool — has been handed over, or with an error that says why not (before ``setup()``: that
     /// the logger is not set up).
     ///
-    /// `completion` runs on Dispatch's global queue — never on the thread that finished the flush, so that it may
+    /// `completion` runs on a Dispatch queue of its own — never on the thread that finished the flush, so that it may
     /// call `exit`, or wait for another `forceSend` — except an answer given at once (not set up, shut down), which
     /// comes on the caller's thread before `forceSend` returns.
     ///

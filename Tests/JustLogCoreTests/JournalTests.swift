@@ -591,35 +591,60 @@ import Testing
 /// could write in is not used (review, helper-69: one made ahead in a shared log folder, with links planted as the
 /// cursor and a segment, had the program overwrite and truncate the files they pointed to).
 @Suite struct SpoolFolderOwnershipTests {
-    @Test(arguments: ["writable by others", "writable by its group", "another user's", "another user's link"])
-    func aFolderAnotherUserCouldWriteIsRefusedAndLeftUntouched(kind: String) throws {
+    /// A link another user made as the folder is not followed, root's program included.
+    @Test(.enabled(if: geteuid() == 0, "needs root to make a link another user owns"))
+    func aLinkAnotherUserMadeAsTheFolderIsRefusedAndLeftUntouched() throws {
         let parent = try TemporaryDirectory(prefix: "spool-owner")
         defer { parent.remove() }
         let folder = parent.file("app.log.journal")
-        let isRoot = geteuid() == 0
-        switch kind {
-        case "writable by others", "writable by its group":
-            #expect(mkdir(folder, 0o700) == 0)
-            #expect(chmod(folder, kind == "writable by others" ? 0o777 : 0o770) == 0)
-        case "another user's":
-            // Only root can give a folder away; an ordinary user's run has the mode cases.
-            guard isRoot else { return }
-            #expect(mkdir(folder, 0o700) == 0)
-            #expect(chown(folder, 65_534, 65_534) == 0)
-        default:
-            guard isRoot else { return }
-            let target = parent.file("elsewhere")
-            #expect(mkdir(target, 0o700) == 0)
-            #expect(symlink(target, folder) == 0)
-            #expect(lchown(folder, 65_534, 65_534) == 0)
-        }
+        let target = parent.file("elsewhere")
+        #expect(mkdir(target, 0o700) == 0)
+        #expect(symlink(target, folder) == 0)
+        #expect(lchown(folder, 65_534, 65_534) == 0)
         let error = #expect(throws: JustLogError.self) {
             try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in }).close()
         }
         #expect(error?.code == .spoolUnavailable)
-        #expect(error?.message.contains("it is not used") == true, "\(String(describing: error))")
-        let inside = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        #expect(inside.isEmpty, "\(inside)")
+        #expect(error?.message.contains("is a symbolic link another user") == true, "\(String(describing: error))")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: target)) == [])
+    }
+
+    /// A folder of this user's that others can write in (made with umask 002, a volume's group permissions) is made
+    /// owner-only and used: before, other users could plant links there as the cursor and segments.
+    @Test(arguments: [0o777, 0o770, 0o2775])
+    func aFolderOthersCanWriteIsMadeOwnerOnlyAndUsed(mode: Int) throws {
+        let parent = try TemporaryDirectory(prefix: "spool-owner")
+        defer { parent.remove() }
+        let folder = parent.file("app.log.journal")
+        #expect(mkdir(folder, 0o700) == 0)
+        #expect(chmod(folder, mode_t(mode)) == 0)
+        let spool = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        try spool.append(Array("kept".utf8))
+        spool.close()
+        var info = stat()
+        #expect(stat(folder, &info) == 0)
+        #expect(info.st_mode & 0o022 == 0, "mode \(String(info.st_mode & 0o7777, radix: 8))")
+    }
+
+    /// A hard link planted as a segment (a file of this user's elsewhere: records written there would change it) is
+    /// moved aside, not written.
+    @Test func aSegmentThatIsAHardLinkIsMovedAsideNotWritten() throws {
+        let parent = try TemporaryDirectory(prefix: "spool-hard-link")
+        defer { parent.remove() }
+        let folder = parent.file("app.log.journal")
+        let spool = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        spool.close()
+        let precious = parent.file("precious")
+        #expect(FileManager.default.createFile(atPath: precious, contents: Data(repeating: 7, count: 64 << 10)))
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasSuffix(".seg") }
+        )
+        #expect(unlink(folder + "/" + segment) == 0)
+        #expect(link(precious, folder + "/" + segment) == 0)
+        let again = try Spool(configuration: .init(directory: folder), diagnostics: DiagnosticSink { _ in })
+        try again.append(Array("kept".utf8))
+        again.close()
+        #expect(FileManager.default.contents(atPath: precious) == Data(repeating: 7, count: 64 << 10))
     }
 
     /// Its `spool.lock` deleted while a spool holds it (a cleaner of old files in /tmp), the next spool made a new

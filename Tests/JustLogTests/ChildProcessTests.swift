@@ -110,29 +110,64 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
     #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
 }
 
-/// Not in `ChildProcessTests`, which CI also runs under ThreadSanitizer: with this third stopped child beside the two
-/// exit-stopped ones, three pipeline tests of that run failed together ("no progress for 3.0 s", their destinations
-/// not held back), around when the children were continued and exited — sanitized children busy at exit, most
-/// likely; each passed alone.
+/// A journal folder another user made ahead (writable by this program's user) could hold that user's planted files:
+/// an ordinary user's program does not use it, and says why (review, helper-69).
+@Suite struct AnotherUsersJournalFolderTests {
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a folder to another user and run the program as a third"))
+    func aProgramDoesNotUseAJournalFolderAnotherUserOwns() async throws {
+        let parent = try TemporaryDirectory(prefix: "others-journal")
+        defer { parent.remove() }
+        chmod(parent.path, 0o755)
+        let folder = parent.file("app.log.journal")
+        #expect(mkdir(folder, 0o777) == 0)
+        #expect(chmod(folder, 0o777) == 0)
+        #expect(chown(folder, 1_234, 1_234) == 0)
+        let child = try ChildProcess(arguments: ["spool-append", folder, "10"], unprivileged: true)
+        #expect(await child.waitForExit(timeout: .seconds(60)) == 1, "\(child.errorOutput)")
+        #expect(child.errorOutput.contains("belongs to another user"), "\(child.errorOutput)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: folder)) == [])
+    }
+}
+
 /// A log file another user made ahead, writable by this program's user (mode 0666 in a shared folder), would hand
 /// them every line (review, helper-69): an ordinary user's program does not write it, and says why.
 @Suite struct AnotherUsersLogFileTests {
-    @Test(.enabled(if: geteuid() == 0, "needs root to give a file to another user and run the program as a third"))
-    func aProgramDoesNotWriteALogFileAnotherUserOwns() async throws {
+    /// A FIFO likewise: the other user reads it (review, helper-70).
+    @Test(
+        .enabled(if: geteuid() == 0, "needs root to give a file to another user and run the program as a third"),
+        arguments: ["a file", "a FIFO"]
+    )
+    func aProgramDoesNotWriteALogFileAnotherUserOwns(kind: String) async throws {
         let folder = try TemporaryDirectory(prefix: "others-log")
         defer { folder.remove() }
         chmod(folder.path, 0o777)  // a shared folder; the unprivileged child writes its journal here
         let logFile = folder.file("child.log")
-        #expect(FileManager.default.createFile(atPath: logFile, contents: nil))
+        var reader: Int32 = -1
+        if kind == "a FIFO" {
+            #expect(mkfifo(logFile, 0o666) == 0)
+            reader = open(logFile, O_RDONLY | O_NONBLOCK)  // that user, reading
+        } else {
+            #expect(FileManager.default.createFile(atPath: logFile, contents: nil))
+        }
+        defer { if reader >= 0 { close(reader) } }
         #expect(chown(logFile, 1_234, 1_234) == 0)
         #expect(chmod(logFile, 0o666) == 0)
         let child = try ChildProcess(arguments: ["exit-without-flush", folder.path, "10"], unprivileged: true)
         #expect(await child.waitForExit(timeout: .seconds(60)) == 0, "\(child.errorOutput)")
         #expect(child.errorOutput.contains("belongs to another user"), "\(child.errorOutput)")
-        #expect((try FileManager.default.attributesOfItem(atPath: logFile)[.size] as? Int) == 0)
+        if reader >= 0 {
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            #expect(read(reader, &buffer, buffer.count) <= 0, "the other user read lines")
+        } else {
+            #expect((try FileManager.default.attributesOfItem(atPath: logFile)[.size] as? Int) == 0)
+        }
     }
 }
 
+/// Not in `ChildProcessTests`, which CI also runs under ThreadSanitizer: with this third stopped child beside the two
+/// exit-stopped ones, three pipeline tests of that run failed together ("no progress for 3.0 s", their destinations
+/// not held back), around when the children were continued and exited — sanitized children busy at exit, most
+/// likely; each passed alone.
 @Suite struct StoppedProgramTests {
     /// A log call waiting for room in a full queue (16 events, a full-queue wait of 1 s) while the program is stopped
     /// for 6 s does not count that time against the destination, which needs 0.15 s more once continued: nothing is

@@ -143,10 +143,24 @@ struct RotatingFileWriter: Sendable {
         if status >= 0, status & O_NONBLOCK != 0 { _ = fcntl(fd, F_SETFL, status & ~O_NONBLOCK) }
         var info = stat()
         fstat(fd, &info)
-        // A regular file another user owns (made ahead, writable by this user) would hand them every line; root's
-        // is trusted, and root may write anyone's.
+        // The link followed is the one checked: not one put in its place meanwhile (checked again, with what it
+        // reaches).
+        if followsLink {
+            var reached = stat()
+            let same = stat(path, &reached) == 0 && reached.st_dev == info.st_dev && reached.st_ino == info.st_ino
+            let refusal =
+                Self.linkRefusal(path)
+                ?? (same ? nil : JustLogError(.fileSystem, "the log file \(path) changed while it was being opened"))
+            if let refusal {
+                systemClose(fd)
+                throw refusal
+            }
+        }
+        // A regular file or a FIFO another user owns (made ahead, writable by this user) would hand them every line;
+        // root's is trusted, and root may write anyone's (review, helper-69, helper-70).
         let user = geteuid()
-        if info.st_mode & S_IFMT == S_IFREG, info.st_uid != user, info.st_uid != 0, user != 0 {
+        let kind = info.st_mode & S_IFMT
+        if kind == S_IFREG || kind == S_IFIFO, info.st_uid != user, info.st_uid != 0, user != 0 {
             systemClose(fd)
             throw JustLogError(
                 .fileSystem,

@@ -13,7 +13,7 @@ import Darwin
 ///
 /// A flush finishes on the pipeline's own thread or on a destination's (the Logstash client's event loop). A
 /// completion run there can't wait for that thread — `forceSend { _ in exit(0) }` made the exit flush wait its whole
-/// patience for the very thread it ran on — so each runs on Dispatch's global queue: concurrently, so that a
+/// patience for the very thread it ran on — so each runs on a Dispatch queue of its own: concurrently, so that a
 /// completion waiting for another `forceSend` (or blocking for long) holds no other completion back (one serial
 /// queue did: a completion that waited for a nested `forceSend`'s answer waited forever — review, helper-67).
 ///
@@ -27,10 +27,13 @@ package final class FlushCompletions: @unchecked Sendable {
     /// The threads running a completion now.
     private var running: [pthread_t] = []
 
-    /// Runs `completion(error)` on Dispatch's global queue.
+    /// Runs `completion(error)` on a Dispatch queue of its own: on Dispatch's threads, a new one when all are busy
+    /// (a queue made with a label targets the overcommitting pool). Dispatch's global queue did not add one: its
+    /// few threads (one a core on Linux) blocked in completions held every other global-queue task back until
+    /// Dispatch's once-a-second monitor added threads (review, helper-70).
     package func run(_ completion: @escaping @Sendable ((any Error)?) -> Void, with error: (any Error)?) {
         lock.withLock { pending += 1 }
-        DispatchQueue.global().async {
+        DispatchQueue(label: "JustLog forceSend completion").async {
             let thread = pthread_self()
             self.lock.withLock { self.running.append(thread) }
             completion(error)

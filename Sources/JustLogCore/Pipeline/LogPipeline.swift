@@ -473,14 +473,14 @@ public final class LogPipeline: Sendable {
     /// Calls `completion` once every event submitted before this call has been written and every destination
     /// has flushed; with an error if a destination could not (the first such error).
     ///
-    /// `completion` runs on Dispatch's global queue (``FlushCompletions``), never on the thread that finished the
+    /// `completion` runs on a Dispatch queue of its own (``FlushCompletions``), never on the thread that finished the
     /// flush — the pipeline's own, or a destination's (the Logstash client's event loop): a program that exits there
     /// (`forceSend { _ in exit(0) }`) had its exit flush wait for that very thread, for its whole patience, or refuse
     /// to wait on the pipeline's own thread and say so (review, helper-62). Completions may run concurrently with
     /// one another.
     ///
     /// An answer given at once, within this call (not set up, shut down), comes on the caller's own thread before
-    /// this returns; one given later comes on the global queue even if the flush finished on the caller's thread (a
+    /// this returns; one given later comes on its own queue even if the flush finished on the caller's thread (a
     /// `forceSend` on an event loop or in an action run in log order). The exit handler gives completions handed
     /// over as the program exits a second to run (they ran within its flush before), not counting one that is
     /// itself exiting.

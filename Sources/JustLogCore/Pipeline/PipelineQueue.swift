@@ -1244,9 +1244,10 @@ final class PipelineQueue: @unchecked Sendable {
                 dispatcher: dispatcher
             )
             dispatcher.writeBackground([report])
-            // No destination's level takes the warning (console and file at `.error`): said where JustLog says what
-            // it can't write — an earlier run's crash is not to go unsaid (review, helper-66).
-            if !routes.contains(where: { $0.minimumLevel <= report.level }) { diagnostics.report(message) }
+            // Said on the diagnostics sink too: the warning may go nowhere — every destination's level above it (console
+            // and file at `.error`: review, helper-66), or it taken only by a destination that drops it (switched off,
+            // or Logstash settings that can't work: helper-70) — and an earlier run's crash is not to go unsaid.
+            diagnostics.report(message)
         }
         if unreadable + missing > 0 {
             let why = [

@@ -570,7 +570,7 @@ final class SpoolFolderLock {
                 "can't create the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder"
             )
         }
-        fd = open(directory + "/ship.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        fd = open(directory + "/ship.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             throw ToolError(
                 "can't use the spool folder \(directory): \(String(cString: strerror(errno))); pass --spool with a writable folder"

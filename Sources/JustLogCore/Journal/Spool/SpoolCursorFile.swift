@@ -49,6 +49,18 @@ struct SpoolCursorFile {
     init(path: String) throws(SpoolOpenFailure) {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw SpoolOpenFailure("can't open spool cursor \(path)") }
+        // A regular file of one link only (not a hard link to another file of this user's): otherwise moved aside.
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
+            closeDescriptor(fd)
+            throw SpoolOpenFailure(
+                JustLogError(
+                    code: .spoolUnavailable,
+                    message: "spool cursor \(path) is not a regular file of one link"
+                ),
+                lasts: true
+            )
+        }
         self.path = path
     }
 

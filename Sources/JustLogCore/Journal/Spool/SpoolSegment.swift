@@ -314,15 +314,16 @@ final class SpoolSegment {
             throw failure
         }
         let size = Int(info.st_size)
-        // Not a regular file, or larger than any segment a spool makes (a sparse file of any size would have its
-        // blocks reserved below and be mapped whole: review, helper-69): moved aside, its records counted lost.
-        guard info.st_mode & S_IFMT == S_IFREG, size <= Spool.maximumSegmentBytes else {
+        // Not a regular file of one link (a hard link another user made to a file of this user's: records written
+        // there would change it), or larger than any segment a spool makes (a sparse file of any size would have its
+        // blocks reserved below and be mapped whole): moved aside, its records counted lost (review, helper-69).
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, size <= Spool.maximumSegmentBytes else {
             close(fd)
             throw SpoolOpenFailure(
                 JustLogError(
                     code: .spoolUnavailable,
                     message:
-                        "spool segment \(path) is not a regular file of at most \(Spool.maximumSegmentBytes) bytes (\(size) bytes)"
+                        "spool segment \(path) is not a regular file of one link and at most \(Spool.maximumSegmentBytes) bytes (\(size) bytes, \(info.st_nlink) links)"
                 ),
                 lasts: true
             )

@@ -81,7 +81,7 @@ final class SpoolStorage {
             message:
                 "the spool folder \(directory) is in use by another logger or process; give each logger its own spool folder"
         )
-        let folderFD = try Self.openAndLockFolder(directory, wait: lockWait, inUse: inUse)
+        let folderFD = try Self.openAndLockFolder(directory, wait: lockWait, inUse: inUse, diagnostics: diagnostics)
         // And `spool.lock`, which earlier versions take alone.
         let lockFD = open(directory + "/spool.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard lockFD >= 0 else {
@@ -317,31 +317,38 @@ final class SpoolStorage {
     }
 
     /// `mkdir -p` with owner-only permissions for every folder it creates.
-    private static func createFolder(_ path: String) throws {
-        if mkdir(path, 0o700) == 0 { return }
+    /// Makes the folder (owner-only) and its missing parents; `true` if it made the folder itself.
+    @discardableResult
+    private static func createFolder(_ path: String) throws -> Bool {
+        if mkdir(path, 0o700) == 0 { return true }
         let code = errno
-        if code == EEXIST { return }
+        if code == EEXIST { return false }
         let parent = String(path.reversed().drop(while: { $0 == "/" }).drop(while: { $0 != "/" }).reversed())
         guard code == ENOENT, !parent.isEmpty, parent != path else {
             errno = code
             throw spoolError("can't create spool folder \(path)")
         }
         try createFolder(parent)
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw spoolError("can't create spool folder \(path)")
-        }
+        if mkdir(path, 0o700) == 0 { return true }
+        if errno != EEXIST { throw spoolError("can't create spool folder \(path)") }
+        return false
     }
 
-    /// Creates the folder if missing, opens it (see ``openFolderOnlyThisUserCanWrite(_:)``) and takes its `flock`.
+    /// Creates the folder if missing, opens it (see ``openOwnFolder(_:created:diagnostics:)``) and takes its `flock`.
     ///
     /// The folder's own lock, besides `spool.lock`'s: a `spool.lock` deleted while held (a cleaner of old files in
     /// /tmp: its time never changes) let the next spool make a new one and take it — two spools writing one folder's
     /// files (review, helper-69). A file system that can't lock a folder leaves the file's lock alone to exclude, as
     /// before. A folder deleted by the holder meanwhile (``closeRemovingFolder(alsoRemoving:)``) is made again.
-    private static func openAndLockFolder(_ directory: String, wait: Duration, inUse: JustLogError) throws -> CInt {
+    private static func openAndLockFolder(
+        _ directory: String,
+        wait: Duration,
+        inUse: JustLogError,
+        diagnostics: DiagnosticSink
+    ) throws -> CInt {
         for _ in 0..<3 {
-            try createFolder(directory)
-            let folderFD = try openFolderOnlyThisUserCanWrite(directory)
+            let created = try createFolder(directory)
+            let folderFD = try openOwnFolder(directory, created: created, diagnostics: diagnostics)
             if !lockExclusively(folderFD, wait: wait), errno == EWOULDBLOCK || errno == EINTR {
                 closeDescriptor(folderFD)
                 throw inUse
@@ -361,13 +368,20 @@ final class SpoolStorage {
         )
     }
 
-    /// Refuses a folder another user could put files in: owned by another user, writable by its group or by others,
-    /// or a symbolic link another user made. Such a user could plant links named as the spool's files — the cursor,
-    /// a segment — and have this program overwrite or truncate what they point to, or read the records (review,
-    /// helper-69: a folder made ahead in a shared log folder did both). A link this user or root made is followed
-    /// (a folder kept on another disk), and what it points to is checked the same way.
-    /// Returns the folder open (`O_RDONLY`), checked.
-    private static func openFolderOnlyThisUserCanWrite(_ path: String) throws -> CInt {
+    /// Opens the folder (`O_RDONLY`), making sure that no other user can put files in it: such a user could plant
+    /// files named as the spool's — a link as the cursor or a segment had this program overwrite or truncate the file
+    /// it pointed to, a file of theirs got the records (review, helper-69: a folder made ahead in a shared log
+    /// folder did both).
+    ///
+    /// - A symbolic link is followed only if this user or root made it (a folder kept on another disk).
+    /// - A folder found (not made now) that belongs to another user is refused, unless this program is root's (a
+    ///   volume a user owns, an NFS export that squashes root: root's own folders belong to `nobody` there).
+    /// - A folder others can write in (made with umask 002, a Kubernetes volume's group permissions) is made
+    ///   owner-only; where its mode can't change (a FAT or Windows file system, which keeps none) it is used, and
+    ///   that is said once.
+    /// Files in it are opened without following links, and a segment that is not a regular file of one link is
+    /// moved aside (see ``SpoolSegment/openExisting(directory:sequence:writes:folderProbe:)``).
+    private static func openOwnFolder(_ path: String, created: Bool, diagnostics: DiagnosticSink) throws -> CInt {
         var link = stat()
         guard lstat(path, &link) == 0 else { throw spoolError("can't inspect spool folder \(path)") }
         let user = geteuid()
@@ -380,12 +394,18 @@ final class SpoolStorage {
         defer { if !kept { closeDescriptor(fd) } }
         var folder = stat()
         guard fstat(fd, &folder) == 0 else { throw spoolError("can't inspect spool folder \(path)") }
-        if folder.st_uid != user {
+        if !created, folder.st_uid != user, user != 0 {
             throw refused(path, "belongs to another user (uid \(folder.st_uid); this program runs as uid \(user))")
         }
         if folder.st_mode & 0o022 != 0 {
-            let mode = String(folder.st_mode & 0o777, radix: 8)
-            throw refused(path, "can be written by other users (mode \(mode)): `chmod go-w` it")
+            _ = fchmod(fd, mode_t(folder.st_mode & 0o7777 & ~0o022))
+            var after = stat()
+            if fstat(fd, &after) == 0, after.st_mode & 0o022 != 0 {
+                diagnostics.reportOnce(
+                    key: "spool.folder.mode.\(path)",
+                    "the spool folder \(path) can be written by other users (mode \(String(after.st_mode & 0o777, radix: 8))) and its mode can't be changed (a file system that keeps none?): another user there could plant files that take its records"
+                )
+            }
         }
         kept = true
         return fd
