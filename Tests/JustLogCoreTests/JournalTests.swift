@@ -673,16 +673,17 @@ import Testing
         let opened = LockedValue<String?>(nil)
         Thread.detachNewThread {
             do {
-                try second.open(waitingForLock: .seconds(60))
+                try second.open(waitingForLock: .seconds(3_600))
                 opened.withLock { $0 = "opened" }
             } catch {
                 opened.withLock { $0 = "\(error)" }
             }
         }
-        // (If the second has not started waiting yet, it makes the folder anew all the same.)
+        // (If the second has not started waiting yet, it makes the folder anew all the same. It waits as long as it
+        // takes: on a loaded machine this task resumed after the second had waited a minute — CI's full run.)
         try await Task.sleep(for: .milliseconds(300))
         #expect(first.closeRemovingFolderIfEmpty())
-        #expect(await eventually(timeout: .seconds(60)) { opened.current != nil })
+        #expect(await eventually(timeout: .seconds(600)) { opened.current != nil })
         #expect(opened.current == "opened")
         try second.append(Array("kept".utf8))
         second.close()

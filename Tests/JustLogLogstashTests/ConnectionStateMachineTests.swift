@@ -304,6 +304,49 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         #expect(reads(machine.connected()) == [position(16)])
     }
 
+    /// A collector reading slower than a batch per timeout (20 KB/s against 1 MiB batches and 30 s) ended every
+    /// connection at its first write past the socket buffers, before anything was proven, and the next connection
+    /// resent the same first megabytes — forever (review, helper-71). After a write timeout batches are a sixteenth
+    /// the size, and grow back only while writes complete within an eighth of the timeout.
+    @Test func batchesShrinkAfterAWriteTimeoutAndGrowBackOnlyWhileWritesAreQuick() {
+        let clock = ManualClock()
+        var machine = Machine(
+            configuration: configuration {
+                $0.writeTimeout = .seconds(30)
+                $0.maxBatchRecords = 100_000
+            },
+            clock: clock,
+            random: { 0 }
+        )
+        func readLimits(_ actions: [Machine.Action]) -> [Int] {
+            actions.compactMap { if case .readBatch(_, let maxBytes, _) = $0 { maxBytes } else { nil } }
+        }
+        _ = machine.start(at: position(16))
+        #expect(readLimits(machine.connected()) == [1 << 20])
+        _ = machine.batchRead(batch(from: 16, records: 100_000))  // ~1 MiB
+        clock.advance(by: .seconds(30))
+        let stalled = machine.timerFired()
+        #expect(stalled.first == .close(graceful: false))
+        #expect(
+            stalled.contains { action in
+                if case .reportActivity(let line) = action { return line.contains("batches of at most 64 KiB") }
+                return false
+            }
+        )
+        clock.advance(by: .seconds(1))
+        #expect(machine.timerFired().contains(.connect))
+        #expect(readLimits(machine.connected()) == [64 << 10])
+        // Written within an eighth of the timeout: the next batch may be twice as large.
+        _ = machine.batchRead(batch(from: 16, records: 6_500))  // ~64 KiB
+        clock.advance(by: .seconds(3))
+        #expect(readLimits(machine.writeCompleted()) == [128 << 10])
+        // Written slower (the collector's pace, once the buffers are full): no larger.
+        _ = machine.batchRead(batch(from: 65_016, records: 13_100))  // ~128 KiB
+        clock.advance(by: .seconds(6))
+        #expect(readLimits(machine.writeCompleted()) == [128 << 10])
+        #expect(machine.batchBytesLimit == 128 << 10)
+    }
+
     @Test func aWriteTimeoutShorterThanTheSendIntervalSetsATimerOfItsOwn() {
         let clock = ManualClock()
         let start = clock.now

@@ -55,6 +55,12 @@ import JustLogCore
 /// resent, after the backoff, to the next host if there are several (the transport fails over), and pending
 /// flushes fail at once instead of waiting for a connection that may never move again.
 ///
+/// A collector (or link) that reads, only slower than a batch per timeout, is not one that stopped: after a write
+/// timeout batches are a sixteenth the size (down to ``smallestBatchBytes``), and they grow back, doubling, only
+/// while a write completes within an eighth of the timeout. Before, every batch stayed 1 MiB: against a collector
+/// reading 20 KB/s each connection ended at its first write past the socket buffers, before anything was proven,
+/// and the next resent the same first megabytes — forever (review, helper-71).
+///
 /// ## Connections that fail right away
 /// A connection that ends within ``Configuration/healthyConnectionTime`` of connecting without acknowledging
 /// anything counts as a failure for the backoff, like a refused connect: a collector that accepts and then
@@ -126,6 +132,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     private var inFlight: SpoolBatch?
     /// When the write of ``inFlight`` must have completed by.
     private var writeDeadline: C.Instant?
+    /// The most bytes a batch takes now: ``Configuration/maxBatchBytes``, less after a write timeout (see the type).
+    package private(set) var batchBytesLimit: Int
+    /// The smallest ``batchBytesLimit`` (a batch holds at least one record all the same).
+    package static var smallestBatchBytes: Int { 16 << 10 }
     /// When the timer last asked for fires (the transport keeps only the last one), until it fired.
     private var timerSetFor: C.Instant?
     private var readPending = false
@@ -158,6 +168,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         self.configuration = configuration
         self.clock = clock
         self.random = random
+        self.batchBytesLimit = configuration.maxBatchBytes
     }
 
     // MARK: - Inputs
@@ -273,6 +284,14 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
     package mutating func writeCompleted(bufferBound: Int? = nil) -> [Action] {
         guard case .connected = state, let batch = inFlight else { return [] }
         inFlight = nil
+        let limit = batchBytesLimit  // the one this batch was read with
+        // A full batch written well within the timeout: batches may grow back (see the type).
+        if let deadline = writeDeadline, batchBytesLimit < configuration.maxBatchBytes,
+            batch.bytes.count * 2 >= batchBytesLimit,
+            clock.now.duration(to: deadline) > configuration.writeTimeout - configuration.writeTimeout / 8
+        {
+            batchBytesLimit = min(configuration.maxBatchBytes, batchBytesLimit * 2)
+        }
         writeDeadline = nil
         counters.sentRecords += UInt64(batch.recordCount)
         counters.sentBytes += UInt64(batch.bytes.count)
@@ -330,7 +349,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         actions += completeFlushes(upTo: sendPosition)
         let full =
             batch.recordCount >= configuration.maxBatchRecords
-            || batch.bytes.count + 1024 >= configuration.maxBatchBytes
+            || batch.bytes.count + 1024 >= limit
         if full || !pendingFlushes.isEmpty || shutdownDeadline != nil {
             actions += readIfIdle()
         }
@@ -438,12 +457,16 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
                     )
             }
             if let deadline = writeDeadline, now >= deadline {
-                // The collector did not take the whole batch within the timeout: it stopped reading (or reads slower
-                // than a batch per timeout).
+                // The collector did not take the whole batch within the timeout: it stopped reading, or reads slower
+                // than a batch per timeout — smaller batches from now on (see the type).
+                let smaller = max(Self.smallestBatchBytes, batchBytesLimit / 16)
+                let note =
+                    smaller < batchBytesLimit ? "; batches of at most \(smaller >> 10) KiB from now on" : ""
+                batchBytesLimit = min(batchBytesLimit, smaller)
                 let stalled = LogstashError(
                     code: .timeout,
                     message:
-                        "the collector took no write for \(seconds(configuration.writeTimeout)) (it stopped reading)"
+                        "the collector took no write for \(seconds(configuration.writeTimeout)) (it stopped reading, or reads slower than a batch a timeout)\(note)"
                 )
                 return [.close(graceful: false)] + connectionClosed(error: stalled)
             }
@@ -581,7 +604,7 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         return [
             .readBatch(
                 from: sendPosition,
-                maxBytes: configuration.maxBatchBytes,
+                maxBytes: batchBytesLimit,
                 maxRecords: configuration.maxBatchRecords
             )
         ]
