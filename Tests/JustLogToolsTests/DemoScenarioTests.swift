@@ -83,6 +83,20 @@ import Testing
         #expect(DemoScenario.summary(report).contains("rotated file"))
     }
 
+    /// A second demo in the folder of one whose file rotated counted the earlier run's rotated file as its own and
+    /// reported its events lost (review, helper-72).
+    @Test func aSecondDemoInTheSameFolderCountsOnlyItsOwnEvents() async throws {
+        let folder = try TemporaryDirectory(prefix: "demo-again")
+        for burst in [24_000, 10] {
+            let output = LineCapture()
+            let report = try await DemoScenario(
+                options: .init(burst: burst, folder: folder.url, output: output.output, diagnostics: output.diagnostics)
+            ).run()
+            #expect(report.fileEvents == report.logged, "\(DemoScenario.summary(report))")
+            #expect(report.lostNothing, "\(DemoScenario.summary(report))")
+        }
+    }
+
     /// Issue #10: every demo run left its 4 MiB spool in the temporary folder.
     @Test func aDemoInTheTemporaryFolderLeavesNoSpoolBehind() async throws {
         let output = LineCapture()

@@ -121,6 +121,45 @@ private func view(
         if case .object(let metadata)? = object["metadata"] { #expect(metadata["event_id"] == "e3") }
     }
 
+    /// `--json` on a terminal printed C1 controls (U+009B, taken for CSI by some terminals) and bidirectional
+    /// overrides raw, as JSON allows (review, helper-72): on a terminal they are `\u` escapes — the same JSON.
+    @Test func jsonOnATerminalEscapesWhatATerminalWouldActOn() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let url = folder.appending("app.log")
+        let file = try LogFiles.destination(url)
+        LogFiles.write([LogFiles.record(.error, "csi \u{9B}2J bidi \u{202E}olleh", at: Self.base, id: "e9")], to: file)
+        let terminal = LineCapture(isTerminal: true)
+        let options = ViewTool.Options(
+            files: [url.path],
+            json: true,
+            output: terminal.output,
+            errors: LineCapture().output
+        )
+        _ = try await ViewTool(options: options).run()
+        #expect(!terminal.text.unicodeScalars.contains { $0.value == 0x9B || $0.value == 0x202E }, "\(terminal.text)")
+        #expect(terminal.text.contains(#"\u009b2J"#) && terminal.text.contains(#"\u202eolleh"#), "\(terminal.text)")
+        guard case .object(let object) = try JSONReader.parse(terminal.lines[0]) else {
+            Issue.record("not a JSON object: \(terminal.text)")
+            return
+        }
+        #expect(object["message"] == "csi \u{9B}2J bidi \u{202E}olleh")
+    }
+
+    /// Ctrl-C (the task cancelled) while reading: exit 130, not a success — it read on to the end and exited 0
+    /// (review, helper-72).
+    @Test func anInterruptedReadFailsWith130() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let path = try sampleFile(folder)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await ViewTool(
+                options: .init(files: [path], output: LineCapture().output, errors: LineCapture().output)
+            ).run()
+        }
+        let error = await #expect(throws: ToolError.self) { try await task.value }
+        #expect(error?.exitCode == ToolError.interrupted)
+    }
+
     @Test func aMalformedLineIsReportedWithFileAndLineAndReadingGoesOn() async throws {
         let folder = try TemporaryDirectory(prefix: "view")
         let path = try sampleFile(folder)

@@ -118,7 +118,11 @@ package struct DemoScenario: Sendable {
             )
         }
         let fileURL = folder.appendingPathComponent("justlog-demo.log")
-        try? FileManager.default.removeItem(at: fileURL)
+        // The file and every rotation an earlier demo in this folder left: they were counted as this run's, and a
+        // second run reported events lost that it never logged (review, helper-72).
+        for url in [fileURL] + (1...Self.retainedFiles).map({ URL(fileURLWithPath: fileURL.path + ".\($0)") }) {
+            try? FileManager.default.removeItem(at: url)
+        }
 
         // The collector: embedded on loopback unless one was given.
         let tally = EventIDTally()

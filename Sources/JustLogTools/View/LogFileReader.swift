@@ -63,13 +63,17 @@ package final class LogFileReader {
     }
 
     private init?(path: String, offset: Int, lineNumber: Int, nilIfMissing: Bool) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking to open: a FIFO with no writer kept the open waiting, past Ctrl-C (review, helper-72); its
+        // reads block as usual (the flag is cleared).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let error = errno
             if nilIfMissing && error == ENOENT { return nil }
             let reason = String(cString: strerror(error))
             throw ToolError("\(path): \(reason); give the path of a log file written by the file destination")
         }
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
         var info = stat()
         fstat(fd, &info)
         if (info.st_mode & S_IFMT) == S_IFDIR {

@@ -92,6 +92,14 @@ package struct ViewTool: Sendable {
         self.options = options
     }
 
+    /// Ctrl-C or SIGTERM (the task cancelled) while reading: exit 130, not 0 — what was printed is not the whole
+    /// file. Reading stopped only once it reached the end, then succeeded: a large file, `/dev/zero` or a FIFO kept
+    /// being read past the first signal (review, helper-72).
+    private static func stopIfInterrupted() throws {
+        guard Task.isCancelled else { return }
+        throw ToolError("interrupted before the end of the file(s)", exitCode: ToolError.interrupted)
+    }
+
     /// Reads every file in order, then — with ``Options/follow`` — follows the last one until the task is
     /// cancelled.
     ///
@@ -106,9 +114,11 @@ package struct ViewTool: Sendable {
         var last = readers.removeLast()
         for reader in readers {
             printer.drain(reader)
+            try Self.stopIfInterrupted()
             printer.finishFile(reader)
         }
         printer.drain(last, atEnd: !options.follow)
+        try Self.stopIfInterrupted()
         guard options.follow else {
             printer.finishFile(last)
             printer.reportUnlisted()
@@ -214,8 +224,8 @@ extension ViewTool {
 
         /// Reads `reader` to its current end (and its last partial line when `atEnd`).
         mutating func drain(_ reader: LogFileReader, atEnd: Bool = true) {
-            while readAvailable(reader) {}
-            if atEnd, let line = reader.finishPartialLine() { show([line], from: reader) }
+            while !Task.isCancelled, readAvailable(reader) {}
+            if atEnd, !Task.isCancelled, let line = reader.finishPartialLine() { show([line], from: reader) }
         }
 
         /// Reads and shows what is available; `false` when there was nothing.
@@ -262,7 +272,9 @@ extension ViewTool {
                 summary.shown += 1
                 if options.json {
                     if let brace = line.bytes.firstIndex(of: UInt8(ascii: "{")) {
-                        out += line.bytes[brace...]
+                        out +=
+                            options.output.isTerminal
+                            ? Self.terminalSafe(json: line.bytes[brace...]) : Array(line.bytes[brace...])
                         out.append(UInt8(ascii: "\n"))
                     }
                 } else {
@@ -271,6 +283,25 @@ extension ViewTool {
             }
             options.output.write(out)
             options.errors.write(problems)
+        }
+
+        /// A JSON line for a terminal: the C1 controls (U+0080…U+009F: some terminals take U+009B for CSI) and the
+        /// bidirectional controls, which JSON may hold raw, written as `\u` escapes — the same JSON, nothing a
+        /// terminal acts on (review, helper-72). (The readable form escapes them too: ``TerminalSafeText``.)
+        static func terminalSafe(json bytes: ArraySlice<UInt8>) -> [UInt8] {
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard TerminalSafeText.needsEscaping(text) else { return Array(bytes) }
+            var out = ""
+            for scalar in text.unicodeScalars {
+                switch scalar.value {
+                case 0x80...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                    let hex = String(scalar.value, radix: 16, uppercase: false)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default:
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+            return Array(out.utf8)
         }
 
         func matches(_ record: LogRecord) -> Bool {
