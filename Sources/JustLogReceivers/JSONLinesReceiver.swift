@@ -54,6 +54,12 @@ package final class JSONLinesReceiver: Sendable {
         /// The longest line accepted, without its `\n` (default 1 MiB + 4 KiB: the client's 1 MiB record
         /// limit plus a margin).
         package var maxLineBytes: Int
+        /// The most connections served at once; more are closed as they come (default 256). Without a bound ~1,000
+        /// senders that sent nothing took every file descriptor, and a real sender could not connect (review,
+        /// helper-72).
+        package var maximumConnections = 256
+        /// A connection that sends nothing for this long is closed; a sender reconnects (default 120 s).
+        package var idleTimeout: Duration = .seconds(120)
 
         package init(host: String = "127.0.0.1", port: Int = 0, tls: TLS? = nil, maxLineBytes: Int = (1 << 20) + 4096) {
             self.host = host
@@ -114,7 +120,7 @@ package final class JSONLinesReceiver: Sendable {
     package let configuration: Configuration
     private let group: any EventLoopGroup
     private let shared: Shared
-    private let listener = ReceiverListener(name: "json_lines receiver")
+    private let listener: ReceiverListener
 
     /// State reachable from every connection's event loop, behind one lock.
     final class Shared: Sendable {
@@ -157,6 +163,11 @@ package final class JSONLinesReceiver: Sendable {
         self.configuration = configuration
         self.group = eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
         self.shared = Shared(handler: handler, activity: activity, maxLineBytes: configuration.maxLineBytes)
+        self.listener = ReceiverListener(
+            name: "json_lines receiver",
+            maximumConnections: configuration.maximumConnections,
+            idleTimeout: configuration.idleTimeout
+        )
     }
 
     /// Binds and starts accepting; returns the bound port (the kernel's choice when the configured port is 0).

@@ -30,11 +30,24 @@ final class ReceiverListener: Sendable {
         case stopped
     }
 
-    /// The receiver refused a connection: it had stopped.
-    private struct Stopped: Error {}
+    /// The receiver refused a connection: it had stopped, or holds ``maximumConnections``.
+    private struct Refused: Error {}
 
-    init(name: String) {
+    /// The most connections served at once; more are closed as they come. Without a bound ~1,000 senders that send
+    /// nothing (or a byte now and then) took every file descriptor, and a real sender could not connect (review,
+    /// helper-72).
+    private let maximumConnections: Int
+    /// A connection that sends nothing for this long is closed (a sender reconnects; one that holds a descriptor
+    /// and sends nothing is not waited for).
+    private let idleTimeout: TimeAmount
+
+    init(name: String, maximumConnections: Int = 256, idleTimeout: Duration = .seconds(120)) {
         self.name = name
+        self.maximumConnections = max(1, maximumConnections)
+        self.idleTimeout = .nanoseconds(
+            Int64(clamping: idleTimeout.components.seconds) &* 1_000_000_000
+                &+ idleTimeout.components.attoseconds / 1_000_000_000
+        )
     }
 
     /// Binds and starts accepting; returns the bound port (the kernel's choice when `port` is 0). Each connection
@@ -62,6 +75,8 @@ final class ReceiverListener: Sendable {
         do {
             let sslContext = try tls.map(JSONLinesReceiver.makeSSLContext)
             let state = state
+            let maximumConnections = maximumConnections
+            let idleTimeout = idleTimeout
             let server = try await ServerBootstrap(group: group)
                 .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelOption(ChannelOptions.backlog, value: 256)
@@ -69,15 +84,18 @@ final class ReceiverListener: Sendable {
                 .childChannelInitializer { channel in
                     let number = state.withLock { state -> Int? in
                         if case .stopped = state.phase { return nil }
+                        guard state.connections.count < maximumConnections else { return nil }
                         state.connections[ObjectIdentifier(channel)] = channel
                         state.accepted += 1
                         return state.accepted
                     }
-                    guard let number else { return channel.eventLoop.makeFailedFuture(Stopped()) }
+                    guard let number else { return channel.eventLoop.makeFailedFuture(Refused()) }
                     channel.closeFuture.whenComplete { _ in
                         _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
                     }
                     return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
+                        try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                         if let sslContext {
                             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                         }
@@ -134,5 +152,18 @@ final class ReceiverListener: Sendable {
     private static func closeAll(_ channels: [any Channel]) async {
         let closing = channels.map { $0.close() }
         for closed in closing { try? await closed.get() }
+    }
+}
+
+/// Closes its connection when ``IdleStateHandler`` says nothing was read for its timeout.
+private final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .read? = event as? IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 }

@@ -57,6 +57,31 @@ func withReceiver<T>(
         }
     }
 
+    /// Senders that connect and send nothing took every file descriptor of `justlog receive` (~1,000 of them), and
+    /// a real sender could not connect (review, helper-72). Past its connection limit a receiver closes what comes,
+    /// and a connection that sends nothing for its idle timeout is closed, making room.
+    @Test func silentConnectionsAreBoundedAndClosedWhenIdle() async throws {
+        let received = ReceivedLines()
+        var configuration = JSONLinesReceiver.Configuration()
+        configuration.maximumConnections = 4
+        configuration.idleTimeout = .seconds(2)
+        try await withReceiver(configuration, handler: received.record) { receiver, port in
+            let silent = try (0..<4).map { _ in try PlainSocket(port: port) }
+            defer { silent.forEach { $0.close() } }
+            #expect(await eventually { receiver.counters.connections == 4 })
+            // Over the limit: closed at once, its line never read.
+            let refused = try PlainSocket(port: port)
+            defer { refused.close() }
+            try? refused.send(#"{"message":"over the limit"}"# + "\n")
+            #expect(await refused.receive(count: 1).closed, "a fifth connection was served")
+            // Idle past the timeout: each silent connection is closed by the receiver.
+            for socket in silent { #expect(await socket.receive(count: 1, timeout: .seconds(30)).closed) }
+            try PlainSocket.send(#"{"message":"served"}"# + "\n", port: port)
+            #expect(await eventually { received.count == 1 })
+            #expect(received.all.map(\.text) == [#"{"message":"served"}"#])
+        }
+    }
+
     @Test func aLastLineWithoutNewlineIsDeliveredWhenTheConnectionEnds() async throws {
         let received = ReceivedLines()
         try await withReceiver(handler: received.record) { _, port in
