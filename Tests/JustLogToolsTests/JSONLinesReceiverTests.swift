@@ -67,7 +67,7 @@ func withReceiver<T>(
         configuration.idleTimeout = .seconds(2)
         try await withReceiver(configuration, handler: received.record) { receiver, port in
             let silent = try (0..<4).map { _ in try PlainSocket(port: port) }
-            defer { silent.forEach { $0.close() } }
+            defer { for socket in silent { socket.close() } }
             #expect(await eventually { receiver.counters.connections == 4 })
             // Over the limit: closed at once, its line never read.
             let refused = try PlainSocket(port: port)
