@@ -3,6 +3,17 @@ import JustLogCore
 import JustLogTestSupport
 import Testing
 
+/// A child logging "journal event <i>" to its file (`variant` "file+logstash": and to Logstash, at a port that refuses)
+/// in `folder`, its destinations slower than its calls, SIGKILLed once 6,000 calls returned.
+private func childKilled(in folder: TemporaryDirectory, variant: String = "file") async throws -> ChildProcess {
+    let deadPort = try RefusingPort()
+    defer { withExtendedLifetime(deadPort) {} }
+    let child = try ChildProcess(arguments: ["journal-kill", folder.path, variant, String(deadPort.port)])
+    #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
+    await child.kill()
+    return child
+}
+
 /// The journal's promise, from outside: a program killed with SIGKILL while its file lagged thousands of events
 /// behind its log calls finds them when it starts again on the same folder.
 @Suite struct JournalCrashTests {
@@ -10,11 +21,7 @@ import Testing
     func everyEventWhoseCallReturnedIsInTheFileOnceInOrderAfterSIGKILLAndRestart(variant: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let deadPort = try RefusingPort()
-        defer { withExtendedLifetime(deadPort) {} }
-        let child = try ChildProcess(arguments: ["journal-kill", folder.path, variant, String(deadPort.port)])
-        #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
-        await child.kill()
+        let child = try await childKilled(in: folder, variant: variant)
         let returned = child.lastAcknowledged + 1
         let logFile = folder.appending("child.log")
         let beforeRestart = try indexes(in: logFile, wholeLinesOnly: false)
@@ -43,11 +50,7 @@ import Testing
     func eventsNoDestinationOfTheRestartWritesAreCountedLostNotRecovered(restartMode: String) async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let deadPort = try RefusingPort()
-        defer { withExtendedLifetime(deadPort) {} }
-        let child = try ChildProcess(arguments: ["journal-kill", folder.path, "file", String(deadPort.port)])
-        #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
-        await child.kill()
+        let child = try await childKilled(in: folder)
         let logFile = folder.appending("child.log")
         let written = try indexes(in: logFile, wholeLinesOnly: false).count
         #expect(written < child.lastAcknowledged + 1, "nothing to recover")
@@ -74,11 +77,7 @@ import Testing
     @Test func aRecoveryNoDestinationsLevelTakesIsSaidOnTheDiagnostics() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let deadPort = try RefusingPort()
-        defer { withExtendedLifetime(deadPort) {} }
-        let child = try ChildProcess(arguments: ["journal-kill", folder.path, "file", String(deadPort.port)])
-        #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
-        await child.kill()
+        _ = try await childKilled(in: folder)
 
         let restart = try ChildProcess(arguments: ["journal-recover-errors-only", folder.path, "-"])
         #expect(await restart.waitForExit(timeout: .seconds(120)) == 0, "\(restart.errorOutput)")
@@ -93,11 +92,7 @@ import Testing
     @Test func aJournalLeftForALogFileNoLongerWrittenIsSaidThenDeletedOnceWritten() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let deadPort = try RefusingPort()
-        defer { withExtendedLifetime(deadPort) {} }
-        let child = try ChildProcess(arguments: ["journal-kill", folder.path, "file", String(deadPort.port)])
-        #expect(await child.waitForAcknowledged(atLeast: 6_000, timeout: .seconds(120)), "\(child.errorOutput)")
-        await child.kill()
+        let child = try await childKilled(in: folder)
         let returned = child.lastAcknowledged + 1
         let stray = folder.file("child.log.journal")
 
