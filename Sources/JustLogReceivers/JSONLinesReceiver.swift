@@ -58,7 +58,8 @@ package final class JSONLinesReceiver: Sendable {
         /// senders that sent nothing took every file descriptor, and a real sender could not connect (review,
         /// helper-72).
         package var maximumConnections = 256
-        /// A connection that sends nothing for this long is closed; a sender reconnects (default 120 s).
+        /// A connection that sends no line for this long after connecting is closed (default 120 s); one that sent a
+        /// line is kept however long it is quiet.
         package var idleTimeout: Duration = .seconds(120)
 
         package init(host: String = "127.0.0.1", port: Int = 0, tls: TLS? = nil, maxLineBytes: Int = (1 << 20) + 4096) {
@@ -316,6 +317,9 @@ final class JSONLinesHandler: ChannelInboundHandler {
         context.fireChannelActive()
     }
 
+    /// Whether the connection's idle timeout was taken away (see ``channelRead(context:data:)``).
+    private var keptWhenIdle = false
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         shared.state.withLock { $0.counters.bytes += buffer.readableBytes }
@@ -340,6 +344,13 @@ final class JSONLinesHandler: ChannelInboundHandler {
                 }
                 start = end + 1
             }
+        }
+        // A sender that delivered a line is a sender: kept however long it is quiet. Closed when idle, a json_lines
+        // sender — which knows a line arrived only once much more followed it — sent everything again after every
+        // quiet spell (review, helper-73). The idle timeout is for connections that never send a line.
+        if lineNumber > 0, !keptWhenIdle {
+            keptWhenIdle = true
+            ReceiverListener.keepWhenIdle(context.pipeline)
         }
     }
 

@@ -94,8 +94,11 @@ final class ReceiverListener: Sendable {
                         _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
                     }
                     return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
-                        try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
+                        try channel.pipeline.syncOperations.addHandler(
+                            IdleStateHandler(readTimeout: idleTimeout),
+                            name: Self.idleHandlerName
+                        )
+                        try channel.pipeline.syncOperations.addHandler(CloseWhenIdle(), name: Self.closeHandlerName)
                         if let sslContext {
                             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                         }
@@ -129,6 +132,16 @@ final class ReceiverListener: Sendable {
 
     /// How many connections were set up so far.
     var connectionsSetUp: Int { state.withLock { $0.accepted } }
+
+    private static let idleHandlerName = "justlog.idle"
+    private static let closeHandlerName = "justlog.close-when-idle"
+
+    /// Takes the idle timeout away from the connection of `pipeline` (on its event loop): a sender that delivered
+    /// something is kept however long it is quiet.
+    static func keepWhenIdle(_ pipeline: ChannelPipeline) {
+        _ = pipeline.removeHandler(name: idleHandlerName)
+        _ = pipeline.removeHandler(name: closeHandlerName)
+    }
 
     /// Stops accepting and closes every connection. Later calls do nothing.
     func stop() async {

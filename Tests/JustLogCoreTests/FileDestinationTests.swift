@@ -282,6 +282,24 @@ private let ifThereIsADevFull = ConditionTrait.enabled(
         #expect(FileManager.default.contents(atPath: victim) == Data("precious\n".utf8))
     }
 
+    /// A hard link as the log file — another user's, to a file of this user's, where the kernel lets them — had the
+    /// lines appended to that file (review, helper-73). A log file of more than one link is not written.
+    @Test func aLogFileWithAnotherNameIsNotWritten() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let precious = folder.file("precious")
+        #expect(FileManager.default.createFile(atPath: precious, contents: Data("precious\n".utf8)))
+        let url = folder.appending("app.log")
+        #expect(link(precious, url.path) == 0)
+        let error = #expect(throws: JustLogError.self) {
+            let file = try FileDestination(configuration: .init(url: url), diagnostics: LineCapture().diagnostics)
+            file.write(LogBatch(records: records(3)))
+            file.shutdown()
+        }
+        #expect(error?.message.contains("has 2 links") == true, "\(String(describing: error))")
+        #expect(FileManager.default.contents(atPath: precious) == Data("precious\n".utf8))
+    }
+
     /// A link this user made (a log kept on another disk) is followed, as `/dev/stdout` is.
     @Test func aLinkThisUserMadeAsTheLogFileIsFollowed() throws {
         let folder = try TemporaryDirectory()

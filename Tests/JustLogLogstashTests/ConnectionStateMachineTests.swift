@@ -336,12 +336,21 @@ private let refused = LogstashError(code: .connectFailed, message: "connection r
         clock.advance(by: .seconds(1))
         #expect(machine.timerFired().contains(.connect))
         #expect(readLimits(machine.connected()) == [64 << 10])
-        // Written within an eighth of the timeout: the next batch may be twice as large.
+        // Written at once, but nothing proven on this connection yet (its first writes go into empty socket
+        // buffers, however slow the collector): no larger.
         _ = machine.batchRead(batch(from: 16, records: 6_500))  // ~64 KiB
+        clock.advance(by: .seconds(1))
+        #expect(readLimits(machine.writeCompleted()) == [64 << 10])
+        // The second proves the first (the test's window is 100 bytes); the third, written within an eighth of the
+        // timeout on a connection that proved progress, lets the next batch be twice as large.
+        _ = machine.batchRead(batch(from: 65_016, records: 6_500))
+        clock.advance(by: .seconds(1))
+        #expect(readLimits(machine.writeCompleted()) == [64 << 10])
+        _ = machine.batchRead(batch(from: 130_016, records: 6_500))
         clock.advance(by: .seconds(3))
         #expect(readLimits(machine.writeCompleted()) == [128 << 10])
         // Written slower (the collector's pace, once the buffers are full): no larger.
-        _ = machine.batchRead(batch(from: 65_016, records: 13_100))  // ~128 KiB
+        _ = machine.batchRead(batch(from: 195_016, records: 13_100))  // ~128 KiB
         clock.advance(by: .seconds(6))
         #expect(readLimits(machine.writeCompleted()) == [128 << 10])
         #expect(machine.batchBytesLimit == 128 << 10)

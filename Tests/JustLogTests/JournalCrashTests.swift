@@ -96,6 +96,18 @@ private func childKilled(in folder: TemporaryDirectory, variant: String = "file"
         let returned = child.lastAcknowledged + 1
         let stray = folder.file("child.log.journal")
 
+        // A journal changed in the last minute is in use or about to be: these are made an hour old, as a journal an
+        // earlier run left is.
+        func age(_ journal: String) {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: journal)) ?? []
+            for path in names.map({ journal + "/" + $0 }) + [journal] {
+                var times = [
+                    timeval(tv_sec: time(nil) - 3_600, tv_usec: 0), timeval(tv_sec: time(nil) - 3_600, tv_usec: 0),
+                ]
+                _ = utimes(path, &times)
+            }
+        }
+        age(stray)
         let renamed = try ChildProcess(arguments: ["journal-recover-renamed", folder.path, "-"])
         #expect(await renamed.waitForExit(timeout: .seconds(120)) == 0, "\(renamed.errorOutput)")
         #expect(renamed.errorOutput.contains("the log journal \(stray) holds "), "\(renamed.errorOutput)")
@@ -104,7 +116,9 @@ private func childKilled(in folder: TemporaryDirectory, variant: String = "file"
         let original = try ChildProcess(arguments: ["journal-recover", folder.path, "-"])
         #expect(await original.waitForExit(timeout: .seconds(120)) == 0, "\(original.errorOutput)")
         #expect(try indexes(in: folder.appending("child.log")).count >= returned)
+        #expect(FileManager.default.fileExists(atPath: folder.file("renamed.log.journal")), "used a moment ago: left")
 
+        age(stray)
         let again = try ChildProcess(arguments: ["journal-recover-renamed", folder.path, "-"])
         #expect(await again.waitForExit(timeout: .seconds(120)) == 0, "\(again.errorOutput)")
         #expect(!again.errorOutput.contains("holds"), "\(again.errorOutput)")

@@ -145,6 +145,29 @@ private func view(
         #expect(object["message"] == "csi \u{9B}2J bidi \u{202E}olleh")
     }
 
+    /// A raw carriage return between a line's JSON tokens (whitespace JSON allows) returned the cursor on a terminal,
+    /// so that the rest of the line wrote over its start (review, helper-73): escaped too.
+    @Test func jsonOnATerminalEscapesARawCarriageReturnBetweenTokens() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let url = folder.appending("app.log")
+        let file = try LogFiles.destination(url)
+        LogFiles.write([LogFiles.record(.error, "shown", at: Self.base, id: "e8")], to: file)
+        var bytes = [UInt8](try Data(contentsOf: url))
+        let brace = try #require(bytes.firstIndex(of: UInt8(ascii: "{")))
+        bytes.insert(UInt8(ascii: "\r"), at: brace + 1)
+        try Data(bytes).write(to: url)
+        let terminal = LineCapture(isTerminal: true)
+        let options = ViewTool.Options(
+            files: [url.path],
+            json: true,
+            output: terminal.output,
+            errors: LineCapture().output
+        )
+        let summary = try await ViewTool(options: options).run()
+        #expect(summary.shown == 1)
+        #expect(!terminal.text.dropLast().contains("\r"), "\(terminal.text.debugDescription)")
+    }
+
     /// Ctrl-C (the task cancelled) while reading: exit 130, not a success — it read on to the end and exited 0
     /// (review, helper-72).
     @Test func anInterruptedReadFailsWith130() async throws {

@@ -156,10 +156,20 @@ struct RotatingFileWriter: Sendable {
                 throw refusal
             }
         }
+        // A regular file of more than one link: perhaps a hard link another user made to a file of this user's (a
+        // shell's start-up file) — where the kernel lets them (macOS; Linux without `protected_hardlinks`) — which
+        // the lines would be appended to, and a torn line cut from (review, helper-73).
+        let kind = info.st_mode & S_IFMT
+        if kind == S_IFREG, info.st_nlink > 1 {
+            systemClose(fd)
+            throw JustLogError(
+                .fileSystem,
+                "the log file \(path) has \(info.st_nlink) links (another name for the same file, perhaps another user's hard link to a file of this user's); it is not written: remove that name, or log to a file of its own"
+            )
+        }
         // A regular file or a FIFO another user owns (made ahead, writable by this user) would hand them every line;
         // root's is trusted, and root may write anyone's (review, helper-69, helper-70).
         let user = geteuid()
-        let kind = info.st_mode & S_IFMT
         if kind == S_IFREG || kind == S_IFIFO, info.st_uid != user, info.st_uid != 0, user != 0 {
             systemClose(fd)
             throw JustLogError(

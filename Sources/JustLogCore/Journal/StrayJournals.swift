@@ -13,7 +13,8 @@ import Darwin
 /// on disk for good, and the events a crash left in it never written and never said (review, helper-66). Looked at
 /// when a logger opens its own journal in the log folder: one that holds nothing unwritten is deleted; one that
 /// holds events is said on the diagnostics sink — written when a logger next writes that file, and kept until then
-/// (or deleted by hand). One another process (or logger) holds is in use, and left alone.
+/// (or deleted by hand). One another process (or logger) holds, or that changed in the last minute, is in use or
+/// about to be, and left alone.
 package enum StrayJournals {
     /// How a journal's folder is named beside its log file: `<log file name>.journal`.
     package static let folderSuffix = ".journal"
@@ -25,7 +26,7 @@ package enum StrayJournals {
         let parent = String(own[..<slash])
         for name in entries(of: parent.isEmpty ? "/" : parent) where name.hasSuffix(folderSuffix) {
             let folder = parent + "/" + name
-            guard folder != own, holdsSegments(folder) else { continue }
+            guard folder != own, holdsSegments(folder), !usedRecently(folder) else { continue }
             var configuration = EventJournal.Configuration(directory: folder)
             configuration.lockWait = .zero
             // Another process's, or damaged past opening (said by the open itself): left alone.
@@ -36,9 +37,32 @@ package enum StrayJournals {
             if !stray.closeRemovingFolderIfEverythingIsWritten() {
                 let file = String(name.dropLast(folderSuffix.count))
                 diagnostics.report(
-                    "the log journal \(folder) holds \(held) event(s) that an earlier run logged for the log file \(file) and did not write there; no logger writes that file now (renamed?): they are written when one next does, in \(parent) — or delete the folder to drop them"
+                    "the log journal \(folder) holds \(held) event(s) that an earlier run logged for the log file \(file) and did not write there, and no logger holds it now (its log file renamed?): they are written when a logger next writes that file in \(parent) — or delete the folder to drop them"
                 )
             }
+        }
+    }
+
+    /// How long after its last change a journal is left alone: one that changed since is in use, or about to be — a
+    /// logger reconfiguring closes its journal and opens it again, and several processes starting together each open
+    /// their own (review, helper-73). The journals this is for were left by a run that ended.
+    static let recentUse: Duration = .seconds(60)
+
+    /// Whether `folder`, its cursor or a segment changed within ``recentUse``.
+    private static func usedRecently(_ folder: String) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let recent = Int(now.tv_sec) - Int(recentUse.components.seconds)
+        let paths =
+            [folder, folder + "/cursor"] + entries(of: folder).filter { $0.hasSuffix(".seg") }.map { folder + "/" + $0 }
+        return paths.contains { path in
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return false }
+            #if canImport(Darwin)
+            return Int(info.st_mtimespec.tv_sec) >= recent
+            #else
+            return Int(info.st_mtim.tv_sec) >= recent
+            #endif
         }
     }
 

@@ -57,7 +57,8 @@ import JustLogCore
 ///
 /// A collector (or link) that reads, only slower than a batch per timeout, is not one that stopped: after a write
 /// timeout batches are a sixteenth the size (down to ``smallestBatchBytes``), and they grow back, doubling, only
-/// while a write completes within an eighth of the timeout. Before, every batch stayed 1 MiB: against a collector
+/// while a write completes within an eighth of the timeout on a connection that has proven progress (its first
+/// writes go into empty socket buffers, however slow the collector). Before, every batch stayed 1 MiB: against a collector
 /// reading 20 KB/s each connection ended at its first write past the socket buffers, before anything was proven,
 /// and the next resent the same first megabytes — forever (review, helper-71).
 ///
@@ -285,8 +286,10 @@ package struct ConnectionStateMachine<C: Clock>: Sendable where C.Duration == Du
         guard case .connected = state, let batch = inFlight else { return [] }
         inFlight = nil
         let limit = batchBytesLimit  // the one this batch was read with
-        // A full batch written well within the timeout: batches may grow back (see the type).
-        if let deadline = writeDeadline, batchBytesLimit < configuration.maxBatchBytes,
+        // A full batch written well within the timeout, on a connection that has proven progress: batches may grow
+        // back (see the type). (Not before: on a new connection the socket buffers take the first megabytes at
+        // once, however slow the collector — review, helper-73.)
+        if let deadline = writeDeadline, progressSinceConnect, batchBytesLimit < configuration.maxBatchBytes,
             batch.bytes.count * 2 >= batchBytesLimit,
             clock.now.duration(to: deadline) > configuration.writeTimeout - configuration.writeTimeout / 8
         {

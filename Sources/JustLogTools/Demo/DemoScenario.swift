@@ -120,7 +120,11 @@ package struct DemoScenario: Sendable {
         let fileURL = folder.appendingPathComponent("justlog-demo.log")
         // The file and every rotation an earlier demo in this folder left: they were counted as this run's, and a
         // second run reported events lost that it never logged (review, helper-72).
-        for url in [fileURL] + (1...Self.retainedFiles).map({ URL(fileURLWithPath: fileURL.path + ".\($0)") }) {
+        // And its journal and spool, whose events an interrupted demo left: recovered, they were counted too.
+        let earlier = [
+            fileURL, URL(fileURLWithPath: fileURL.path + ".journal"), URL(fileURLWithPath: fileURL.path + ".spool"),
+        ]
+        for url in earlier + (1...Self.retainedFiles).map({ URL(fileURLWithPath: fileURL.path + ".\($0)") }) {
             try? FileManager.default.removeItem(at: url)
         }
 

@@ -289,12 +289,13 @@ extension ViewTool {
         /// bidirectional controls, which JSON may hold raw, written as `\u` escapes — the same JSON, nothing a
         /// terminal acts on (review, helper-72). (The readable form escapes them too: ``TerminalSafeText``.)
         static func terminalSafe(json bytes: ArraySlice<UInt8>) -> [UInt8] {
+            // Always the text decoded again (a byte that is no UTF-8, a lone 0x9B, becomes U+FFFD), and raw C0
+            // controls too (a `\r` between tokens would write over the line: review, helper-73).
             let text = String(decoding: bytes, as: UTF8.self)
-            guard TerminalSafeText.needsEscaping(text) else { return Array(bytes) }
             var out = ""
             for scalar in text.unicodeScalars {
                 switch scalar.value {
-                case 0x80...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                case 0x00..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
                     let hex = String(scalar.value, radix: 16, uppercase: false)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 default:

@@ -348,7 +348,10 @@ final class SpoolStorage {
     ) throws -> CInt {
         for _ in 0..<3 {
             let created = try createFolder(directory)
-            let folderFD = try openOwnFolder(directory, created: created, diagnostics: diagnostics)
+            // `nil`: deleted (by its holder) between the `mkdir` and the open — made again.
+            guard let folderFD = try openOwnFolder(directory, created: created, diagnostics: diagnostics) else {
+                continue
+            }
             if !lockExclusively(folderFD, wait: wait), errno == EWOULDBLOCK || errno == EINTR {
                 closeDescriptor(folderFD)
                 throw inUse
@@ -368,7 +371,7 @@ final class SpoolStorage {
         )
     }
 
-    /// Opens the folder (`O_RDONLY`), making sure that no other user can put files in it: such a user could plant
+    /// Opens the folder (`O_RDONLY`; `nil` if it is not there), making sure that no other user can put files in it: such a user could plant
     /// files named as the spool's — a link as the cursor or a segment had this program overwrite or truncate the file
     /// it pointed to, a file of theirs got the records (review, helper-69: a folder made ahead in a shared log
     /// folder did both).
@@ -381,15 +384,21 @@ final class SpoolStorage {
     ///   that is said once.
     /// Files in it are opened without following links, and a segment that is not a regular file of one link is
     /// moved aside (see ``SpoolSegment/openExisting(directory:sequence:writes:folderProbe:)``).
-    private static func openOwnFolder(_ path: String, created: Bool, diagnostics: DiagnosticSink) throws -> CInt {
+    private static func openOwnFolder(_ path: String, created: Bool, diagnostics: DiagnosticSink) throws -> CInt? {
         var link = stat()
-        guard lstat(path, &link) == 0 else { throw spoolError("can't inspect spool folder \(path)") }
+        guard lstat(path, &link) == 0 else {
+            if errno == ENOENT { return nil }
+            throw spoolError("can't inspect spool folder \(path)")
+        }
         let user = geteuid()
         if link.st_mode & S_IFMT == S_IFLNK, link.st_uid != user, link.st_uid != 0 {
             throw refused(path, "is a symbolic link another user (uid \(link.st_uid)) made")
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw spoolError("can't open spool folder \(path)") }
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw spoolError("can't open spool folder \(path)")
+        }
         var kept = false
         defer { if !kept { closeDescriptor(fd) } }
         var folder = stat()
@@ -466,7 +475,7 @@ final class SpoolStorage {
                 "cursor", SpoolLossLedger.fileName, SpoolLossLedger.fileName + ".tmp", SpoolSegment.spareFileName,
             ]
             for name in names
-            where own.contains(name) || name.hasSuffix(".seg")
+            where own.contains(name) || (name.hasSuffix(".seg") && UInt64(name.dropLast(4)) != nil)
                 || name.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) || alsoRemoving(name)
             {
                 unlink(directory + "/" + name)
