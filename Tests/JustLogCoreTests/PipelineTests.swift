@@ -662,7 +662,7 @@ import Testing
         pipeline.flush { _ in
             let answered = DispatchSemaphore(value: 0)
             pipeline.flush { _ in answered.signal() }
-            let outcome = answered.wait(timeout: .now() + 20) == .success
+            let outcome = answered.wait(timeout: .now() + 60) == .success
             nested.withLock { $0 = outcome }
         }
         #expect(await eventually(timeout: .seconds(60)) { nested.current != nil })
