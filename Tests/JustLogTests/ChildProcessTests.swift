@@ -110,6 +110,27 @@ private func expectEveryChildEventInOrder(in folder: TemporaryDirectory, count: 
     #expect(firstWrong == nil, "line \(firstWrong?.offset ?? 0) is \(firstWrong?.element ?? "")")
 }
 
+/// What a link of root's leads to — `/dev/stdout` of `sudo -u app prog > out.log`, the invoking user's file — was
+/// chosen by root, and is written: a first version of the owner rule refused it.
+@Suite struct LinkedLogFileTests {
+    @Test(.enabled(if: geteuid() == 0, "needs root to make the link and run the program as another user"))
+    func aProgramWritesAnotherUsersFileThroughALinkRootMade() async throws {
+        let folder = try TemporaryDirectory(prefix: "linked-log")
+        defer { folder.remove() }
+        chmod(folder.path, 0o777)  // the unprivileged child writes its journal here
+        let target = folder.file("out.log")
+        #expect(FileManager.default.createFile(atPath: target, contents: nil))
+        #expect(chown(target, 1_234, 1_234) == 0)
+        #expect(chmod(target, 0o666) == 0)
+        #expect(symlink(target, folder.file("child.log")) == 0)
+        let child = try ChildProcess(arguments: ["exit-without-flush", folder.path, "10"], unprivileged: true)
+        #expect(await child.waitForExit(timeout: .seconds(60)) == 0, "\(child.errorOutput)")
+        #expect(!child.errorOutput.contains("belongs to another user"), "\(child.errorOutput)")
+        let lines = try String(contentsOfFile: target, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 10, "\(lines.count) lines")
+    }
+}
+
 /// A journal folder another user made ahead (writable by this program's user) could hold that user's planted files:
 /// an ordinary user's program does not use it, and says why (review, helper-69).
 @Suite struct AnotherUsersJournalFolderTests {

@@ -156,11 +156,13 @@ struct RotatingFileWriter: Sendable {
                 throw refusal
             }
         }
+        // What a link of this user's or root's leads to was chosen by them (`/dev/stdout` of `sudo -u app prog > out`
+        // is the invoking user's file, or pipe): only what lies at the path itself is checked below.
         // A regular file of more than one link: perhaps a hard link another user made to a file of this user's (a
         // shell's start-up file) — where the kernel lets them (macOS; Linux without `protected_hardlinks`) — which
         // the lines would be appended to, and a torn line cut from (review, helper-73).
         let kind = info.st_mode & S_IFMT
-        if kind == S_IFREG, info.st_nlink > 1 {
+        if !followsLink, kind == S_IFREG, info.st_nlink > 1 {
             systemClose(fd)
             throw JustLogError(
                 .fileSystem,
@@ -170,7 +172,7 @@ struct RotatingFileWriter: Sendable {
         // A regular file or a FIFO another user owns (made ahead, writable by this user) would hand them every line;
         // root's is trusted, and root may write anyone's (review, helper-69, helper-70).
         let user = geteuid()
-        if kind == S_IFREG || kind == S_IFIFO, info.st_uid != user, info.st_uid != 0, user != 0 {
+        if !followsLink, kind == S_IFREG || kind == S_IFIFO, info.st_uid != user, info.st_uid != 0, user != 0 {
             systemClose(fd)
             throw JustLogError(
                 .fileSystem,
