@@ -44,10 +44,7 @@ final class ReceiverListener: Sendable {
     init(name: String, maximumConnections: Int = 256, idleTimeout: Duration = .seconds(120)) {
         self.name = name
         self.maximumConnections = max(1, maximumConnections)
-        self.idleTimeout = .nanoseconds(
-            Int64(clamping: idleTimeout.components.seconds) &* 1_000_000_000
-                &+ idleTimeout.components.attoseconds / 1_000_000_000
-        )
+        self.idleTimeout = LogstashClient.timeAmount(idleTimeout)
     }
 
     /// Binds and starts accepting; returns the bound port (the kernel's choice when `port` is 0). Each connection

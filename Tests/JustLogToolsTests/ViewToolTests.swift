@@ -121,13 +121,8 @@ private func view(
         if case .object(let metadata)? = object["metadata"] { #expect(metadata["event_id"] == "e3") }
     }
 
-    /// `--json` on a terminal printed C1 controls (U+009B, taken for CSI by some terminals) and bidirectional
-    /// overrides raw, as JSON allows (review, helper-72): on a terminal they are `\u` escapes — the same JSON.
-    @Test func jsonOnATerminalEscapesWhatATerminalWouldActOn() async throws {
-        let folder = try TemporaryDirectory(prefix: "view")
-        let url = folder.appending("app.log")
-        let file = try LogFiles.destination(url)
-        LogFiles.write([LogFiles.record(.error, "csi \u{9B}2J bidi \u{202E}olleh", at: Self.base, id: "e9")], to: file)
+    /// `view --json` of `url`, its output a terminal: its summary and what it printed.
+    private func viewJSONOnATerminal(_ url: URL) async throws -> (ViewTool.Summary, LineCapture) {
         let terminal = LineCapture(isTerminal: true)
         let options = ViewTool.Options(
             files: [url.path],
@@ -135,7 +130,17 @@ private func view(
             output: terminal.output,
             errors: LineCapture().output
         )
-        _ = try await ViewTool(options: options).run()
+        return (try await ViewTool(options: options).run(), terminal)
+    }
+
+    /// `--json` on a terminal printed C1 controls (U+009B, taken for CSI by some terminals) and bidirectional
+    /// overrides raw, as JSON allows (review, helper-72): on a terminal they are `\u` escapes — the same JSON.
+    @Test func jsonOnATerminalEscapesWhatATerminalWouldActOn() async throws {
+        let folder = try TemporaryDirectory(prefix: "view")
+        let url = folder.appending("app.log")
+        let file = try LogFiles.destination(url)
+        LogFiles.write([LogFiles.record(.error, "csi \u{9B}2J bidi \u{202E}olleh", at: Self.base, id: "e9")], to: file)
+        let (_, terminal) = try await viewJSONOnATerminal(url)
         #expect(!terminal.text.unicodeScalars.contains { $0.value == 0x9B || $0.value == 0x202E }, "\(terminal.text)")
         #expect(terminal.text.contains(#"\u009b2J"#) && terminal.text.contains(#"\u202eolleh"#), "\(terminal.text)")
         guard case .object(let object) = try JSONReader.parse(terminal.lines[0]) else {
@@ -156,14 +161,7 @@ private func view(
         let brace = try #require(bytes.firstIndex(of: UInt8(ascii: "{")))
         bytes.insert(UInt8(ascii: "\r"), at: brace + 1)
         try Data(bytes).write(to: url)
-        let terminal = LineCapture(isTerminal: true)
-        let options = ViewTool.Options(
-            files: [url.path],
-            json: true,
-            output: terminal.output,
-            errors: LineCapture().output
-        )
-        let summary = try await ViewTool(options: options).run()
+        let (summary, terminal) = try await viewJSONOnATerminal(url)
         #expect(summary.shown == 1)
         #expect(!terminal.text.dropLast().contains("\r"), "\(terminal.text.debugDescription)")
     }

@@ -180,8 +180,8 @@ struct RotatingFileWriter: Sendable {
             )
         }
         descriptor = fd
-        isPipe = info.st_mode & S_IFMT == S_IFIFO
-        rotates = info.st_mode & S_IFMT == S_IFREG && !Self.namesAStream(path)
+        isPipe = kind == S_IFIFO
+        rotates = kind == S_IFREG && !Self.namesAStream(path)
         size = rotates ? min(Int(clamping: info.st_size), Self.largestSize) : 0
         identity = (UInt64(info.st_dev), UInt64(info.st_ino))
         endsMidLine = size > 0 && !lastByteIsNewline()

@@ -24,9 +24,11 @@ package enum StrayJournals {
         let own = journal.hasSuffix("/") ? String(journal.dropLast()) : journal
         guard let slash = own.lastIndex(of: "/") else { return }
         let parent = String(own[..<slash])
-        for name in entries(of: parent.isEmpty ? "/" : parent) where name.hasSuffix(folderSuffix) {
+        for name in directoryEntries(parent.isEmpty ? "/" : parent) ?? [] where name.hasSuffix(folderSuffix) {
             let folder = parent + "/" + name
-            guard folder != own, holdsSegments(folder), !usedRecently(folder) else { continue }
+            guard folder != own, let segments = segmentNames(in: folder),
+                !usedRecently(folder, segments: segments)
+            else { continue }
             var configuration = EventJournal.Configuration(directory: folder)
             configuration.lockWait = .zero
             // Another process's, or damaged past opening (said by the open itself): left alone.
@@ -48,13 +50,12 @@ package enum StrayJournals {
     /// their own (review, helper-73). The journals this is for were left by a run that ended.
     static let recentUse: Duration = .seconds(60)
 
-    /// Whether `folder`, its cursor or a segment changed within ``recentUse``.
-    private static func usedRecently(_ folder: String) -> Bool {
+    /// Whether `folder`, its cursor or one of its `segments` changed within ``recentUse``.
+    private static func usedRecently(_ folder: String, segments: [String]) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let recent = Int(now.tv_sec) - Int(recentUse.components.seconds)
-        let paths =
-            [folder, folder + "/cursor"] + entries(of: folder).filter { $0.hasSuffix(".seg") }.map { folder + "/" + $0 }
+        let paths = [folder, folder + "/cursor"] + segments.map { folder + "/" + $0 }
         return paths.contains { path in
             var info = stat()
             guard lstat(path, &info) == 0 else { return false }
@@ -66,27 +67,14 @@ package enum StrayJournals {
         }
     }
 
-    /// The names in `directory` (none if it can't be read).
-    private static func entries(of directory: String) -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            names.append(
-                withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
-            )
-        }
-        return names
-    }
-
-    /// Whether `folder` is a folder (not a link) holding a spool's lock and at least one segment: a journal worth
-    /// opening. Anything else named `*.journal` is not JustLog's, or holds nothing.
-    private static func holdsSegments(_ folder: String) -> Bool {
+    /// The segment files of `folder` if it is a folder (not a link) holding a spool's lock and at least one segment:
+    /// a journal worth opening; `nil` otherwise — anything else named `*.journal` is not JustLog's, or holds nothing.
+    private static func segmentNames(in folder: String) -> [String]? {
         var info = stat()
-        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return false }
-        let names = entries(of: folder)
-        return names.contains("spool.lock") && names.contains { $0.hasSuffix(".seg") }
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, let names = directoryEntries(folder),
+            names.contains("spool.lock")
+        else { return nil }
+        let segments = names.filter { SpoolSegment.sequence(inFileName: $0) != nil }
+        return segments.isEmpty ? nil : segments
     }
 }

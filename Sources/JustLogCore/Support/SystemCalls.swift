@@ -9,6 +9,21 @@ import Darwin
 // The few system calls JustLog makes itself, named so that they can be called where `write`, `open` and
 // `close` mean methods of the caller.
 
+/// The names in the folder at `path`, `.` and `..` included; `nil` if it can't be read (`errno` says why).
+package func directoryEntries(_ path: String) -> [String]? {
+    guard let dir = opendir(path) else { return nil }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let entry = readdir(dir) {
+        names.append(
+            withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+        )
+    }
+    return names
+}
+
 /// Takes the exclusive `flock` of the file open as `descriptor`, waiting up to `wait` for a holder that is about to
 /// let go (a spool's folder, `justlog ship`'s spool folder).
 ///

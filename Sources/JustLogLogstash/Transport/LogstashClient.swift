@@ -1147,7 +1147,7 @@ public final class LogstashClient: @unchecked Sendable {
         return false
     }
 
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
+    package static func timeAmount(_ duration: Duration) -> TimeAmount {
         let (seconds, attoseconds) = duration.components
         // Capped at a year: longer would overflow nanoseconds in an Int64 (and means "never" anyway).
         let cappedSeconds = min(max(seconds, 0), 365 * 86_400)

@@ -181,6 +181,15 @@ final class SpoolSegment {
 
     // MARK: - Opening
 
+    /// The segment number a file named `name` holds, if it names a segment: `nil` for any other name, and for a
+    /// number past any a spool reaches (see ``largestNumber``).
+    static func sequence(inFileName name: String) -> UInt64? {
+        guard name.hasSuffix(".seg"), let sequence = UInt64(name.dropLast(4)), sequence <= largestNumber else {
+            return nil
+        }
+        return sequence
+    }
+
     /// The file name of segment `sequence`.
     static func fileName(_ sequence: UInt64) -> String {
         let digits = String(sequence)

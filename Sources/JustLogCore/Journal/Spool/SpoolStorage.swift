@@ -431,21 +431,9 @@ final class SpoolStorage {
     /// The sequence numbers of the segment files in `directory`, in order, and the names of the files a copy-on-write
     /// probe left there (see ``Spool/Configuration/SegmentWrites/probeNamePrefix``).
     private static func listing(of directory: String) throws -> (segments: [UInt64], leftoverProbes: [String]) {
-        guard let dir = opendir(directory) else { throw spoolError("can't list spool folder \(directory)") }
-        defer { closedir(dir) }
-        var sequences: [UInt64] = []
-        var probes: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            // A name with a number past any a spool reaches is no segment of it (see `SpoolSegment.largestNumber`).
-            if name.hasSuffix(".seg"), let sequence = UInt64(name.dropLast(4)), sequence <= SpoolSegment.largestNumber {
-                sequences.append(sequence)
-            } else if name.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) {
-                probes.append(name)
-            }
-        }
+        guard let names = directoryEntries(directory) else { throw spoolError("can't list spool folder \(directory)") }
+        let sequences = names.compactMap(SpoolSegment.sequence(inFileName:))
+        let probes = names.filter { $0.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) }
         return (sequences.sorted(), probes)
     }
 
@@ -454,48 +442,41 @@ final class SpoolStorage {
     /// all acknowledged (the caller checks). Only the spool's own files and those `alsoRemoving` names are deleted;
     /// anything else — a file moved aside — keeps the folder.
     func closeRemovingFolder(alsoRemoving: (String) -> Bool) {
-        waitForFills(in: segments)
-        segments.removeAll()
-        retiredBeforeAnUnsavedCursor.removeAll()
-        spare?.remove()
-        spare = nil
-        cursorFile.close()
+        releaseFiles()
         let directory = configuration.directory
-        if let dir = opendir(directory) {
-            var names: [String] = []
-            while let entry = readdir(dir) {
-                names.append(
-                    withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                        String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                    }
-                )
-            }
-            closedir(dir)
-            let own: Set = [
-                "cursor", SpoolLossLedger.fileName, SpoolLossLedger.fileName + ".tmp", SpoolSegment.spareFileName,
-            ]
-            for name in names
-            where own.contains(name) || (name.hasSuffix(".seg") && UInt64(name.dropLast(4)) != nil)
-                || name.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) || alsoRemoving(name)
-            {
-                unlink(directory + "/" + name)
-            }
+        let own: Set = [
+            "cursor", SpoolLossLedger.fileName, SpoolLossLedger.fileName + ".tmp", SpoolSegment.spareFileName,
+        ]
+        for name in directoryEntries(directory) ?? []
+        where own.contains(name) || SpoolSegment.sequence(inFileName: name) != nil
+            || name.hasPrefix(Spool.Configuration.SegmentWrites.probeNamePrefix) || alsoRemoving(name)
+        {
+            unlink(directory + "/" + name)
         }
         unlink(directory + "/spool.lock")
         rmdir(directory)
-        closeDescriptor(lockFD)
-        closeDescriptor(folderFD)
+        closeLocks()
     }
 
     /// Unmaps and closes the files, once no reserved place is being filled. Records stay on disk for the next spool
     /// opened on the folder.
     func close() {
+        releaseFiles()
+        closeLocks()
+    }
+
+    /// Unmaps and closes the segments and the cursor file, once no reserved place is being filled; deletes the spare.
+    private func releaseFiles() {
         waitForFills(in: segments)
         segments.removeAll()
         retiredBeforeAnUnsavedCursor.removeAll()  // unmapped; the files stay for the next open
         spare?.remove()
         spare = nil
         cursorFile.close()
+    }
+
+    /// Lets go of the folder: its `spool.lock` and its own lock.
+    private func closeLocks() {
         closeDescriptor(lockFD)
         closeDescriptor(folderFD)
     }
